@@ -1,0 +1,86 @@
+#include "base/clock.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace strata {
+namespace {
+
+bool FileContainsWord(const char* path, const char* word) {
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char line[4096];
+  bool found = false;
+  size_t wl = std::strlen(word);
+  while (!found && std::fgets(line, sizeof line, f)) {
+    for (const char* p = std::strstr(line, word); p; p = std::strstr(p + 1, word)) {
+      bool left = p == line || p[-1] == ' ' || p[-1] == '\t' || p[-1] == ':';
+      char r = p[wl];
+      if (left && (r == ' ' || r == '\n' || r == '\0')) {
+        found = true;
+        break;
+      }
+    }
+  }
+  std::fclose(f);
+  return found;
+}
+
+}  // namespace
+
+bool TscIsReliable() {
+#if STRATA_HAVE_TSC
+  const char* forced = std::getenv("STRATA_CLOCK");
+  if (forced && std::strcmp(forced, "monotonic") == 0) return false;
+  if (forced && std::strcmp(forced, "tsc") == 0) return true;
+  if (!FileContainsWord("/proc/cpuinfo", "constant_tsc")) return false;
+  if (!FileContainsWord("/proc/cpuinfo", "nonstop_tsc")) return false;
+  return FileContainsWord("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc");
+#else
+  return false;
+#endif
+}
+
+ClockAnchor TakeClockAnchor() {
+  // The pair is only as good as the window between the two TSC reads around
+  // clock_gettime; keep the narrowest of a few tries.
+  ClockAnchor best{};
+  uint64_t best_window = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    uint64_t t0 = ReadTsc();
+    uint64_t ns = MonotonicNs();
+    uint64_t t1 = ReadTsc();
+    if (t1 - t0 < best_window) {
+      best_window = t1 - t0;
+      best = {t0 + (t1 - t0) / 2, ns};
+    }
+  }
+  return best;
+}
+
+void TscCalibration::Start(ClockAnchor first) {
+  prev_ = last_ = first;
+  ns_per_tick_ = 0;
+}
+
+void TscCalibration::AddAnchor(ClockAnchor a) {
+  // Ignore anchors too close to the last one: the rate would be noise.
+  if (a.tsc <= last_.tsc + 100000) return;
+  prev_ = last_;
+  last_ = a;
+  ns_per_tick_ = static_cast<double>(last_.ns - prev_.ns) / static_cast<double>(last_.tsc - prev_.tsc);
+}
+
+uint64_t TscCalibration::ToNs(uint64_t tsc) const {
+  double rate = ns_per_tick_ > 0 ? ns_per_tick_ : 1.0;
+  // Ticks before the newest anchor interpolate from the previous one, later ones
+  // extrapolate from the newest: each interval uses the rate measured over it.
+  const ClockAnchor& base = tsc >= last_.tsc ? last_ : prev_;
+  double delta = static_cast<double>(static_cast<int64_t>(tsc - base.tsc)) * rate;
+  int64_t ns = static_cast<int64_t>(base.ns) + std::llround(delta);
+  return ns < 0 ? 0 : static_cast<uint64_t>(ns);
+}
+
+}  // namespace strata

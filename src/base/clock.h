@@ -1,0 +1,78 @@
+// The trace clock.
+//
+// Every event in a strata trace is stamped on one clock: CLOCK_MONOTONIC in
+// nanoseconds. That is the clock perf_event (use_clockid), CUPTI (through a
+// timestamp callback) and OpenCL conversions can all share, so levels line up
+// without post-hoc alignment.
+//
+// Reading CLOCK_MONOTONIC costs ~20 ns in a VM; the TSC costs about half. The
+// recorder's hot path therefore stores raw TSC ticks when the TSC is invariant
+// and converts them to monotonic ns off the hot path, with a TscCalibration
+// that is re-anchored periodically (so NTP slewing of CLOCK_MONOTONIC is
+// followed to well under a microsecond).
+#pragma once
+
+#include <time.h>
+
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define STRATA_HAVE_TSC 1
+#else
+#define STRATA_HAVE_TSC 0
+#endif
+
+namespace strata {
+
+inline uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline uint64_t ReadTsc() {
+#if STRATA_HAVE_TSC
+  return __rdtsc();
+#else
+  return MonotonicNs();
+#endif
+}
+
+// True when the TSC ticks at a constant rate across cores and sleep states
+// (constant_tsc + nonstop_tsc) and the kernel itself trusts it (clocksource tsc).
+// STRATA_CLOCK=monotonic in the environment forces the portable path.
+bool TscIsReliable();
+
+// A (tsc, ns) pair taken with the narrowest window we can get.
+struct ClockAnchor {
+  uint64_t tsc = 0;
+  uint64_t ns = 0;
+};
+ClockAnchor TakeClockAnchor();
+
+// Maps TSC ticks to CLOCK_MONOTONIC ns, piecewise linearly between anchors.
+// Not thread-safe: owned by the recorder's flusher.
+class TscCalibration {
+ public:
+  void Start(ClockAnchor first);
+  // Adds a newer anchor; the rate is re-estimated over the last interval.
+  void AddAnchor(ClockAnchor a);
+  uint64_t ToNs(uint64_t tsc) const;
+  double ns_per_tick() const { return ns_per_tick_; }
+  // False until two anchors far enough apart have been seen.
+  bool has_rate() const { return ns_per_tick_ > 0; }
+
+ private:
+  ClockAnchor prev_{};
+  ClockAnchor last_{};
+  double ns_per_tick_ = 0;  // 0 until two anchors exist
+};
+
+}  // namespace strata

@@ -1,0 +1,106 @@
+#include "format/ctf_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "base/error.h"
+#include "base/files.h"
+
+namespace strata::format {
+
+StreamWriter::StreamWriter(const Uuid& uuid, const StreamSpec& spec, uint64_t stream_instance_id,
+                           std::vector<uint64_t> context_fields)
+    : uuid_(uuid), spec_(spec), stream_instance_id_(stream_instance_id), context_(std::move(context_fields)) {
+  header_size_ = kPacketHeaderSize + ContextSize(spec_);
+  context_.resize(spec_.context.size());
+  buf_.resize(64 * 1024);
+}
+
+StreamWriter::~StreamWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status StreamWriter::Open(const std::string& path) {
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+  if (fd_ < 0) return ErrnoErr(errno, "cannot create stream file {}", path);
+  return OkStatus();
+}
+
+void StreamWriter::Grow(size_t need) {
+  size_t n = buf_.size() * 2;
+  while (n - used_ < need) n *= 2;
+  buf_.resize(n);
+}
+
+void StreamWriter::BeginPacket(uint64_t ts) {
+  if (ts < last_ts_) ts = last_ts_;
+  begin_ts_ = ts;
+  // The packet's timestamp_begin becomes the reader's clock value, so the first
+  // event's compact timestamp is relative to it: same semantics as last_ts_.
+  last_ts_ = ts;
+  if (buf_.size() < header_size_ + 64) buf_.resize(header_size_ + 64 * 1024);
+  used_ = header_size_;  // header and context are filled in at Flush
+}
+
+Status StreamWriter::Flush(uint64_t end_ts, bool force) {
+  bool discarded_changed = discarded_ != discarded_written_;
+  // A packet ends at its last event: events that a writer stamped before the
+  // flush began but that reach us later belong to the next packet, and packets
+  // of a stream must not overlap (babeltrace2's muxer rejects that).
+  (void)end_ts;
+  if (events_in_packet_ == 0) {
+    if (!(force || discarded_changed)) return OkStatus();
+    BeginPacket(last_ts_);  // an empty packet that carries the discarded count
+  }
+  end_ts = last_ts_;
+  uint8_t* p = buf_.data();
+  auto put32 = [&p](uint32_t v) { std::memcpy(p, &v, 4); p += 4; };
+  auto put64 = [&p](uint64_t v) { std::memcpy(p, &v, 8); p += 8; };
+  put32(kCtfMagic);
+  std::memcpy(p, uuid_.data(), 16);
+  p += 16;
+  put32(spec_.id);
+  put64(stream_instance_id_);
+  uint64_t bits = static_cast<uint64_t>(used_) * 8;
+  put64(begin_ts_);
+  put64(end_ts);
+  put64(bits);  // content_size
+  put64(bits);  // packet_size: packets are not padded
+  put64(seq_);
+  put64(discarded_);
+  for (size_t i = 0; i < spec_.context.size(); ++i) {
+    uint64_t v = context_[i];
+    uint32_t n = FieldSize(spec_.context[i].type);
+    std::memcpy(p, &v, n);  // little-endian narrowing
+    p += n;
+  }
+  Status st;
+  if (fd_ >= 0) {
+    int err = WriteAll(fd_, buf_.data(), used_);
+    if (err != 0) st = ErrnoErr(err, "cannot write stream file {}", path_);
+  } else {
+    st = Err(StatusCode::kInternal, "stream writer flushed before Open");
+  }
+  ++seq_;
+  discarded_written_ = discarded_;
+  events_in_packet_ = 0;
+  used_ = 0;
+  // The next packet's first event may be long after this one: the compact
+  // 27-bit timestamp is relative to the packet's timestamp_begin, which
+  // BeginPacket sets to that event's own time, so no extended header is forced.
+  return st;
+}
+
+Status StreamWriter::Close(uint64_t end_ts) {
+  Status st = Flush(end_ts);
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return st;
+}
+
+}  // namespace strata::format

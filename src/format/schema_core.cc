@@ -1,0 +1,48 @@
+// Core event classes: instrumentation spans, steps, counters, flows; process facts.
+#include "format/schema.h"
+
+namespace strata::format {
+namespace {
+
+using F = FieldSpec;
+using T = FieldType;
+
+constexpr F kName[] = {{"name", T::kU32}};
+constexpr F kCounterFields[] = {{"name", T::kU32}, {"value", T::kF64}};
+constexpr F kFlow[] = {{"flow", T::kU64}};
+constexpr F kStep[] = {{"step", T::kU64}};
+constexpr F kNameArg[] = {{"name", T::kU32}, {"arg", T::kU64}};
+
+constexpr EventSpec kThreadEvents[] = {
+    {kSpanBegin, "span_begin", kName},
+    {kSpanEnd, "span_end", {}},
+    {kInstant, "instant", kName},
+    {kCounter, "counter", kCounterFields},
+    {kFlowOut, "flow_out", kFlow},
+    {kFlowIn, "flow_in", kFlow},
+    {kStepBegin, "step_begin", kStep},
+    {kStepEnd, "step_end", kStep},
+    {kSpanBeginArg, "span_begin_arg", kNameArg},
+};
+
+constexpr F kNameDefFields[] = {{"id", T::kU32}, {"name", T::kString}};
+constexpr F kThreadNameFields[] = {{"tid", T::kU32}, {"name", T::kString}};
+constexpr F kProcessInfoFields[] = {
+    {"ppid", T::kU32}, {"start_realtime_ns", T::kU64}, {"exe", T::kString}, {"cmdline", T::kString}};
+constexpr F kCollectorStatusFields[] = {
+    {"collector", T::kString}, {"state", T::kString}, {"detail", T::kString}};
+
+constexpr EventSpec kProcessEvents[] = {
+    {kNameDef, "name_def", kNameDefFields},
+    {kThreadName, "thread_name", kThreadNameFields},
+    {kProcessInfo, "process_info", kProcessInfoFields},
+    {kCollectorStatus, "collector_status", kCollectorStatusFields},
+};
+
+constexpr EventSet kSets[] = {{kThreadStream, kThreadEvents}, {kProcessStream, kProcessEvents}};
+
+}  // namespace
+
+std::span<const EventSet> CoreEventSets() { return kSets; }
+
+}  // namespace strata::format
