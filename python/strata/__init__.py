@@ -1,0 +1,151 @@
+"""strata: explicit instrumentation for Python programs recorded by `strata record`.
+
+Nothing here is needed for tracing an unmodified program; these calls add model-level
+structure where a program wants it:
+
+    import strata
+    for batch in loader:
+        with strata.step():          # or strata.step_begin()/step_end()
+            with strata.span("forward"):
+                loss = model(batch)
+
+When the program is not running under `strata record`, every call is a no-op.
+"""
+import ctypes
+import itertools
+import os
+import threading
+
+__all__ = ["enabled", "span", "step", "step_begin", "step_end", "instant", "counter", "thread_name", "flush"]
+
+_lib = None
+if os.environ.get("STRATA_TRACE_DIR"):
+    try:
+        # Already loaded through LD_PRELOAD; this returns the same handle.
+        _lib = ctypes.CDLL("libstrata.so", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        _lib = None
+    if _lib is not None:
+        _lib.strata_intern.restype = ctypes.c_uint32
+        _lib.strata_intern.argtypes = [ctypes.c_char_p]
+        _lib.strata_span_begin_.argtypes = [ctypes.c_uint32]
+        _lib.strata_span_end_.argtypes = []
+        _lib.strata_instant_.argtypes = [ctypes.c_uint32]
+        _lib.strata_counter_.argtypes = [ctypes.c_uint32, ctypes.c_double]
+        _lib.strata_step_begin_.argtypes = [ctypes.c_uint64]
+        _lib.strata_step_end_.argtypes = [ctypes.c_uint64]
+        _lib.strata_thread_name.argtypes = [ctypes.c_char_p]
+        _active = ctypes.c_uint32.in_dll(_lib, "strata_active_")
+
+_names = {}
+_names_lock = threading.Lock()
+_step_counter = itertools.count()
+_open_steps = threading.local()
+
+
+def enabled():
+    """True while this process records."""
+    return _lib is not None and _active.value != 0
+
+
+def _intern(name):
+    i = _names.get(name)
+    if i is None:
+        with _names_lock:
+            i = _names.get(name)
+            if i is None:
+                i = _lib.strata_intern(name.encode("utf-8", "replace"))
+                if i:
+                    _names[name] = i
+    return i
+
+
+class span:
+    """A span on the calling thread: `with strata.span("name"): ...` or as a decorator."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name):
+        self._name = name
+
+    def __enter__(self):
+        if _lib is not None:
+            _lib.strata_span_begin_(_intern(self._name))
+        return self
+
+    def __exit__(self, *exc):
+        if _lib is not None:
+            _lib.strata_span_end_()
+        return False
+
+    def __call__(self, fn):
+        def wrapper(*a, **kw):
+            with span(self._name):
+                return fn(*a, **kw)
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
+def step_begin(number=None):
+    """Starts a model step (training iteration). Numbers default to 0, 1, 2, ..."""
+    n = next(_step_counter) if number is None else int(number)
+    stack = getattr(_open_steps, "stack", None)
+    if stack is None:
+        stack = _open_steps.stack = []
+    stack.append(n)
+    if _lib is not None:
+        _lib.strata_step_begin_(n)
+    return n
+
+
+def step_end(number=None):
+    """Ends the innermost open step (or the one numbered `number`)."""
+    stack = getattr(_open_steps, "stack", None) or []
+    if number is None:
+        if not stack:
+            return
+        number = stack.pop()
+    elif number in stack:
+        stack.remove(number)
+    if _lib is not None:
+        _lib.strata_step_end_(int(number))
+
+
+class step:
+    """`with strata.step(): ...` marks one model step."""
+
+    __slots__ = ("_n", "_given")
+
+    def __init__(self, number=None):
+        self._given = number
+
+    def __enter__(self):
+        self._n = step_begin(self._given)
+        return self
+
+    def __exit__(self, *exc):
+        step_end(self._n)
+        return False
+
+
+def instant(name):
+    if _lib is not None:
+        _lib.strata_instant_(_intern(name))
+
+
+def counter(name, value):
+    if _lib is not None:
+        _lib.strata_counter_(_intern(name), float(value))
+
+
+def thread_name(name):
+    if _lib is not None:
+        _lib.strata_thread_name(name.encode("utf-8", "replace"))
+
+
+def flush():
+    """Writes what was recorded so far (normally automatic every 100 ms)."""
+    if _lib is not None:
+        _lib.strata_flush()

@@ -1,0 +1,92 @@
+// The recorder's hot path, inlined into the C API functions (api.cc).
+//
+// Cost when recording: one relaxed load of the state, one TLS load, the clock
+// read, a bounds check, one 16-byte record store and one release store of
+// write_pos (a plain store on x86). Everything else is in SlowEmit().
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "base/clock.h"
+#include "recorder/buffer.h"
+#include "recorder/runtime.h"
+
+extern "C" uint32_t strata_active_;
+
+namespace strata::recorder {
+
+// The calling thread's current chunk; nullptr until its first event. Initial-exec
+// TLS: one %fs-relative load (libstrata is preloaded or linked, not dlopen'ed late).
+extern __thread Chunk* t_chunk __attribute__((tls_model("initial-exec")));
+
+// Handles everything the hot path does not: first event of a thread, a full
+// chunk, the drop/block policy. `ts` was read before the buffer check.
+void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts);
+
+inline uint32_t LoadState() { return __atomic_load_n(&strata_active_, __ATOMIC_RELAXED); }
+
+inline uint64_t ReadClock(uint32_t state) {
+  return state == kOnTsc ? ReadTsc() : MonotonicNs();
+}
+
+// An event whose payload fits in 4 bytes (span_begin, span_end, instant).
+inline void EmitSmall(uint32_t state, uint16_t event_id, uint32_t payload, uint16_t size) {
+  uint64_t ts = ReadClock(state);
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c != nullptr, 1)) {
+    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+    if (__builtin_expect(pos + sizeof(Record) <= c->capacity, 1)) {
+      Record* r = reinterpret_cast<Record*>(c->data() + pos);
+      r->ts = ts;
+      r->event_id = event_id;
+      r->size = size;
+      r->inline4 = payload;
+      c->write_pos.store(pos + static_cast<uint32_t>(sizeof(Record)), std::memory_order_release);
+      return;
+    }
+  }
+  SlowEmit(event_id, &payload, size, ts);
+}
+
+// An event with a payload of any size.
+inline void EmitBytes(uint32_t state, uint16_t event_id, const void* payload, uint32_t size) {
+  uint64_t ts = ReadClock(state);
+  if (size <= 4) {
+    uint32_t v = 0;
+    std::memcpy(&v, payload, size);
+    Chunk* c = t_chunk;
+    if (__builtin_expect(c != nullptr, 1)) {
+      uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+      if (__builtin_expect(pos + sizeof(Record) <= c->capacity, 1)) {
+        Record* r = reinterpret_cast<Record*>(c->data() + pos);
+        r->ts = ts;
+        r->event_id = event_id;
+        r->size = static_cast<uint16_t>(size);
+        r->inline4 = v;
+        c->write_pos.store(pos + static_cast<uint32_t>(sizeof(Record)), std::memory_order_release);
+        return;
+      }
+    }
+    SlowEmit(event_id, payload, size, ts);
+    return;
+  }
+  uint32_t need = RecordBytes(size);
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c != nullptr && size <= 0xffff, 1)) {
+    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+    if (__builtin_expect(pos + need <= c->capacity, 1)) {
+      Record* r = reinterpret_cast<Record*>(c->data() + pos);
+      r->ts = ts;
+      r->event_id = event_id;
+      r->size = static_cast<uint16_t>(size);
+      r->inline4 = 0;
+      std::memcpy(r + 1, payload, size);
+      c->write_pos.store(pos + need, std::memory_order_release);
+      return;
+    }
+  }
+  SlowEmit(event_id, payload, size, ts);
+}
+
+}  // namespace strata::recorder

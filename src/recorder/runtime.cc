@@ -1,0 +1,861 @@
+// The in-process recorder: registry of thread streams, chunk pool, interning,
+// the flusher thread, fork handling and the final flush.
+//
+// Threads and their locks (always taken in this order):
+//   flush_mu     one flush at a time (the flusher thread, FlushNow, exit, signals)
+//   registry_mu  the list of thread and external streams, pending process events
+//   stream->mu   a thread stream's chunk list links
+//   pool_mu      the free-chunk list
+//   intern_mu    the name table
+// The hot path takes none of them.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "format/ctf_writer.h"
+#include "format/schema.h"
+#include "format/tsdl.h"
+#include "recorder/buffer.h"
+#include "recorder/hot.h"
+#include "recorder/runtime_internal.h"
+
+extern "C" {
+__attribute__((visibility("default"))) uint32_t strata_active_ = 0;
+}
+
+namespace strata::recorder {
+
+__thread Chunk* t_chunk __attribute__((tls_model("initial-exec"))) = nullptr;
+
+namespace {
+
+using format::StreamWriter;
+
+uint32_t GetTid() { return static_cast<uint32_t>(::syscall(SYS_gettid)); }
+
+// A chunk with no room: a thread whose last chunk could not be replaced (buffers
+// full, drop policy) points here, so each of its events takes the slow path,
+// which retries the pool and counts the drop.
+alignas(64) Chunk g_full_chunk;
+
+struct ThreadStream {
+  uint32_t tid = 0;
+  std::mutex mu;
+  Chunk* head = nullptr;  // oldest chunk not yet drained
+  Chunk* tail = nullptr;  // the chunk the owner writes (or last sealed one)
+  std::atomic<uint64_t> dropped{0};
+  std::atomic<bool> retired{false};
+  // Flusher-only state.
+  std::unique_ptr<StreamWriter> writer;
+  bool named = false;
+};
+
+struct PendingEvent {
+  uint64_t ts;
+  uint32_t id;
+  uint32_t offset;  // into ExternalStream bytes
+  uint32_t size;
+};
+
+}  // namespace
+
+class ExternalStream {
+ public:
+  uint32_t device = 0;
+  uint64_t queue = 0;
+  std::mutex mu;
+  std::vector<PendingEvent> events;
+  std::vector<uint8_t> bytes;
+  uint64_t dropped = 0;  // under mu
+  std::unique_ptr<StreamWriter> writer;  // flusher only
+  // Flusher scratch, kept to avoid reallocating each cycle.
+  std::vector<PendingEvent> drain_events;
+  std::vector<uint8_t> drain_bytes;
+};
+
+namespace {
+
+constexpr size_t kMaxExternalPending = 4u << 20;  // events per device stream between flushes
+
+struct Runtime {
+  Config cfg;
+  format::Uuid uuid{};
+  uint64_t instance = 0;
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  bool tsc = false;
+  std::atomic<bool> finalized{false};
+
+  std::mutex flush_mu;
+  std::mutex registry_mu;
+  std::vector<ThreadStream*> streams;
+  std::vector<ExternalStream*> externals;
+  struct ProcEvent {
+    uint32_t id;
+    std::string payload;
+  };
+  std::vector<ProcEvent> proc_events;  // thread names, statuses, process info
+
+  std::mutex pool_mu;
+  std::vector<Chunk*> free_chunks;
+  std::vector<void*> all_chunks;  // every allocation, to free on fork
+  size_t allocated_chunks = 0;
+  std::atomic<uint64_t> dropped_total{0};
+
+  std::mutex intern_mu;
+  std::unordered_map<std::string, uint32_t> name_ids;
+  std::vector<std::string> names{""};  // id 0 is "no name"
+  size_t names_written = 1;            // flusher: names[1..names_written) are in the trace
+
+  // Flusher thread.
+  pthread_t flusher{};
+  bool flusher_running = false;
+  std::mutex wake_mu;
+  pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER;
+  bool stop = false;
+  bool wake = false;
+
+  // Flusher-owned (under flush_mu).
+  TscCalibration calib;
+  std::unique_ptr<StreamWriter> proc_writer;
+  std::vector<ThreadStream*> scratch;
+  uint64_t events_written = 0;
+  uint64_t clamped = 0;
+  pthread_key_t exit_key{};
+};
+
+Runtime* g_rt = nullptr;
+
+// --- chunk pool --------------------------------------------------------------
+
+Chunk* AllocChunk(Runtime& rt) {
+  void* mem = std::aligned_alloc(64, sizeof(Chunk) + rt.cfg.chunk_bytes);
+  if (!mem) return nullptr;
+  Chunk* c = new (mem) Chunk();
+  c->capacity = static_cast<uint32_t>(rt.cfg.chunk_bytes);
+  rt.all_chunks.push_back(mem);
+  return c;
+}
+
+Chunk* TryAcquireChunk(Runtime& rt) {
+  std::lock_guard<std::mutex> lk(rt.pool_mu);
+  Chunk* c = nullptr;
+  if (!rt.free_chunks.empty()) {
+    c = rt.free_chunks.back();
+    rt.free_chunks.pop_back();
+  } else if (rt.allocated_chunks < rt.cfg.max_chunks) {
+    c = AllocChunk(rt);
+    if (c) ++rt.allocated_chunks;
+  }
+  if (c) c->Reset();
+  return c;
+}
+
+void ReleaseChunk(Runtime& rt, Chunk* c) {
+  std::lock_guard<std::mutex> lk(rt.pool_mu);
+  rt.free_chunks.push_back(c);
+}
+
+bool PoolLow(Runtime& rt) {
+  std::lock_guard<std::mutex> lk(rt.pool_mu);
+  size_t available = rt.free_chunks.size() + (rt.cfg.max_chunks - rt.allocated_chunks);
+  return available * 4 < rt.cfg.max_chunks;
+}
+
+void WakeFlusher(Runtime& rt) {
+  std::lock_guard<std::mutex> lk(rt.wake_mu);
+  rt.wake = true;
+  pthread_cond_signal(&rt.wake_cv);
+}
+
+// --- thread registration -----------------------------------------------------
+
+__thread ThreadStream* t_stream = nullptr;
+__thread bool t_is_flusher = false;
+
+void OnThreadExit(void* arg) {
+  auto* s = static_cast<ThreadStream*>(arg);
+  if (!s || !g_rt) return;
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    if (s->tail) s->tail->sealed.store(true, std::memory_order_release);
+  }
+  s->retired.store(true, std::memory_order_release);
+  t_chunk = nullptr;
+  t_stream = nullptr;
+}
+
+ThreadStream* RegisterThread(Runtime& rt) {
+  auto* s = new (std::nothrow) ThreadStream();
+  if (!s) return nullptr;
+  s->tid = GetTid();
+  {
+    std::lock_guard<std::mutex> lk(rt.registry_mu);
+    rt.streams.push_back(s);
+  }
+  pthread_setspecific(rt.exit_key, s);
+  t_stream = s;
+  return s;
+}
+
+// --- encoding helpers for process-stream events ----------------------------
+
+void PutString(std::string& out, std::string_view s) {
+  for (char c : s) out.push_back(c == '\0' ? ' ' : c);
+  out.push_back('\0');
+}
+void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+
+std::string ReadProcText(const std::string& path, bool nul_to_space) {
+  auto r = ReadFile(path);
+  if (!r.ok()) return "";
+  std::string s = std::move(r).value();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  if (nul_to_space) std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+std::string ThreadComm(uint32_t tid) {
+  return ReadProcText("/proc/self/task/" + std::to_string(tid) + "/comm", false);
+}
+
+void QueueProcEvent(Runtime& rt, uint32_t id, std::string payload) {
+  std::lock_guard<std::mutex> lk(rt.registry_mu);
+  rt.proc_events.push_back({id, std::move(payload)});
+}
+
+void QueueProcessInfo(Runtime& rt) {
+  std::string p;
+  PutU32(p, rt.ppid);
+  PutU64(p, RealtimeNs());
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  PutString(p, n > 0 ? std::string_view(exe, static_cast<size_t>(n)) : std::string_view());
+  PutString(p, ReadProcText("/proc/self/cmdline", true));
+  QueueProcEvent(rt, format::kProcessInfo, std::move(p));
+}
+
+// --- the flush cycle ---------------------------------------------------------
+
+uint64_t ToNs(Runtime& rt, uint64_t raw) { return rt.tsc ? rt.calib.ToNs(raw) : raw; }
+
+uint64_t InstanceStreamId(uint64_t instance, uint64_t kind, uint64_t n) {
+  // Unique per stream within the trace: mix the process instance with the kind and number.
+  uint64_t x = instance ^ (kind << 56) ^ (n * 0x9E3779B97F4A7C15ull);
+  x ^= x >> 31;
+  return x;
+}
+
+std::string StreamPath(Runtime& rt, const std::string& leaf) {
+  return JoinPath(JoinPath(rt.cfg.dir, "ctf"), leaf);
+}
+
+std::string InstanceHex(uint64_t inst) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(inst & 0xffffffffu));
+  return buf;
+}
+
+void EnsureProcWriter(Runtime& rt) {
+  if (rt.proc_writer) return;
+  const format::StreamSpec* spec = format::FindStream(format::kProcessStream);
+  rt.proc_writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 1, 0),
+                                                  std::vector<uint64_t>{rt.pid, rt.instance});
+  std::string path = StreamPath(rt, "proc-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance));
+  Status st = rt.proc_writer->Open(path);
+  if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+}
+
+void DrainChunkRange(Runtime& rt, StreamWriter& w, Chunk* c, uint32_t end) {
+  uint32_t pos = c->read_pos;
+  while (pos + sizeof(Record) <= end) {
+    const Record* r = reinterpret_cast<const Record*>(c->data() + pos);
+    const void* payload = r->size <= 4 ? static_cast<const void*>(&r->inline4) : static_cast<const void*>(r + 1);
+    w.Append(r->event_id, ToNs(rt, r->ts), payload, r->size);
+    pos += RecordBytes(r->size);
+  }
+  c->read_pos = pos;
+}
+
+void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEvent>* names_out) {
+  if (!s->writer) {
+    const format::StreamSpec* spec = format::FindStream(format::kThreadStream);
+    s->writer = std::make_unique<StreamWriter>(
+        rt.uuid, *spec, InstanceStreamId(rt.instance, 0, s->tid), std::vector<uint64_t>{rt.pid, s->tid, rt.instance});
+    std::string path = StreamPath(rt, "thread-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
+                                          std::to_string(s->tid));
+    Status st = s->writer->Open(path);
+    if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+  }
+  if (!s->named) {
+    s->named = true;
+    std::string comm = ThreadComm(s->tid);
+    if (!comm.empty()) {
+      std::string p;
+      PutU32(p, s->tid);
+      PutString(p, comm);
+      names_out->push_back({format::kThreadName, std::move(p)});
+    }
+  }
+  StreamWriter& w = *s->writer;
+  for (;;) {
+    Chunk* c;
+    {
+      std::lock_guard<std::mutex> lk(s->mu);
+      c = s->head;
+    }
+    if (!c) break;
+    uint32_t end = c->write_pos.load(std::memory_order_acquire);
+    DrainChunkRange(rt, w, c, end);
+    bool done = false;
+    {
+      std::lock_guard<std::mutex> lk(s->mu);
+      if (c->sealed.load(std::memory_order_acquire)) {
+        // Sealed under this lock after the owner's last write_pos store.
+        uint32_t final_end = c->write_pos.load(std::memory_order_acquire);
+        if (final_end != c->read_pos) DrainChunkRange(rt, w, c, final_end);
+        s->head = c->next;
+        if (s->tail == c) s->tail = nullptr;
+        done = true;
+      }
+    }
+    if (!done) break;
+    ReleaseChunk(rt, c);
+    // Bound the writer's memory when a thread produced a lot since the last cycle.
+    if (w.pending_bytes() > (4u << 20)) {
+      Status st = w.Flush(ToNs(rt, NowRaw()));
+      (void)st;
+    }
+  }
+}
+
+void DrainExternal(Runtime& rt, ExternalStream* e) {
+  uint64_t dropped;
+  {
+    std::lock_guard<std::mutex> lk(e->mu);
+    e->drain_events.swap(e->events);
+    e->drain_bytes.swap(e->bytes);
+    e->events.clear();
+    e->bytes.clear();
+    dropped = e->dropped;
+  }
+  if (!e->writer) {
+    const format::StreamSpec* spec = format::FindStream(format::kDeviceStream);
+    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 2, e->queue ^ (uint64_t{e->device} << 48)),
+                                               std::vector<uint64_t>{rt.pid, rt.instance, e->device, e->queue});
+    std::string path = StreamPath(rt, "device-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
+                                          std::to_string(e->device) + "-" + std::to_string(e->queue));
+    Status st = e->writer->Open(path);
+    if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+  }
+  std::stable_sort(e->drain_events.begin(), e->drain_events.end(),
+                   [](const PendingEvent& a, const PendingEvent& b) { return a.ts < b.ts; });
+  for (const PendingEvent& p : e->drain_events)
+    e->writer->Append(p.id, p.ts, e->drain_bytes.data() + p.offset, p.size);
+  e->writer->set_discarded(dropped);
+}
+
+struct FlushOptions {
+  bool final = false;
+};
+
+void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
+  if (rt.tsc) {
+    rt.calib.AddAnchor(TakeClockAnchor());
+    if (!rt.calib.has_rate()) {
+      // Fewer than ~30 µs since start: wait for an interval long enough to measure the rate.
+      ClockAnchor a;
+      do {
+        a = TakeClockAnchor();
+        rt.calib.AddAnchor(a);
+      } while (!rt.calib.has_rate());
+    }
+  }
+  uint64_t now_ns = MonotonicNs();
+  EnsureProcWriter(rt);
+
+  std::vector<ExternalStream*> externals;
+  {
+    std::lock_guard<std::mutex> lk(rt.registry_mu);
+    rt.scratch = rt.streams;
+    externals = rt.externals;
+  }
+  // 1. Encode thread events into the writers' memory (not yet written).
+  std::vector<Runtime::ProcEvent> thread_names;
+  for (ThreadStream* s : rt.scratch) DrainThreadStream(rt, s, &thread_names);
+  for (ExternalStream* e : externals) DrainExternal(rt, e);
+
+  // 2. Names first, then the events that use them: a process killed between the
+  //    two writes leaves names without events, never events without names.
+  std::vector<Runtime::ProcEvent> proc_events = std::move(thread_names);
+  {
+    std::lock_guard<std::mutex> lk(rt.registry_mu);
+    for (auto& ev : rt.proc_events) proc_events.push_back(std::move(ev));
+    rt.proc_events.clear();
+  }
+  std::vector<std::pair<uint32_t, std::string>> new_names;
+  {
+    std::lock_guard<std::mutex> lk(rt.intern_mu);
+    for (size_t i = rt.names_written; i < rt.names.size(); ++i) new_names.emplace_back(static_cast<uint32_t>(i), rt.names[i]);
+    rt.names_written = rt.names.size();
+  }
+  StreamWriter& pw = *rt.proc_writer;
+  for (auto& [id, name] : new_names) {
+    std::string p;
+    PutU32(p, id);
+    PutString(p, name);
+    pw.Append(format::kNameDef, now_ns, p.data(), p.size());
+  }
+  for (auto& ev : proc_events) pw.Append(ev.id, now_ns, ev.payload.data(), ev.payload.size());
+  Status st = pw.Flush(now_ns);
+  (void)st;
+
+  // 3. Event packets.
+  uint64_t written = 0, clamped = 0;
+  for (ThreadStream* s : rt.scratch) {
+    s->writer->set_discarded(s->dropped.load(std::memory_order_relaxed));
+    Status fs = s->writer->Flush(now_ns, opt.final);
+    (void)fs;
+    written += s->writer->events_total();
+    clamped += s->writer->clamped();
+  }
+  for (ExternalStream* e : externals) {
+    Status fs = e->writer->Flush(now_ns, opt.final);
+    (void)fs;
+    written += e->writer->events_total();
+  }
+
+  // 4. Retire streams of exited threads once drained.
+  {
+    std::lock_guard<std::mutex> lk(rt.registry_mu);
+    auto it = std::remove_if(rt.streams.begin(), rt.streams.end(), [&](ThreadStream* s) {
+      if (!s->retired.load(std::memory_order_acquire)) return false;
+      std::lock_guard<std::mutex> sl(s->mu);
+      if (s->head != nullptr) return false;
+      rt.events_written += s->writer ? s->writer->events_total() : 0;
+      rt.clamped += s->writer ? s->writer->clamped() : 0;
+      delete s;
+      return true;
+    });
+    rt.streams.erase(it, rt.streams.end());
+  }
+  (void)written;
+  (void)clamped;
+}
+
+void* FlusherMain(void* arg) {
+  auto* rt = static_cast<Runtime*>(arg);
+  t_is_flusher = true;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "strata-flush");
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(rt->wake_mu);
+      if (!rt->stop && !rt->wake) {
+        timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        uint64_t ns = static_cast<uint64_t>(deadline.tv_nsec) + uint64_t{rt->cfg.flush_ms} * 1000000ull;
+        deadline.tv_sec += static_cast<time_t>(ns / 1000000000ull);
+        deadline.tv_nsec = static_cast<long>(ns % 1000000000ull);
+        pthread_cond_timedwait(&rt->wake_cv, rt->wake_mu.native_handle(), &deadline);
+      }
+      rt->wake = false;
+      if (rt->stop) break;
+    }
+    std::lock_guard<std::mutex> lk(rt->flush_mu);
+    if (rt->finalized.load()) break;
+    FlushCycleLocked(*rt, {});
+  }
+  return nullptr;
+}
+
+void StartFlusher(Runtime& rt) {
+  rt.stop = false;
+  rt.wake = false;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  rt.flusher_running = pthread_create(&rt.flusher, &attr, FlusherMain, &rt) == 0;
+  pthread_attr_destroy(&attr);
+  if (!rt.flusher_running)
+    std::fprintf(stderr, "strata: cannot start the flusher thread; events are written at exit only\n");
+}
+
+// --- fork --------------------------------------------------------------------
+
+void AtForkPrepare() {
+  if (!g_rt) return;
+  g_rt->flush_mu.lock();
+  g_rt->registry_mu.lock();
+  g_rt->pool_mu.lock();
+  g_rt->intern_mu.lock();
+  g_rt->wake_mu.lock();
+}
+
+void AtForkParent() {
+  if (!g_rt) return;
+  g_rt->wake_mu.unlock();
+  g_rt->intern_mu.unlock();
+  g_rt->pool_mu.unlock();
+  g_rt->registry_mu.unlock();
+  g_rt->flush_mu.unlock();
+}
+
+void AtForkChild() {
+  Runtime* rt = g_rt;
+  if (!rt) return;
+  // Only this thread survives. Locks held by the parent's other threads are
+  // re-created; the parent's unflushed events stay the parent's to write.
+  new (&rt->flush_mu) std::mutex();
+  new (&rt->registry_mu) std::mutex();
+  new (&rt->pool_mu) std::mutex();
+  new (&rt->intern_mu) std::mutex();
+  new (&rt->wake_mu) std::mutex();
+  rt->wake_cv = PTHREAD_COND_INITIALIZER;
+  for (ThreadStream* s : rt->streams) {
+    s->writer.reset();  // closes the parent's fd without writing
+    s->~ThreadStream();
+    ::operator delete(s);
+  }
+  rt->streams.clear();
+  for (ExternalStream* e : rt->externals) delete e;
+  rt->externals.clear();
+  rt->proc_events.clear();
+  rt->proc_writer.reset();
+  for (void* m : rt->all_chunks) std::free(m);
+  rt->all_chunks.clear();
+  rt->free_chunks.clear();
+  rt->allocated_chunks = 0;
+  rt->dropped_total.store(0);
+  // Interned ids stay valid (call sites cache them), so the child writes the
+  // whole table again into its own process stream.
+  rt->names_written = 1;
+  rt->ppid = rt->pid;
+  rt->pid = static_cast<uint32_t>(::getpid());
+  format::Uuid r = format::NewRandomUuid();
+  std::memcpy(&rt->instance, r.data(), 8);
+  t_chunk = nullptr;
+  t_stream = nullptr;
+  pthread_setspecific(rt->exit_key, nullptr);
+  if (rt->tsc) rt->calib.Start(TakeClockAnchor());
+  QueueProcessInfo(*rt);
+  if (!rt->finalized.load()) StartFlusher(*rt);
+}
+
+}  // namespace
+
+// --- slow path -----------------------------------------------------------------
+
+void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff || t_is_flusher) return;
+  ThreadStream* s = t_stream;
+  if (!s) {
+    s = RegisterThread(*rt);
+    if (!s) {
+      rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  uint32_t need = RecordBytes(size);
+  if (size > 0xffff || need > rt->cfg.chunk_bytes) {
+    s->dropped.fetch_add(1, std::memory_order_relaxed);
+    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Chunk* n = TryAcquireChunk(*rt);
+  if (!n && rt->cfg.block) {
+    // Blocking policy: wait for the flusher to free a chunk. Bounded, so that a
+    // dead flusher cannot hang the program: after 10 s we fall back to dropping.
+    for (int i = 0; i < 10000 && !n; ++i) {
+      WakeFlusher(*rt);
+      ::usleep(1000);
+      n = TryAcquireChunk(*rt);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    Chunk* cur = t_chunk;
+    if (cur && cur != &g_full_chunk) cur->sealed.store(true, std::memory_order_release);
+    if (n) {
+      if (s->tail) s->tail->next = n;
+      else s->head = n;
+      s->tail = n;
+    }
+  }
+  if (!n) {
+    t_chunk = &g_full_chunk;
+    s->dropped.fetch_add(1, std::memory_order_relaxed);
+    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
+    WakeFlusher(*rt);
+    return;
+  }
+  t_chunk = n;
+  Record* r = reinterpret_cast<Record*>(n->data());
+  r->ts = ts;
+  r->event_id = static_cast<uint16_t>(event_id);
+  r->size = static_cast<uint16_t>(size);
+  r->inline4 = 0;
+  if (size <= 4) std::memcpy(&r->inline4, payload, size);
+  else std::memcpy(r + 1, payload, size);
+  n->write_pos.store(need, std::memory_order_release);
+  if (PoolLow(*rt)) WakeFlusher(*rt);
+}
+
+// --- public internal API -------------------------------------------------------
+
+uint64_t NowRaw() { return ReadClock(LoadState() == kOnTsc ? kOnTsc : kOnMonotonic); }
+uint64_t NowNs() { return MonotonicNs(); }
+bool Active() { return LoadState() != kOff; }
+
+uint32_t Intern(std::string_view name) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return 0;
+  std::lock_guard<std::mutex> lk(rt->intern_mu);
+  auto it = rt->name_ids.find(std::string(name));
+  if (it != rt->name_ids.end()) return it->second;
+  auto id = static_cast<uint32_t>(rt->names.size());
+  rt->names.emplace_back(name);
+  rt->name_ids.emplace(std::string(name), id);
+  return id;
+}
+
+void EmitThreadEvent(uint32_t event_id, const void* payload, uint32_t size) {
+  uint32_t st = LoadState();
+  if (st == kOff) return;
+  EmitBytes(st, static_cast<uint16_t>(event_id), payload, size);
+}
+
+void SetThreadName(uint32_t tid, std::string_view name) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return;
+  std::string p;
+  PutU32(p, tid);
+  PutString(p, name);
+  QueueProcEvent(*rt, format::kThreadName, std::move(p));
+}
+
+void ReportCollectorStatus(std::string_view collector, std::string_view state, std::string_view detail) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return;
+  std::string p;
+  PutString(p, collector);
+  PutString(p, state);
+  PutString(p, detail);
+  QueueProcEvent(*rt, format::kCollectorStatus, std::move(p));
+}
+
+ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return nullptr;
+  std::lock_guard<std::mutex> lk(rt->registry_mu);
+  for (ExternalStream* e : rt->externals)
+    if (e->device == device && e->queue == queue) return e;
+  auto* e = new (std::nothrow) ExternalStream();
+  if (!e) return nullptr;
+  e->device = device;
+  e->queue = queue;
+  rt->externals.push_back(e);
+  return e;
+}
+
+void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size) {
+  if (!s) return;
+  std::lock_guard<std::mutex> lk(s->mu);
+  if (s->events.size() >= kMaxExternalPending) {
+    ++s->dropped;
+    return;
+  }
+  s->events.push_back({ts_ns, event_id, static_cast<uint32_t>(s->bytes.size()), size});
+  const auto* b = static_cast<const uint8_t*>(payload);
+  s->bytes.insert(s->bytes.end(), b, b + size);
+}
+
+bool FlushNow() {
+  Runtime* rt = g_rt;
+  if (!rt || rt->finalized.load()) return false;
+  std::lock_guard<std::mutex> lk(rt->flush_mu);
+  if (rt->finalized.load()) return false;
+  FlushCycleLocked(*rt, {});
+  return true;
+}
+
+RecorderStats Stats() {
+  RecorderStats out;
+  Runtime* rt = g_rt;
+  if (!rt) return out;
+  std::lock_guard<std::mutex> lk(rt->flush_mu);
+  std::lock_guard<std::mutex> rl(rt->registry_mu);
+  out.events_written = rt->events_written;
+  out.clamped = rt->clamped;
+  for (ThreadStream* s : rt->streams) {
+    if (s->writer) {
+      out.events_written += s->writer->events_total();
+      out.clamped += s->writer->clamped();
+    }
+  }
+  out.events_dropped = rt->dropped_total.load();
+  out.streams = rt->streams.size();
+  return out;
+}
+
+bool InOwnProcess() { return g_rt && static_cast<uint32_t>(::syscall(SYS_getpid)) == g_rt->pid; }
+
+uint64_t DroppedTotal() { return g_rt ? g_rt->dropped_total.load(std::memory_order_relaxed) : 0; }
+
+// --- lifecycle -------------------------------------------------------------------
+
+Config ConfigFromEnv() {
+  Config c;
+  if (const char* d = std::getenv("STRATA_TRACE_DIR")) c.dir = d;
+  auto num = [](const char* name, uint64_t def) -> uint64_t {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return def;
+    char* end = nullptr;
+    unsigned long long x = std::strtoull(v, &end, 10);
+    return (end && *end == '\0') ? x : def;
+  };
+  c.chunk_bytes = std::max<uint64_t>(256, num("STRATA_CHUNK_BYTES", 256 * 1024));
+  c.chunk_bytes &= ~uint64_t{15};
+  uint64_t budget = num("STRATA_BUFFER_BYTES", 64ull << 20);
+  c.max_chunks = std::max<uint64_t>(2, budget / c.chunk_bytes);
+  c.flush_ms = static_cast<uint32_t>(std::clamp<uint64_t>(num("STRATA_FLUSH_MS", 100), 1, 60000));
+  const char* pol = std::getenv("STRATA_BUFFER_POLICY");
+  c.block = pol && std::strcmp(pol, "block") == 0;
+  return c;
+}
+
+Status Start(const Config& cfg) {
+  if (g_rt) return OkStatus();
+  if (cfg.dir.empty()) return Status(StatusCode::kInvalidArgument, "no trace directory");
+  auto* rt = new (std::nothrow) Runtime();
+  if (!rt) return Status(StatusCode::kInternal, "out of memory");
+  rt->cfg = cfg;
+  std::string ctf = JoinPath(cfg.dir, "ctf");
+  Status st = MakeDirs(ctf);
+  if (!st.ok()) {
+    delete rt;
+    return st;
+  }
+  // The supervisor writes the metadata before starting the program; a process
+  // traced without it (STRATA_TRACE_DIR set by hand) writes it itself.
+  std::string md_path = JoinPath(ctf, "metadata");
+  if (!PathExists(md_path)) {
+    format::TraceIdentity id;
+    id.uuid = format::NewRandomUuid();
+    id.clock_offset_ns = static_cast<int64_t>(RealtimeNs()) - static_cast<int64_t>(MonotonicNs());
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    id.hostname = host;
+    int fd = ::open(md_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      std::string text = format::GenerateMetadata(id);
+      WriteAll(fd, text.data(), text.size());
+      ::close(fd);
+    }
+  }
+  auto text = ReadFile(md_path);
+  if (!text.ok()) {
+    delete rt;
+    return text.status();
+  }
+  auto md = format::ParseMetadata(*text);
+  if (!md.ok()) {
+    delete rt;
+    return md.status();
+  }
+  rt->uuid = md->uuid;
+  rt->pid = static_cast<uint32_t>(::getpid());
+  rt->ppid = static_cast<uint32_t>(::getppid());
+  format::Uuid r = format::NewRandomUuid();
+  std::memcpy(&rt->instance, r.data(), 8);
+  rt->tsc = TscIsReliable();
+  if (rt->tsc) rt->calib.Start(TakeClockAnchor());
+  pthread_key_create(&rt->exit_key, OnThreadExit);
+  g_rt = rt;
+  QueueProcessInfo(*rt);
+  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  __atomic_store_n(&strata_active_, rt->tsc ? kOnTsc : kOnMonotonic, __ATOMIC_RELEASE);
+  StartFlusher(*rt);
+  return OkStatus();
+}
+
+void Finalize() {
+  Runtime* rt = g_rt;
+  if (!rt) return;
+  // Stop recording first: events attempted after this point are not recorded,
+  // so the final flush below is complete.
+  __atomic_store_n(&strata_active_, kOff, __ATOMIC_RELEASE);
+  {
+    std::lock_guard<std::mutex> lk(rt->flush_mu);
+    if (rt->finalized.exchange(true)) return;
+    // Seal the exiting thread's own chunk so it is drained completely.
+    if (ThreadStream* s = t_stream) {
+      std::lock_guard<std::mutex> sl(s->mu);
+      if (s->tail) s->tail->sealed.store(true, std::memory_order_release);
+    }
+    FlushCycleLocked(*rt, {true});
+    if (rt->proc_writer) {
+      Status st = rt->proc_writer->Close(MonotonicNs());
+      (void)st;
+    }
+  }
+  if (rt->flusher_running) {
+    {
+      std::lock_guard<std::mutex> lk(rt->wake_mu);
+      rt->stop = true;
+      pthread_cond_signal(&rt->wake_cv);
+    }
+    pthread_join(rt->flusher, nullptr);
+    rt->flusher_running = false;
+  }
+}
+
+bool EmergencyFlush() {
+  Runtime* rt = g_rt;
+  if (!rt) return false;
+  // From a fatal-signal handler: the crashing thread may hold a lock (or the
+  // flusher may be mid-cycle), so only try for a bounded time.
+  for (int i = 0; i < 200; ++i) {
+    if (rt->flush_mu.try_lock()) {
+      __atomic_store_n(&strata_active_, kOff, __ATOMIC_RELEASE);
+      if (!rt->finalized.exchange(true)) {
+        if (ThreadStream* s = t_stream) {
+          if (s->mu.try_lock()) {
+            if (s->tail) s->tail->sealed.store(true, std::memory_order_release);
+            s->mu.unlock();
+          }
+        }
+        FlushCycleLocked(*rt, {true});
+      }
+      rt->flush_mu.unlock();
+      return true;
+    }
+    ::usleep(1000);
+  }
+  return false;
+}
+
+}  // namespace strata::recorder

@@ -1,0 +1,35 @@
+// Lifecycle of the in-process recorder, used by the preload entry points (preload.cc)
+// and by tests that drive the recorder directly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "recorder/runtime.h"
+
+namespace strata::recorder {
+
+struct Config {
+  std::string dir;                 // trace directory (ctf/ inside it)
+  uint64_t chunk_bytes = 256 * 1024;
+  uint64_t max_chunks = 256;       // buffer budget = chunk_bytes * max_chunks
+  uint32_t flush_ms = 100;         // periodic flush: bounds the loss on SIGKILL
+  bool block = false;              // full buffers: block the writer (bounded) instead of drop-and-count
+};
+
+// Reads STRATA_TRACE_DIR, STRATA_BUFFER_BYTES, STRATA_CHUNK_BYTES, STRATA_FLUSH_MS,
+// STRATA_BUFFER_POLICY (drop|block), STRATA_CLOCK (tsc|monotonic).
+STRATA_RECORDER_API Config ConfigFromEnv();
+
+// Starts recording in this process. Idempotent.
+STRATA_RECORDER_API Status Start(const Config& cfg);
+// Final flush; recording stops. Safe to call more than once.
+STRATA_RECORDER_API void Finalize();
+// Best-effort final flush from a fatal-signal handler (bounded wait for locks).
+STRATA_RECORDER_API bool EmergencyFlush();
+STRATA_RECORDER_API uint64_t DroppedTotal();
+// False in a vfork() child, which shares the parent's memory.
+STRATA_RECORDER_API bool InOwnProcess();
+
+}  // namespace strata::recorder
