@@ -1,0 +1,144 @@
+#include "analysis/summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace strata::analysis {
+
+std::string ProcessLabel(const model::Trace& t, uint32_t process) {
+  if (process >= t.processes.size()) return "?";
+  const model::Process& p = t.processes[process];
+  std::string name(t.strings.Get(p.name));
+  auto slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  std::string out = (p.is_device ? "device " : "pid ") + std::to_string(p.pid);
+  if (!name.empty()) out += " (" + name + ")";
+  return out;
+}
+
+TraceOverview Overview(const model::Trace& t) {
+  TraceOverview o;
+  o.start_ns = t.start_ns();
+  o.end_ns = t.end_ns();
+  o.duration_ns = o.end_ns - o.start_ns;
+  o.events = t.events_read;
+  o.lost_events = t.events_lost;
+  o.processes = t.processes.size();
+  o.warnings = t.warnings;
+  for (const model::Track& trk : t.tracks) {
+    if (trk.kind == model::TrackKind::kThread) ++o.threads;
+    StreamStats s;
+    s.process = ProcessLabel(t, trk.process);
+    s.pid = trk.process < t.processes.size() ? t.processes[trk.process].pid : 0;
+    s.tid = trk.tid;
+    s.name = std::string(t.strings.Get(trk.name));
+    s.kind = trk.kind == model::TrackKind::kThread ? "thread" : trk.kind == model::TrackKind::kDeviceQueue ? "device" : "cpu";
+    s.events = trk.events;
+    s.lost = trk.lost;
+    o.streams.push_back(std::move(s));
+  }
+  std::sort(o.streams.begin(), o.streams.end(), [](const StreamStats& a, const StreamStats& b) {
+    return a.events != b.events ? a.events > b.events : a.tid < b.tid;
+  });
+  return o;
+}
+
+std::vector<int64_t> SelfTimes(const model::Trace& t) {
+  const auto& s = t.slices;
+  std::vector<int64_t> self(s.dur.begin(), s.dur.end());
+  for (size_t i = 0; i < s.size(); ++i) {
+    int32_t p = s.parent[i];
+    if (p != model::kNone) self[static_cast<size_t>(p)] -= s.dur[i];
+  }
+  for (auto& v : self) v = std::max<int64_t>(v, 0);
+  return self;
+}
+
+std::vector<SpanStats> SpanTable(const model::Trace& t) {
+  const auto& s = t.slices;
+  std::vector<int64_t> self = SelfTimes(t);
+  std::map<std::pair<int, model::StringId>, SpanStats> by;
+  for (size_t i = 0; i < s.size(); ++i) {
+    // Device activity has its own tables; steps have theirs.
+    if (model::IsDeviceKind(s.kind[i]) || s.kind[i] == model::SliceKind::kStep) continue;
+    auto& st = by[{static_cast<int>(s.kind[i]), s.name[i]}];
+    st.count++;
+    st.total_ns += s.dur[i];
+    st.self_ns += self[i];
+    st.max_ns = std::max(st.max_ns, s.dur[i]);
+  }
+  std::vector<SpanStats> out;
+  out.reserve(by.size());
+  for (auto& [key, st] : by) {
+    st.kind = model::SliceKindName(static_cast<model::SliceKind>(key.first));
+    st.name = std::string(t.strings.Get(key.second));
+    out.push_back(std::move(st));
+  }
+  std::sort(out.begin(), out.end(), [](const SpanStats& a, const SpanStats& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+  return out;
+}
+
+Distribution Distribute(std::vector<int64_t> v) {
+  Distribution d;
+  d.count = v.size();
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  d.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  // Nearest-rank percentiles: the value at or below which p% of samples fall.
+  auto pct = [&v](double p) {
+    size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+  };
+  d.min = v.front();
+  d.max = v.back();
+  d.p50 = pct(50);
+  d.p90 = pct(90);
+  d.p99 = pct(99);
+  return d;
+}
+
+StepStats Steps(const model::Trace& t) {
+  StepStats st;
+  const auto& s = t.slices;
+  std::vector<std::pair<int64_t, size_t>> steps;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s.kind[i] == model::SliceKind::kStep) steps.emplace_back(s.ts[i], i);
+  std::sort(steps.begin(), steps.end());
+  for (auto& [ts, i] : steps) {
+    st.durations_ns.push_back(s.dur[i]);
+    st.numbers.push_back(s.arg[i]);
+  }
+  st.count = steps.size();
+  st.duration = Distribute(st.durations_ns);
+  return st;
+}
+
+std::vector<CounterStats> Counters(const model::Trace& t) {
+  std::vector<CounterStats> out(t.counter_series.size());
+  std::vector<int64_t> last_ts(out.size(), INT64_MIN);
+  for (size_t i = 0; i < t.counters.size(); ++i) {
+    auto& c = out[t.counters.series[i]];
+    double v = t.counters.value[i];
+    if (c.samples == 0) c.min = c.max = v;
+    c.min = std::min(c.min, v);
+    c.max = std::max(c.max, v);
+    c.mean += v;
+    if (t.counters.ts[i] >= last_ts[t.counters.series[i]]) {
+      last_ts[t.counters.series[i]] = t.counters.ts[i];
+      c.last = v;
+    }
+    ++c.samples;
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k].samples) out[k].mean /= static_cast<double>(out[k].samples);
+    out[k].name = std::string(t.strings.Get(t.counter_series[k].name));
+    out[k].process = ProcessLabel(t, t.counter_series[k].process);
+  }
+  return out;
+}
+
+}  // namespace strata::analysis

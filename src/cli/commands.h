@@ -1,0 +1,29 @@
+// `strata` subcommands. Each returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace strata::cli {
+
+void AddRecordCommand(CLI::App& app);
+void AddReportCommand(CLI::App& app);
+
+// Locations of strata's own files next to the running binary.
+struct InstallPaths {
+  std::string bin_dir;
+  std::string lib_dir;     // libstrata.so and collector libraries
+  std::string python_dir;  // the `strata` Python package and import hooks
+};
+InstallPaths FindInstallPaths();
+
+// The arguments after "--" on strata's command line (the program to record).
+std::vector<std::string>& TrailingCommand();
+bool& TrailingCommandGiven();
+
+// Prints "strata: <message>" on stderr.
+void PrintError(const std::string& message);
+
+}  // namespace strata::cli

@@ -1,0 +1,261 @@
+// Loads a strata trace directory into the model: metadata, then every stream
+// file (process streams first: they define the names other streams use), with
+// each event dispatched to its level's decoder.
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/files.h"
+#include "format/schema.h"
+#include "importers/strata/decoder.h"
+#include "importers/strata_trace.h"
+
+namespace strata::importers {
+
+namespace strata_ctf {
+
+ProcessState& LoadContext::Process(uint32_t pid, uint64_t instance) {
+  auto [it, inserted] = procs_.try_emplace({pid, instance});
+  if (inserted) {
+    it->second.index = static_cast<uint32_t>(trace_.processes.size());
+    model::Process p;
+    p.pid = pid;
+    p.instance = instance;
+    trace_.processes.push_back(p);
+  }
+  return it->second;
+}
+
+uint32_t LoadContext::Track(uint32_t process, model::TrackKind kind, int64_t tid, int32_t device) {
+  auto key = std::make_tuple(process, static_cast<int>(kind), tid, device);
+  auto it = tracks_.find(key);
+  if (it != tracks_.end()) return it->second;
+  model::Track t;
+  t.kind = kind;
+  t.process = process;
+  t.tid = tid;
+  t.device = device;
+  auto idx = static_cast<uint32_t>(trace_.tracks.size());
+  trace_.tracks.push_back(t);
+  tracks_.emplace(key, idx);
+  return idx;
+}
+
+model::StringId LoadContext::Name(ProcessState& ps, uint32_t id) {
+  if (id < ps.names.size() && ps.names[id] != UINT32_MAX) return ps.names[id];
+  CountWarning("events name an undefined string id");
+  return trace_.strings.Intern("<name " + std::to_string(id) + ">");
+}
+
+uint32_t LoadContext::CounterSeries(uint32_t process, model::StringId name) {
+  auto key = (uint64_t{process} << 32) | name;
+  auto it = series_.find(key);
+  if (it != series_.end()) return it->second;
+  auto idx = static_cast<uint32_t>(trace_.counter_series.size());
+  trace_.counter_series.push_back({name, process, 0});
+  series_.emplace(key, idx);
+  return idx;
+}
+
+uint32_t LoadContext::AddSlice(const OpenSlice& o, int64_t end_ts, uint32_t track, size_t depth) {
+  uint32_t i = trace_.slices.Add(o.ts, std::max<int64_t>(0, end_ts - o.ts), track, o.name, o.kind, o.arg);
+  trace_.slices.depth.back() = static_cast<uint16_t>(std::min<size_t>(depth, 65535));
+  return i;
+}
+
+}  // namespace strata_ctf
+
+using strata_ctf::DecoderRegistry;
+using strata_ctf::EventHandler;
+using strata_ctf::LoadContext;
+using strata_ctf::StreamState;
+
+namespace strata_ctf {
+
+class Loader {
+ public:
+  explicit Loader(std::string dir) : dir_(std::move(dir)) { RegisterAllDecoders(reg_); }
+
+  StatusOr<model::Trace> Run() {
+    std::string ctf = JoinPath(dir_, "ctf");
+    std::string md_path = JoinPath(ctf, "metadata");
+    if (!PathExists(md_path)) return Err(StatusCode::kNotFound, "{}: not a strata trace (no ctf/metadata)", dir_);
+    STRATA_ASSIGN_OR_RETURN(std::string text, ReadFile(md_path));
+    auto md = format::ParseMetadata(text);
+    if (!md.ok()) return md.status().WithContext(md_path);
+    ctx_.md_ = std::move(md).value();
+    model::Trace& t = ctx_.trace_;
+    t.source = "strata";
+    t.path = dir_;
+    t.clock_offset_ns = ctx_.md_.clock_offset_ns;
+    t.hostname = ctx_.md_.hostname;
+    std::string manifest = JoinPath(dir_, "strata.json");
+    if (PathExists(manifest)) {
+      auto m = ReadFile(manifest);
+      if (m.ok()) t.manifest_json = std::move(m).value();
+    }
+    BindHandlers();
+
+    STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(ctf));
+    struct File {
+      std::string path;
+      MappedFile map;
+      uint32_t stream_class;
+    };
+    std::vector<File> files;
+    for (const std::string& n : names) {
+      if (n == "metadata" || n[0] == '.' || n.ends_with(".tmp")) continue;
+      File f{JoinPath(ctf, n), {}, 0};
+      STRATA_ASSIGN_OR_RETURN(f.map, MappedFile::Open(f.path));
+      if (f.map.size() < format::kPacketHeaderSize) {
+        if (f.map.size() > 0)
+          ctx_.Warn(f.path + ": " + std::to_string(f.map.size()) + " bytes, shorter than a packet header (ignored)");
+        continue;
+      }
+      uint32_t magic = format::ReadLE<uint32_t>(f.map.data());
+      if (magic != format::kCtfMagic)
+        return Err(StatusCode::kCorrupt, "{}: byte 0: bad packet magic 0x{:08x} (expected 0x{:08x})", f.path, magic,
+                   format::kCtfMagic);
+      f.stream_class = format::ReadLE<uint32_t>(f.map.data() + 20);
+      files.push_back(std::move(f));
+    }
+    std::stable_sort(files.begin(), files.end(), [](const File& a, const File& b) {
+      return (a.stream_class == format::kProcessStream) && (b.stream_class != format::kProcessStream);
+    });
+    for (File& f : files) STRATA_RETURN_IF_ERROR(ReadStream(f.path, f.map));
+
+    for (auto& h : reg_.before_) h(ctx_);
+    t.Finalize();
+    for (auto& h : reg_.after_) h(ctx_);
+    for (auto& [what, n] : ctx_.counted_warnings_) ctx_.Warn(std::to_string(n) + " " + what);
+    return std::move(ctx_.trace_);
+  }
+
+ private:
+  // Event id -> handler, per stream class, from the metadata's names.
+  void BindHandlers() {
+    const auto& streams = ctx_.md_.streams;
+    bound_.resize(streams.size());
+    for (size_t s = 0; s < streams.size(); ++s) {
+      bound_[s].assign(streams[s].events.size(), nullptr);
+      for (size_t e = 0; e < streams[s].events.size(); ++e) {
+        auto it = reg_.handlers_.find({static_cast<uint32_t>(s), streams[s].events[e].name});
+        if (it != reg_.handlers_.end()) bound_[s][e] = &it->second;
+      }
+    }
+  }
+
+  static uint64_t ContextField(const format::ParsedStream& s, const format::Packet& pk, std::string_view name) {
+    for (size_t i = 0; i < s.context.size(); ++i)
+      if (s.context[i].name == name) return pk.context[i];
+    return 0;
+  }
+
+  Status ReadStream(const std::string& path, const MappedFile& map) {
+    format::StreamFileReader r(ctx_.md_, map.data(), map.size(), path);
+    format::Packet pk;
+    StreamState ss;
+    ss.path = path;
+    uint64_t last_discarded = 0, events = 0, expected_seq = 0, unhandled = 0;
+    while (r.NextPacket(&pk)) {
+      const format::ParsedStream& s = ctx_.md_.streams[pk.stream_id];
+      if (pk.seq != expected_seq)
+        ctx_.Warn(path + ": packets " + std::to_string(expected_seq) + ".." + std::to_string(pk.seq) + " missing");
+      expected_seq = pk.seq + 1;
+      if (pk.discarded < last_discarded)
+        return Err(StatusCode::kCorrupt, "{}: byte {}: events_discarded went backwards", path, pk.offset);
+      last_discarded = pk.discarded;
+      if (!ss.process) {
+        ss.stream_class = pk.stream_id;
+        ss.context = pk.context;
+        if (pk.stream_id == format::kCpuStream) {
+          ss.process = &ctx_.Process(0, 0);  // the OS ("kernel") pseudo-process
+        } else {
+          ss.process = &ctx_.Process(static_cast<uint32_t>(ContextField(s, pk, "pid")), ContextField(s, pk, "process_instance"));
+        }
+        if (pk.stream_id == format::kThreadStream)
+          ss.track = ctx_.Track(ss.process->index, model::TrackKind::kThread,
+                                static_cast<int64_t>(ContextField(s, pk, "tid")), model::kNone);
+        else if (pk.stream_id == format::kDeviceStream)
+          ss.track = ctx_.Track(ss.process->index, model::TrackKind::kDeviceQueue,
+                                static_cast<int64_t>(ContextField(s, pk, "queue")),
+                                static_cast<int32_t>(ContextField(s, pk, "device")));
+        else if (pk.stream_id == format::kCpuStream)
+          ss.track = ctx_.Track(ss.process->index, model::TrackKind::kCpu,
+                                static_cast<int64_t>(ContextField(s, pk, "cpu_id")), model::kNone);
+      }
+      const auto& handlers = bound_[pk.stream_id];
+      format::EventView ev;
+      while (r.NextEvent(&ev)) {
+        ++events;
+        ss.last_ts = static_cast<int64_t>(ev.ts);
+        const EventHandler* h = ev.id < handlers.size() ? handlers[ev.id] : nullptr;
+        if (h) (*h)(ctx_, ss, ev);
+        else ++unhandled;
+      }
+      if (!r.status().ok()) break;
+    }
+    if (!r.status().ok()) return r.status();
+    if (r.trailing_bytes() > 0)
+      ctx_.Warn(path + ": " + std::to_string(r.trailing_bytes()) +
+                " bytes after the last complete packet (writer interrupted) ignored");
+    if (unhandled > 0) ctx_.CountWarning("events of classes this strata does not decode (skipped)");
+    for (auto& h : reg_.stream_end_) h(ctx_, ss);
+    model::Trace& t = ctx_.trace_;
+    if (ss.track != UINT32_MAX) {
+      t.tracks[ss.track].events += events;
+      t.tracks[ss.track].lost += last_discarded;
+    }
+    t.events_read += events;
+    t.events_lost += last_discarded;
+    return OkStatus();
+  }
+
+  std::string dir_;
+  LoadContext ctx_;
+  DecoderRegistry reg_;
+  std::vector<std::vector<const EventHandler*>> bound_;
+};
+
+}  // namespace strata_ctf
+
+bool IsStrataTraceDir(const std::string& path) { return PathExists(JoinPath(JoinPath(path, "ctf"), "metadata")); }
+
+StatusOr<model::Trace> LoadStrataTrace(const std::string& dir, const LoadOptions& opt) {
+  (void)opt;
+  return strata_ctf::Loader(dir).Run();
+}
+
+StatusOr<RawReadStats> ReadStrataTraceRaw(const std::string& dir) {
+  std::string ctf = JoinPath(dir, "ctf");
+  STRATA_ASSIGN_OR_RETURN(std::string text, ReadFile(JoinPath(ctf, "metadata")));
+  auto md = format::ParseMetadata(text);
+  if (!md.ok()) return md.status().WithContext(JoinPath(ctf, "metadata"));
+  STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(ctf));
+  RawReadStats st;
+  for (const std::string& n : names) {
+    if (n == "metadata" || n[0] == '.' || n.ends_with(".tmp")) continue;
+    std::string path = JoinPath(ctf, n);
+    STRATA_ASSIGN_OR_RETURN(MappedFile map, MappedFile::Open(path));
+    format::StreamFileReader r(*md, map.data(), map.size(), path);
+    format::Packet pk;
+    format::EventView ev;
+    uint64_t discarded = 0;
+    while (r.NextPacket(&pk)) {
+      ++st.packets;
+      discarded = pk.discarded;
+      while (r.NextEvent(&ev)) {
+        ++st.events;
+        st.checksum += ev.ts ^ ev.id;
+      }
+      if (!r.status().ok()) break;
+    }
+    if (!r.status().ok()) return r.status();
+    st.bytes += map.size();
+    st.discarded += discarded;
+    ++st.streams;
+  }
+  return st;
+}
+
+}  // namespace strata::importers

@@ -1,0 +1,183 @@
+#include "model/trace.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace strata::model {
+
+StringPool::StringPool() {
+  storage_.emplace_back();
+  views_.push_back(storage_.back());
+  ids_.emplace(views_.back(), 0);
+}
+
+StringId StringPool::Intern(std::string_view s) {
+  auto it = ids_.find(s);
+  if (it != ids_.end()) return it->second;
+  storage_.emplace_back(s);
+  std::string_view v = storage_.back();
+  auto id = static_cast<StringId>(views_.size());
+  views_.push_back(v);
+  ids_.emplace(v, id);
+  return id;
+}
+
+StringId StringPool::Find(std::string_view s) const {
+  auto it = ids_.find(s);
+  return it == ids_.end() ? kNotFound : it->second;
+}
+
+const char* SliceKindName(SliceKind k) {
+  switch (k) {
+    case SliceKind::kSpan: return "span";
+    case SliceKind::kStep: return "step";
+    case SliceKind::kOp: return "op";
+    case SliceKind::kModule: return "module";
+    case SliceKind::kPython: return "python";
+    case SliceKind::kRuntime: return "runtime";
+    case SliceKind::kDriver: return "driver";
+    case SliceKind::kKernel: return "kernel";
+    case SliceKind::kMemcpy: return "memcpy";
+    case SliceKind::kMemset: return "memset";
+    case SliceKind::kDeviceSync: return "device_sync";
+    case SliceKind::kAnnotation: return "annotation";
+    case SliceKind::kOther: return "other";
+  }
+  return "?";
+}
+
+bool IsDeviceKind(SliceKind k) {
+  return k == SliceKind::kKernel || k == SliceKind::kMemcpy || k == SliceKind::kMemset ||
+         k == SliceKind::kDeviceSync || k == SliceKind::kAnnotation;
+}
+
+const char* CopyKindName(CopyKind k) {
+  switch (k) {
+    case CopyKind::kUnknown: return "unknown";
+    case CopyKind::kHtoD: return "HtoD";
+    case CopyKind::kDtoH: return "DtoH";
+    case CopyKind::kDtoD: return "DtoD";
+    case CopyKind::kHtoH: return "HtoH";
+    case CopyKind::kPtoP: return "PtoP";
+  }
+  return "?";
+}
+
+int64_t Trace::start_ns() const {
+  int64_t m = INT64_MAX;
+  for (size_t i = 0; i < slices.size(); ++i) m = std::min(m, slices.ts[i]);
+  for (size_t i = 0; i < instants.size(); ++i) m = std::min(m, instants.ts[i]);
+  for (size_t i = 0; i < counters.size(); ++i) m = std::min(m, counters.ts[i]);
+  return m == INT64_MAX ? 0 : m;
+}
+
+int64_t Trace::end_ns() const {
+  int64_t m = INT64_MIN;
+  for (size_t i = 0; i < slices.size(); ++i) m = std::max(m, slices.ts[i] + slices.dur[i]);
+  for (size_t i = 0; i < instants.size(); ++i) m = std::max(m, instants.ts[i]);
+  for (size_t i = 0; i < counters.size(); ++i) m = std::max(m, counters.ts[i]);
+  return m == INT64_MIN ? 0 : m;
+}
+
+namespace {
+
+template <typename T>
+void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (uint32_t i : order) out.push_back(v[i]);
+  v.swap(out);
+}
+
+}  // namespace
+
+void Trace::Finalize() {
+  const size_t n = slices.size();
+  // Order: track, start, longest first, then the importer's depth hint (a parent
+  // and child with equal bounds keep their nesting).
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    if (slices.track[a] != slices.track[b]) return slices.track[a] < slices.track[b];
+    if (slices.ts[a] != slices.ts[b]) return slices.ts[a] < slices.ts[b];
+    if (slices.dur[a] != slices.dur[b]) return slices.dur[a] > slices.dur[b];
+    return slices.depth[a] < slices.depth[b];
+  });
+  std::vector<int32_t> new_index(n);
+  for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
+  Permute(slices.ts, order);
+  Permute(slices.dur, order);
+  Permute(slices.track, order);
+  Permute(slices.name, order);
+  Permute(slices.kind, order);
+  Permute(slices.depth, order);
+  Permute(slices.arg, order);
+  auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
+  for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
+  for (auto& s : device.launch) s = remap(s);
+  for (auto& s : flows.from) s = remap(s);
+  for (auto& s : flows.to) s = remap(s);
+  for (auto& s : args.slice) s = static_cast<uint32_t>(new_index[s]);
+
+  // Nesting by containment, per track.
+  slices.parent.assign(n, kNone);
+  track_slices.assign(tracks.size(), {0, 0});
+  std::vector<uint32_t> stack;
+  size_t overlaps = 0;
+  for (size_t i = 0; i < n;) {
+    uint32_t trk = slices.track[i];
+    size_t j = i;
+    stack.clear();
+    for (; j < n && slices.track[j] == trk; ++j) {
+      int64_t end = slices.ts[j] + slices.dur[j];
+      while (!stack.empty()) {
+        uint32_t top = stack.back();
+        int64_t top_end = slices.ts[top] + slices.dur[top];
+        if (slices.ts[j] >= top_end) {
+          stack.pop_back();
+          continue;
+        }
+        if (end > top_end) {
+          // Starts inside the top but ends after it: not properly nested.
+          ++overlaps;
+          stack.pop_back();
+          continue;
+        }
+        break;
+      }
+      slices.parent[j] = stack.empty() ? kNone : static_cast<int32_t>(stack.back());
+      slices.depth[j] = static_cast<uint16_t>(std::min<size_t>(stack.size(), 65535));
+      stack.push_back(static_cast<uint32_t>(j));
+    }
+    if (trk < track_slices.size()) track_slices[trk] = {static_cast<uint32_t>(i), static_cast<uint32_t>(j)};
+    i = j;
+  }
+  if (overlaps > 0)
+    warnings.push_back(std::to_string(overlaps) + " slices overlap their predecessor on the same track without nesting");
+
+  device_row_of_slice.assign(n, kNone);
+  for (size_t r = 0; r < device.size(); ++r) device_row_of_slice[device.slice[r]] = static_cast<int32_t>(r);
+
+  // Args sorted by slice so an analysis can binary-search them.
+  std::vector<uint32_t> aorder(args.size());
+  std::iota(aorder.begin(), aorder.end(), 0u);
+  std::stable_sort(aorder.begin(), aorder.end(), [this](uint32_t a, uint32_t b) { return args.slice[a] < args.slice[b]; });
+  Permute(args.slice, aorder);
+  Permute(args.key, aorder);
+  Permute(args.str, aorder);
+  Permute(args.num, aorder);
+}
+
+int32_t Trace::SliceAt(uint32_t track, int64_t t) const {
+  if (track >= track_slices.size()) return kNone;
+  auto [first, last] = track_slices[track];
+  // Last slice starting at or before t, then walk up to one that still contains t.
+  auto it = std::upper_bound(slices.ts.begin() + first, slices.ts.begin() + last, t);
+  if (it == slices.ts.begin() + first) return kNone;
+  int32_t i = static_cast<int32_t>(it - slices.ts.begin()) - 1;
+  while (i != kNone && slices.ts[static_cast<size_t>(i)] + slices.dur[static_cast<size_t>(i)] < t)
+    i = slices.parent[static_cast<size_t>(i)];
+  return i;
+}
+
+}  // namespace strata::model

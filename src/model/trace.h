@@ -1,0 +1,268 @@
+// The analysis model: a trace as columnar tables, whatever format it came from.
+//
+// Importers (strata CTF, PyTorch-profiler JSON, ...) fill these tables; analyses
+// read only them. Columns are plain vectors so that scans over 100M slices stay
+// cache-friendly and the memory cost per slice is a few dozen bytes.
+//
+// Time is int64 nanoseconds on the trace's clock (CLOCK_MONOTONIC for strata
+// traces; the source's own epoch for imported ones).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace strata::model {
+
+using StringId = uint32_t;  // 0 is the empty string
+inline constexpr int32_t kNone = -1;
+
+class StringPool {
+ public:
+  StringPool();
+  StringPool(const StringPool&) = delete;
+  StringPool& operator=(const StringPool&) = delete;
+  StringPool(StringPool&&) = default;
+  StringPool& operator=(StringPool&&) = default;
+
+  StringId Intern(std::string_view s);
+  // Returns kNotFound if absent.
+  StringId Find(std::string_view s) const;
+  std::string_view Get(StringId id) const { return views_[id]; }
+  size_t size() const { return views_.size(); }
+  static constexpr StringId kNotFound = UINT32_MAX;
+
+ private:
+  std::deque<std::string> storage_;  // stable addresses for the views
+  std::vector<std::string_view> views_;
+  std::unordered_map<std::string_view, StringId> ids_;
+};
+
+struct Process {
+  int64_t pid = 0;
+  uint64_t instance = 0;  // distinguishes the images of one pid across exec
+  int64_t ppid = -1;
+  StringId name = 0;      // executable (or the source's process name)
+  StringId cmdline = 0;
+  int64_t start_realtime_ns = 0;
+  int64_t rank = -1;      // distributed rank when known
+  bool is_device = false; // a GPU "process" in imported traces
+  int32_t device = kNone;
+};
+
+enum class TrackKind : uint8_t {
+  kThread,       // a CPU thread
+  kDeviceQueue,  // a CUDA stream, OpenCL queue, HSA queue
+  kCpu,          // a CPU core (OS-level events)
+};
+
+struct Track {
+  TrackKind kind = TrackKind::kThread;
+  uint32_t process = 0;  // index into Trace::processes
+  int64_t tid = 0;       // thread id, or queue/stream id for device tracks
+  StringId name = 0;
+  int32_t device = kNone;
+  uint64_t events = 0;   // events read from the source for this track
+  uint64_t lost = 0;     // events the recorder could not record (exact counts)
+};
+
+// What a slice is. Analyses key off this, never off names.
+enum class SliceKind : uint8_t {
+  kSpan,        // instrumentation span (strata API, record_function, user annotation)
+  kStep,        // a model-level step (training iteration)
+  kOp,          // a framework operator (aten::mm, a TF op)
+  kModule,      // a model module scope (nn.Module forward)
+  kPython,      // a Python function
+  kRuntime,     // an accelerator runtime API call (cudaLaunchKernel, clEnqueue*)
+  kDriver,      // an accelerator driver API call (cuLaunchKernel)
+  kKernel,      // device: a kernel execution
+  kMemcpy,      // device: a copy
+  kMemset,      // device: a fill
+  kDeviceSync,  // device: a synchronization record (cuda_sync)
+  kAnnotation,  // device-side range (gpu_user_annotation)
+  kOther,
+};
+const char* SliceKindName(SliceKind k);
+bool IsDeviceKind(SliceKind k);
+
+struct SliceTable {
+  std::vector<int64_t> ts;
+  std::vector<int64_t> dur;
+  std::vector<uint32_t> track;
+  std::vector<StringId> name;
+  std::vector<SliceKind> kind;
+  std::vector<uint16_t> depth;
+  std::vector<int32_t> parent;  // kNone at the top of a track
+  std::vector<uint64_t> arg;    // one numeric argument (strata span arg, step number, seq number)
+
+  size_t size() const { return ts.size(); }
+  uint32_t Add(int64_t t, int64_t d, uint32_t trk, StringId n, SliceKind k, uint64_t a = 0) {
+    ts.push_back(t);
+    dur.push_back(d);
+    track.push_back(trk);
+    name.push_back(n);
+    kind.push_back(k);
+    depth.push_back(0);
+    parent.push_back(kNone);
+    arg.push_back(a);
+    return static_cast<uint32_t>(ts.size() - 1);
+  }
+  int64_t end(size_t i) const { return ts[i] + dur[i]; }
+};
+
+enum class CopyKind : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };
+const char* CopyKindName(CopyKind k);
+
+// One row per device slice (kernel, memcpy, memset, sync).
+struct DeviceActivityTable {
+  std::vector<uint32_t> slice;
+  std::vector<int32_t> device;
+  std::vector<int64_t> stream;
+  std::vector<uint64_t> correlation;
+  std::vector<int32_t> launch;       // the runtime-API slice that caused it; kNone if unknown
+  std::vector<uint64_t> bytes;       // copies and fills
+  std::vector<CopyKind> copy_kind;
+  std::vector<int8_t> pinned;        // host memory of a copy: 1 pinned, 0 pageable, -1 unknown
+  std::vector<std::array<uint32_t, 3>> grid;
+  std::vector<std::array<uint32_t, 3>> block;
+  std::vector<uint32_t> shared_mem;  // bytes, static + dynamic
+  std::vector<uint32_t> registers;   // per thread
+  std::vector<float> occupancy;      // estimated achieved occupancy, -1 unknown
+
+  size_t size() const { return slice.size(); }
+  uint32_t Add(uint32_t s, int32_t dev, int64_t strm, uint64_t corr) {
+    slice.push_back(s);
+    device.push_back(dev);
+    stream.push_back(strm);
+    correlation.push_back(corr);
+    launch.push_back(kNone);
+    bytes.push_back(0);
+    copy_kind.push_back(CopyKind::kUnknown);
+    pinned.push_back(-1);
+    grid.push_back({0, 0, 0});
+    block.push_back({0, 0, 0});
+    shared_mem.push_back(0);
+    registers.push_back(0);
+    occupancy.push_back(-1.0f);
+    return static_cast<uint32_t>(slice.size() - 1);
+  }
+};
+
+struct InstantTable {
+  std::vector<int64_t> ts;
+  std::vector<uint32_t> track;
+  std::vector<StringId> name;
+  size_t size() const { return ts.size(); }
+  void Add(int64_t t, uint32_t trk, StringId n) {
+    ts.push_back(t);
+    track.push_back(trk);
+    name.push_back(n);
+  }
+};
+
+struct CounterSeries {
+  StringId name = 0;
+  uint32_t process = 0;
+  StringId unit = 0;
+};
+
+struct CounterTable {
+  std::vector<uint32_t> series;
+  std::vector<int64_t> ts;
+  std::vector<double> value;
+  size_t size() const { return ts.size(); }
+  void Add(uint32_t s, int64_t t, double v) {
+    series.push_back(s);
+    ts.push_back(t);
+    value.push_back(v);
+  }
+};
+
+// Flow links (launch -> kernel, producer -> consumer). Slice indices.
+struct FlowTable {
+  std::vector<uint64_t> id;
+  std::vector<int32_t> from;
+  std::vector<int32_t> to;
+  size_t size() const { return id.size(); }
+  void Add(uint64_t i, int32_t f, int32_t t) {
+    id.push_back(i);
+    from.push_back(f);
+    to.push_back(t);
+  }
+};
+
+// Typed key/value arguments of slices that have no column of their own.
+struct ArgTable {
+  std::vector<uint32_t> slice;
+  std::vector<StringId> key;
+  std::vector<StringId> str;  // string value, or 0
+  std::vector<double> num;    // numeric value (NaN when the value is a string)
+  size_t size() const { return slice.size(); }
+};
+
+// Memory allocator events: positive bytes allocate, negative free.
+struct MemoryTable {
+  std::vector<int64_t> ts;
+  std::vector<uint32_t> track;
+  std::vector<int32_t> device;  // kNone for host memory
+  std::vector<uint64_t> addr;
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> total_allocated;  // as reported by the allocator, -1 unknown
+  std::vector<int64_t> total_reserved;
+  size_t size() const { return ts.size(); }
+};
+
+// What a collector said about itself in one process: recorded, partial, unavailable.
+struct CollectorStatus {
+  uint32_t process = 0;
+  std::string collector;
+  std::string state;
+  std::string detail;
+};
+
+struct Trace {
+  std::string source;       // "strata", "kineto", ...
+  std::string path;
+  int64_t clock_offset_ns = 0;  // add to ts for wall-clock time (when known)
+  std::string hostname;
+  std::string manifest_json;    // strata.json contents, when present
+  std::vector<std::string> warnings;  // counted problems that did not stop the import
+
+  StringPool strings;
+  std::vector<Process> processes;
+  std::vector<Track> tracks;
+  SliceTable slices;
+  DeviceActivityTable device;
+  InstantTable instants;
+  std::vector<CounterSeries> counter_series;
+  CounterTable counters;
+  FlowTable flows;
+  ArgTable args;
+  MemoryTable memory;
+  std::vector<CollectorStatus> collectors;
+
+  uint64_t events_read = 0;
+  uint64_t events_lost = 0;
+
+  int64_t start_ns() const;
+  int64_t end_ns() const;
+
+  // Sorts slices by (track, ts, longest first), recomputes depth and parent from
+  // containment on each track, and remaps every slice reference (device rows,
+  // launches, flows, args). Importers call it once, after filling the tables.
+  void Finalize();
+
+  // The deepest slice on `track` that contains `ts`, or kNone (after Finalize).
+  int32_t SliceAt(uint32_t track, int64_t ts) const;
+
+  // Slice index -> device activity row, or kNone (built by Finalize).
+  std::vector<int32_t> device_row_of_slice;
+  // Per track: [first, last) slice indices after Finalize.
+  std::vector<std::pair<uint32_t, uint32_t>> track_slices;
+};
+
+}  // namespace strata::model

@@ -1,0 +1,66 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace strata::report {
+
+std::vector<std::unique_ptr<Section>> MakeSections() {
+  std::vector<std::unique_ptr<Section>> s;
+  s.push_back(MakeOverviewSection());
+  s.push_back(MakeStepsSection());
+  s.push_back(MakeSpansSection());
+  s.push_back(MakeCountersSection());
+  s.push_back(MakeCollectorsSection());
+  s.push_back(MakeWarningsSection());
+  return s;
+}
+
+Report::Report(const model::Trace& t, const ReportOptions& opt) : opt_(opt), sections_(MakeSections()) {
+  for (auto& s : sections_) s->Build(t, opt_);
+}
+
+std::string Report::Text() const {
+  std::string out;
+  for (const auto& s : sections_) {
+    std::string part;
+    s->RenderText(part, opt_);
+    if (part.empty()) continue;
+    if (!out.empty()) out += "\n";
+    out += part;
+  }
+  return out;
+}
+
+nlohmann::json Report::Json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& s : sections_) s->RenderJson(j, opt_);
+  return j;
+}
+
+std::string FormatDuration(int64_t ns) {
+  double v = static_cast<double>(ns);
+  double a = std::fabs(v);
+  if (a < 1e3) return fmt::format("{} ns", ns);
+  if (a < 1e6) return fmt::format("{:.2f} us", v / 1e3);
+  if (a < 1e9) return fmt::format("{:.2f} ms", v / 1e6);
+  return fmt::format("{:.3f} s", v / 1e9);
+}
+
+std::string FormatBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(b) >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+std::string Truncate(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  return s.substr(0, n - 3) + "...";
+}
+
+}  // namespace strata::report

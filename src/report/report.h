@@ -1,0 +1,25 @@
+// `strata report`: runs every section over a trace and renders text or JSON.
+// Presentation only: the numbers come from analysis/.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/trace.h"
+#include "report/section.h"
+
+namespace strata::report {
+
+class Report {
+ public:
+  Report(const model::Trace& t, const ReportOptions& opt);
+  std::string Text() const;
+  nlohmann::json Json() const;
+
+ private:
+  ReportOptions opt_;
+  std::vector<std::unique_ptr<Section>> sections_;
+};
+
+}  // namespace strata::report
