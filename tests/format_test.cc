@@ -1,0 +1,314 @@
+// The trace format: TSDL generation and parsing, CTF packet writing and reading,
+// and clear errors on corrupted or truncated input.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "base/files.h"
+#include "format/ctf_reader.h"
+#include "format/ctf_writer.h"
+#include "format/schema.h"
+#include "format/tsdl.h"
+#include "tests/testing.h"
+
+namespace strata::format {
+namespace {
+
+TraceIdentity TestIdentity() {
+  TraceIdentity id;
+  id.uuid = NewRandomUuid();
+  id.clock_offset_ns = 1700000000123456789;
+  id.hostname = "test\"host";
+  return id;
+}
+
+TEST(Tsdl, RoundTripsTheSchema) {
+  TraceIdentity id = TestIdentity();
+  std::string text = GenerateMetadata(id);
+  auto md = ParseMetadata(text);
+  ASSERT_TRUE(md.ok()) << md.status().message();
+  EXPECT_EQ(md->uuid, id.uuid);
+  EXPECT_EQ(md->major, kSchemaMajor);
+  EXPECT_EQ(md->clock_offset_ns, id.clock_offset_ns);
+  EXPECT_EQ(md->hostname, "testhost");
+  for (const StreamSpec& s : Streams()) {
+    ASSERT_LT(s.id, md->streams.size());
+    const ParsedStream& ps = md->streams[s.id];
+    EXPECT_TRUE(ps.declared);
+    ASSERT_EQ(ps.context.size(), s.context.size()) << s.name;
+    for (size_t i = 0; i < s.context.size(); ++i) EXPECT_EQ(ps.context[i].name, s.context[i].name);
+    for (const EventSpec& e : s.events) {
+      ASSERT_LT(e.id, ps.events.size());
+      const ParsedEvent& pe = ps.events[e.id];
+      EXPECT_EQ(pe.name, e.name);
+      ASSERT_EQ(pe.fields.size(), e.fields.size()) << e.name;
+      int32_t size = 0;
+      for (size_t i = 0; i < e.fields.size(); ++i) {
+        EXPECT_EQ(pe.fields[i].name, e.fields[i].name);
+        EXPECT_EQ(pe.fields[i].type, e.fields[i].type);
+        size = (size < 0 || e.fields[i].type == FieldType::kString) ? -1 : size + static_cast<int32_t>(FieldSize(e.fields[i].type));
+      }
+      EXPECT_EQ(pe.fixed_size, size) << e.name;
+    }
+  }
+}
+
+TEST(Tsdl, NegativeClockOffset) {
+  TraceIdentity id = TestIdentity();
+  id.clock_offset_ns = -1500000001;
+  auto md = ParseMetadata(GenerateMetadata(id));
+  ASSERT_TRUE(md.ok()) << md.status().message();
+  EXPECT_EQ(md->clock_offset_ns, -1500000001);
+}
+
+TEST(Tsdl, CorruptedMetadataNamesTheByteOffset) {
+  std::string text = GenerateMetadata(TestIdentity());
+  // Every truncation point either parses to an error naming an offset or, when
+  // cut between complete blocks, at worst loses whole event classes.
+  for (size_t cut : {size_t{0}, size_t{5}, size_t{100}, text.size() / 3, text.size() / 2, text.size() - 3}) {
+    auto md = ParseMetadata(text.substr(0, cut));
+    if (md.ok()) {
+      continue;
+    }
+    EXPECT_NE(md.status().message().find("metadata"), std::string::npos) << md.status().message();
+  }
+  std::string bad = text;
+  size_t pos = bad.find("stream_id = 0;");
+  ASSERT_NE(pos, std::string::npos);
+  bad[pos + 10] = '@';
+  auto md = ParseMetadata(bad);
+  ASSERT_FALSE(md.ok());
+  EXPECT_NE(md.status().message().find("byte " + std::to_string(pos + 10)), std::string::npos) << md.status().message();
+  auto empty = ParseMetadata("");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("CTF 1.8"), std::string::npos);
+}
+
+TEST(Tsdl, RandomByteFlipsNeverCrash) {
+  std::string text = GenerateMetadata(TestIdentity());
+  std::mt19937 rng(42);
+  for (int i = 0; i < 2000; ++i) {
+    std::string m = text;
+    for (int k = 0; k < 3; ++k) m[rng() % m.size()] = static_cast<char>(rng());
+    auto md = ParseMetadata(m);
+    if (!md.ok()) {
+      EXPECT_FALSE(md.status().message().empty());
+    }
+  }
+}
+
+class CtfFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    id_ = TestIdentity();
+    auto md = ParseMetadata(GenerateMetadata(id_));
+    ASSERT_TRUE(md.ok());
+    md_ = std::move(md).value();
+    path_ = dir_ + "/stream";
+  }
+
+  struct Ev {
+    uint32_t id;
+    uint64_t ts;
+    std::vector<uint8_t> payload;
+  };
+
+  std::vector<Ev> ReadAll(Status* st, size_t* trailing = nullptr) {
+    auto map = MappedFile::Open(path_);
+    EXPECT_TRUE(map.ok());
+    StreamFileReader r(md_, map->data(), map->size(), path_);
+    std::vector<Ev> out;
+    Packet pk;
+    EventView ev;
+    while (r.NextPacket(&pk)) {
+      while (r.NextEvent(&ev)) out.push_back({ev.id, ev.ts, std::vector<uint8_t>(ev.payload, ev.payload + ev.size)});
+      if (!r.status().ok()) break;
+    }
+    *st = r.status();
+    if (trailing) *trailing = r.trailing_bytes();
+    return out;
+  }
+
+  std::string dir_, path_;
+  TraceIdentity id_;
+  ParsedMetadata md_;
+};
+
+TEST_F(CtfFile, WriterReaderRoundTripWithCompactAndExtendedHeaders) {
+  const StreamSpec& spec = *FindStream(kThreadStream);
+  StreamWriter w(id_.uuid, spec, 77, {1234, 5678, 99});
+  ASSERT_TRUE(w.Open(path_).ok());
+  std::vector<Ev> expect;
+  uint64_t ts = 1000;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 50000; ++i) {
+    // Mostly small gaps (compact header), some > 2^27 ns (extended), some equal.
+    uint64_t gap = (i % 997 == 0) ? (uint64_t{1} << 28) + rng() % 1000 : rng() % 5000;
+    ts += gap;
+    uint32_t id;
+    std::vector<uint8_t> p;
+    switch (i % 4) {
+      case 0: {
+        id = kSpanBegin;
+        uint32_t name = static_cast<uint32_t>(i);
+        p.resize(4);
+        std::memcpy(p.data(), &name, 4);
+        break;
+      }
+      case 1: id = kSpanEnd; break;
+      case 2: {
+        id = kCounter;
+        uint32_t name = 3;
+        double v = i * 0.5;
+        p.resize(12);
+        std::memcpy(p.data(), &name, 4);
+        std::memcpy(p.data() + 4, &v, 8);
+        break;
+      }
+      default: {
+        id = kFlowOut;
+        uint64_t f = rng();
+        p.resize(8);
+        std::memcpy(p.data(), &f, 8);
+      }
+    }
+    w.Append(id, ts, p.data(), p.size());
+    expect.push_back({id, ts, p});
+    if (i % 10000 == 9999) {
+      ASSERT_TRUE(w.Flush(ts).ok());
+    }
+  }
+  ASSERT_TRUE(w.Close(ts).ok());
+  Status st;
+  std::vector<Ev> got = ReadAll(&st);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(got.size(), expect.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].id, expect[i].id) << i;
+    ASSERT_EQ(got[i].ts, expect[i].ts) << i;
+    ASSERT_EQ(got[i].payload, expect[i].payload) << i;
+  }
+  // 4-byte headers dominate: the file is far below 13 bytes of header per event.
+  auto size = std::filesystem::file_size(path_);
+  EXPECT_LT(size, expect.size() * 11);
+}
+
+TEST_F(CtfFile, StringPayloadsAndDiscardedCounts) {
+  const StreamSpec& spec = *FindStream(kProcessStream);
+  StreamWriter w(id_.uuid, spec, 5, {42, 7});
+  ASSERT_TRUE(w.Open(path_).ok());
+  std::string p;
+  uint32_t id = 9;
+  p.append(reinterpret_cast<const char*>(&id), 4);
+  p += "aten::conv2d";
+  p.push_back('\0');
+  w.Append(kNameDef, 100, p.data(), p.size());
+  w.set_discarded(3);
+  ASSERT_TRUE(w.Flush(200).ok());
+  w.set_discarded(10);
+  ASSERT_TRUE(w.Flush(300).ok());  // an empty packet carrying the new count
+  ASSERT_TRUE(w.Close(400).ok());
+
+  auto map = MappedFile::Open(path_);
+  ASSERT_TRUE(map.ok());
+  StreamFileReader r(md_, map->data(), map->size(), path_);
+  Packet pk;
+  std::vector<uint64_t> discarded;
+  EventView ev;
+  int events = 0;
+  while (r.NextPacket(&pk)) {
+    EXPECT_EQ(pk.context[0], 42u);
+    EXPECT_EQ(pk.context[1], 7u);
+    discarded.push_back(pk.discarded);
+    while (r.NextEvent(&ev)) {
+      ++events;
+      ASSERT_EQ(ev.size, p.size());
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(ev.payload) + 4), "aten::conv2d");
+    }
+  }
+  ASSERT_TRUE(r.status().ok()) << r.status().message();
+  EXPECT_EQ(events, 1);
+  EXPECT_EQ(discarded, (std::vector<uint64_t>{3, 10}));
+}
+
+TEST_F(CtfFile, TruncatedFileKeepsCompletePackets) {
+  const StreamSpec& spec = *FindStream(kThreadStream);
+  StreamWriter w(id_.uuid, spec, 1, {1, 1, 1});
+  ASSERT_TRUE(w.Open(path_).ok());
+  uint32_t name = 1;
+  for (int pkt = 0; pkt < 3; ++pkt) {
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 1000 + pkt * 1000 + i, &name, 4);
+    ASSERT_TRUE(w.Flush(5000 + pkt * 1000).ok());
+  }
+  ASSERT_TRUE(w.Close(9000).ok());
+  auto full = std::filesystem::file_size(path_);
+  // Cut in the middle of the last packet: the first two stay readable.
+  ASSERT_EQ(::truncate(path_.c_str(), static_cast<off_t>(full - 50)), 0);
+  Status st;
+  size_t trailing = 0;
+  auto got = ReadAll(&st, &trailing);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(got.size(), 200u);
+  EXPECT_GT(trailing, 0u);
+}
+
+TEST_F(CtfFile, CorruptedPacketsGiveErrorsWithByteOffsets) {
+  const StreamSpec& spec = *FindStream(kThreadStream);
+  {
+    StreamWriter w(id_.uuid, spec, 1, {1, 1, 1});
+    ASSERT_TRUE(w.Open(path_).ok());
+    uint32_t name = 1;
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 1000 + i, &name, 4);
+    ASSERT_TRUE(w.Flush(5000).ok());
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 6000 + i, &name, 4);
+    ASSERT_TRUE(w.Close(9000).ok());
+  }
+  auto original = ReadFile(path_);
+  ASSERT_TRUE(original.ok());
+  auto second_packet = [&]() {
+    // The second packet starts after the first's packet_size.
+    uint64_t bits;
+    std::memcpy(&bits, original->data() + kPacketHeaderSize + 24, 8);
+    return bits / 8;
+  }();
+  struct Case {
+    size_t offset;
+    std::string expect;
+  } cases[] = {
+      {0, "bad packet magic"},
+      {second_packet, "bad packet magic"},
+      {5, "uuid"},
+      {20, "unknown stream class"},
+      {kPacketHeaderSize + 16, "packet"},  // content_size
+  };
+  for (const Case& c : cases) {
+    std::string bad = *original;
+    bad[c.offset] = static_cast<char>(bad[c.offset] ^ 0x5a);
+    ASSERT_TRUE(WriteFileAtomic(path_, bad).ok());
+    Status st;
+    ReadAll(&st);
+    ASSERT_FALSE(st.ok()) << "offset " << c.offset;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("byte "), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(path_), std::string::npos) << st.message();
+  }
+  // Random corruption anywhere never crashes the reader.
+  std::mt19937 rng(1);
+  for (int i = 0; i < 3000; ++i) {
+    std::string bad = *original;
+    for (int k = 0; k < 4; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
+    ASSERT_TRUE(WriteFileAtomic(path_, bad).ok());
+    Status st;
+    ReadAll(&st);
+  }
+}
+
+}  // namespace
+}  // namespace strata::format

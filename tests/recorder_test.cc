@@ -1,0 +1,222 @@
+// The in-process recorder, exercised through real programs run under `strata record`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "base/files.h"
+#include "format/ctf_reader.h"
+#include "format/tsdl.h"
+#include "tests/testing.h"
+
+namespace strata {
+namespace {
+
+using testing::Load;
+using testing::Record;
+using testing::TempDir;
+using testing::TestProgram;
+
+struct ThreadSeq {
+  uint32_t tid = 0;
+  std::vector<double> values;  // counter values in stream order
+  uint64_t lost = 0;           // the stream's final events_discarded
+  uint64_t events = 0;
+};
+
+// Reads every thread stream directly with the format reader: one file is one
+// thread, so the order of its counter events is the order the thread wrote them.
+std::vector<ThreadSeq> ThreadSequences(const std::string& dir) {
+  std::vector<ThreadSeq> out;
+  std::string ctf = dir + "/ctf";
+  auto text = ReadFile(ctf + "/metadata");
+  EXPECT_TRUE(text.ok());
+  auto md = format::ParseMetadata(*text);
+  EXPECT_TRUE(md.ok());
+  uint32_t counter_id = UINT32_MAX;
+  for (const auto& e : md->streams[format::kThreadStream].events)
+    if (e.name == "counter") counter_id = e.id;
+  auto files = ListFiles(ctf);
+  for (const auto& f : *files) {
+    if (f.rfind("thread-", 0) != 0) continue;
+    auto map = MappedFile::Open(ctf + "/" + f);
+    format::StreamFileReader r(*md, map->data(), map->size(), f);
+    format::Packet pk;
+    format::EventView ev;
+    ThreadSeq ts;
+    while (r.NextPacket(&pk)) {
+      ts.tid = static_cast<uint32_t>(pk.context[1]);
+      ts.lost = pk.discarded;
+      while (r.NextEvent(&ev)) {
+        ++ts.events;
+        if (ev.id != counter_id) continue;
+        double v;
+        std::memcpy(&v, ev.payload + 4, 8);
+        ts.values.push_back(v);
+      }
+    }
+    EXPECT_TRUE(r.status().ok()) << r.status().message();
+    out.push_back(std::move(ts));
+  }
+  return out;
+}
+
+TEST(Recorder, FourThreadsTwoMillionEventsEachExactSequencesNoLoss) {
+  std::string dir = TempDir("four_threads");
+  // 4 threads x 2M events x 32-byte records fit in 512 MiB: nothing may be lost.
+  auto r = Record(dir, {TestProgram("emitter"), "4", "2000000"}, {"--buffer-size", "512"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int emitters = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    if (s.values.empty()) continue;
+    ++emitters;
+    EXPECT_EQ(s.lost, 0u);
+    ASSERT_EQ(s.values.size(), 2000000u) << "tid " << s.tid;
+    for (size_t i = 0; i < s.values.size(); ++i)
+      ASSERT_EQ(s.values[i], static_cast<double>(i)) << "tid " << s.tid << " position " << i;
+  }
+  EXPECT_EQ(emitters, 4);
+  model::Trace t = Load(dir);
+  EXPECT_EQ(t.events_lost, 0u);
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(Recorder, TinyBufferDropsAreCountedExactlyPerThread) {
+  std::string dir = TempDir("tiny_buffer");
+  // 1 MiB of 4 KiB chunks for 4 threads writing as fast as they can: the flusher
+  // cannot keep up, so events are dropped, and every drop must be counted.
+  auto r = Record(dir, {TestProgram("emitter"), "4", "2000000"}, {"--buffer-size", "1", "--chunk-size", "4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t total_lost = 0;
+  int emitters = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    if (s.values.empty() && s.lost == 0) continue;
+    if (s.tid == 0) continue;
+    ++emitters;
+    // Strictly increasing: nothing duplicated or reordered, only gaps.
+    for (size_t i = 1; i < s.values.size(); ++i) ASSERT_LT(s.values[i - 1], s.values[i]) << "tid " << s.tid;
+    // The thread's other events (span_begin/end of main) are not counters; the
+    // emitter threads write only counters, so received + lost is exactly 2M.
+    EXPECT_EQ(s.values.size() + s.lost, 2000000u) << "tid " << s.tid;
+    total_lost += s.lost;
+  }
+  EXPECT_EQ(emitters, 4);
+  EXPECT_GT(total_lost, 0u) << "the buffer was expected to overflow";
+  model::Trace t = Load(dir);
+  EXPECT_EQ(t.events_lost, total_lost);
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(Recorder, BlockingPolicyLosesNothingUnderTheSameLoad) {
+  std::string dir = TempDir("tiny_buffer_block");
+  auto r = Record(dir, {TestProgram("emitter"), "4", "500000"},
+                  {"--buffer-size", "1", "--chunk-size", "4", "--buffer-policy", "block"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int emitters = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    if (s.values.empty()) continue;
+    ++emitters;
+    EXPECT_EQ(s.lost, 0u);
+    EXPECT_EQ(s.values.size(), 500000u);
+  }
+  EXPECT_EQ(emitters, 4);
+}
+
+TEST(Recorder, InternedNamesAndThreadNamesResolve) {
+  std::string dir = TempDir("names");
+  auto r = Record(dir, {TestProgram("emitter"), "2", "5000", "--spans"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  model::Trace t = Load(dir);
+  EXPECT_EQ(testing::CountSlices(t, "batch"), 10u);  // 2 threads x 5 batches of 1000
+  EXPECT_EQ(testing::CountSlices(t, "main"), 1u);
+  int named = 0;
+  for (const auto& trk : t.tracks) named += std::string(t.strings.Get(trk.name)).rfind("emitter-", 0) == 0;
+  EXPECT_EQ(named, 2);
+  for (const auto& w : t.warnings) EXPECT_EQ(w.find("undefined string"), std::string::npos) << w;
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(Recorder, SigkillLeavesAReadableTraceUpToTheLastFlush) {
+  std::string dir = TempDir("sigkill");
+  // Writes 1000-event batches with 5 ms pauses, and SIGKILLs itself after 400 ms.
+  auto r = Record(dir, {TestProgram("emitter"), "2", "100000000", "--sleep-ms", "5", "--kill-self-after-ms", "400"});
+  EXPECT_EQ(r.exit_code, 128 + 9);
+  model::Trace t = Load(dir);
+  EXPECT_GT(t.events_read, 10000u) << "the periodic flush should have written most of 400 ms of events";
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    for (size_t i = 0; i < s.values.size(); ++i) ASSERT_EQ(s.values[i], static_cast<double>(i));
+  }
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(Recorder, CrashFlushesEverythingBeforeTheSignal) {
+  std::string dir = TempDir("crash");
+  auto r = Record(dir, {TestProgram("emitter"), "1", "30000", "--crash"});
+  EXPECT_EQ(r.exit_code, 128 + 11);
+  int emitters = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir))
+    if (!s.values.empty()) {
+      ++emitters;
+      EXPECT_EQ(s.values.size(), 30000u);
+    }
+  EXPECT_EQ(emitters, 1);
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(Recorder, UnderscoreExitFlushes) {
+  std::string dir = TempDir("underscore_exit");
+  auto r = Record(dir, {TestProgram("emitter"), "1", "30000", "--underscore-exit", "--exit-code", "7"});
+  EXPECT_EQ(r.exit_code, 7);
+  int emitters = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir))
+    if (!s.values.empty()) {
+      ++emitters;
+      EXPECT_EQ(s.values.size(), 30000u);
+    }
+  EXPECT_EQ(emitters, 1);
+}
+
+TEST(Recorder, ForkAndExecChildrenAreTheirOwnProcesses) {
+  std::string dir = TempDir("fork_exec");
+  auto r = Record(dir, {TestProgram("emitter"), "1", "1000", "--fork", "--exec", "/bin/true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  model::Trace t = Load(dir);
+  // The emitter, its forked child (same pid as the exec'd /bin/true, but a
+  // different process instance), and /bin/true after exec.
+  ASSERT_EQ(t.processes.size(), 3u);
+  int emitters = 0, trues = 0;
+  for (const auto& p : t.processes) {
+    std::string exe(t.strings.Get(p.name));
+    if (exe.find("emitter") != std::string::npos) ++emitters;
+    if (exe.find("true") != std::string::npos) ++trues;
+  }
+  EXPECT_EQ(emitters, 2);
+  EXPECT_EQ(trues, 1);
+  // The forked child's events are its own: "child_work" is in the child's
+  // process, "main" in the parent's, and /bin/true has the child's pid.
+  auto pid_of = [&](const std::string& slice) -> int64_t {
+    model::StringId id = t.strings.Find(slice);
+    for (size_t i = 0; i < t.slices.size(); ++i)
+      if (t.slices.name[i] == id) return t.processes[t.tracks[t.slices.track[i]].process].pid;
+    return -1;
+  };
+  int64_t parent = pid_of("main"), child = pid_of("child_work");
+  ASSERT_GT(parent, 0);
+  ASSERT_GT(child, 0);
+  EXPECT_NE(parent, child);
+  EXPECT_EQ(testing::CountSlices(t, "child_work"), 1u);
+  for (const auto& p : t.processes) {
+    std::string exe(t.strings.Get(p.name));
+    if (exe.find("true") != std::string::npos) {
+      EXPECT_EQ(p.pid, child);
+    }
+    if (p.pid == child && exe.find("emitter") != std::string::npos) {
+      EXPECT_EQ(p.ppid, parent);
+    }
+  }
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,46 @@
+// Helpers for strata's tests: run programs (strata itself, test programs),
+// load traces, and cross-check them with babeltrace2.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/trace.h"
+
+namespace strata::testing {
+
+std::string StrataBin();                     // the `strata` executable under test
+std::string TestProgram(const std::string& name);  // a program built from tests/programs
+std::string SourceDir();
+// ../shared/data/external next to the checkout, or "" when absent (a fresh clone).
+std::string ExternalDataDir();
+// A fresh, empty directory for one test.
+std::string TempDir(const std::string& name);
+
+struct RunResult {
+  int exit_code = -1;  // 128+N when killed by signal N
+  std::string out, err;
+};
+RunResult RunCommand(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+              int timeout_s = 120);
+// `strata record -o DIR [opts] -- cmd...`
+RunResult Record(const std::string& dir, const std::vector<std::string>& cmd,
+                 const std::vector<std::string>& opts = {}, const std::map<std::string, std::string>& env = {});
+
+model::Trace Load(const std::string& path);
+
+// Event count babeltrace2 reads from the trace, or nullopt (with a skip message)
+// when babeltrace2 is not installed. Fails the test if babeltrace2 reports an error.
+std::optional<uint64_t> Babeltrace2Events(const std::string& dir);
+// Asserts that babeltrace2 reads the trace without error and counts what strata counts.
+void ExpectBabeltraceAgrees(const std::string& dir);
+
+// Slices named `name` (any kind).
+size_t CountSlices(const model::Trace& t, const std::string& name);
+
+}  // namespace strata::testing
