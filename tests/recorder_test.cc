@@ -34,9 +34,12 @@ std::vector<ThreadSeq> ThreadSequences(const std::string& dir) {
   EXPECT_TRUE(text.ok());
   auto md = format::ParseMetadata(*text);
   EXPECT_TRUE(md.ok());
-  uint32_t counter_id = UINT32_MAX;
-  for (const auto& e : md->streams[format::kThreadStream].events)
+  uint32_t counter_id = UINT32_MAX, counter16_id = UINT32_MAX, counter8_id = UINT32_MAX;
+  for (const auto& e : md->streams[format::kThreadStream].events) {
     if (e.name == "counter") counter_id = e.id;
+    if (e.name == "counter16") counter16_id = e.id;
+    if (e.name == "counter8") counter8_id = e.id;
+  }
   auto files = ListFiles(ctf);
   for (const auto& f : *files) {
     if (f.rfind("thread-", 0) != 0) continue;
@@ -50,10 +53,19 @@ std::vector<ThreadSeq> ThreadSequences(const std::string& dir) {
       ts.lost = pk.discarded;
       while (r.NextEvent(&ev)) {
         ++ts.events;
-        if (ev.id != counter_id) continue;
-        double v;
-        std::memcpy(&v, ev.payload + 4, 8);
-        ts.values.push_back(v);
+        if (ev.id == counter_id) {
+          double v;
+          std::memcpy(&v, ev.payload + 4, 8);
+          ts.values.push_back(v);
+        } else if (ev.id == counter16_id) {
+          int32_t v;  // the narrow forms the flusher writes for integral values
+          std::memcpy(&v, ev.payload + 2, 4);
+          ts.values.push_back(v);
+        } else if (ev.id == counter8_id) {
+          int16_t v;
+          std::memcpy(&v, ev.payload + 2, 2);
+          ts.values.push_back(v);
+        }
       }
     }
     EXPECT_TRUE(r.status().ok()) << r.status().message();
@@ -215,6 +227,41 @@ TEST(Recorder, ForkAndExecChildrenAreTheirOwnProcesses) {
       EXPECT_EQ(p.ppid, parent);
     }
   }
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Recorder, EveryOnDiskEncodingDecodesToTheRecordedValues) {
+  std::string dir = TempDir("encodings");
+  auto r = Record(dir, {TestProgram("encodings")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  model::Trace t = Load(dir);
+  EXPECT_EQ(t.warnings.size(), 0u) << (t.warnings.empty() ? "" : t.warnings[0]);
+  EXPECT_EQ(testing::CountSlices(t, "name_0"), 2u);
+  EXPECT_EQ(testing::CountSlices(t, "name_69999"), 1u);
+  // Steps 7 and 2^40, nested.
+  std::vector<uint64_t> steps;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == model::SliceKind::kStep) steps.push_back(t.slices.arg[i]);
+  EXPECT_EQ(steps, (std::vector<uint64_t>{7, 1ull << 40}));
+  // The span with an argument keeps it.
+  bool arg_found = false;
+  for (size_t i = 0; i < t.slices.size(); ++i) arg_found |= t.slices.arg[i] == (1ull << 50);
+  EXPECT_TRUE(arg_found);
+  // Flows 5 and 2^40 link name_0 -> name_69999 -> name_0.
+  ASSERT_EQ(t.flows.size(), 2u);
+  for (size_t i = 0; i < t.flows.size(); ++i) {
+    EXPECT_NE(t.flows.from[i], model::kNone);
+    EXPECT_NE(t.flows.to[i], model::kNone);
+  }
+  std::vector<double> values(t.counters.value.begin(), t.counters.value.end());
+  EXPECT_EQ(values, (std::vector<double>{0, -1, 32767, -32768, 32768, -2147483648.0, 2147483647.0, 2147483648.0, 0.5,
+                                         -1e300, 1e12}));
   testing::ExpectBabeltraceAgrees(dir);
 }
 

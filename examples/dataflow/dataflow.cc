@@ -147,8 +147,9 @@ class Executor {
   }
 
  private:
+  // Unique per (step, edge) for graphs of < 256 nodes; small ids are stored in 4 bytes.
   uint64_t FlowId(int producer, int consumer) const {
-    return (step_ << 32) ^ (static_cast<uint64_t>(producer) << 16) ^ static_cast<uint64_t>(consumer);
+    return step_ * 65536 + static_cast<uint64_t>(producer) * 256 + static_cast<uint64_t>(consumer);
   }
 
   void Work() {
@@ -164,7 +165,7 @@ class Executor {
       }
       Node& n = *g_.nodes()[static_cast<size_t>(id)];
       {
-        strata::ScopedSpan span([&n] { return n.name_id; }, static_cast<uint64_t>(id));
+        strata::ScopedSpan span([&n] { return n.name_id; });
         for (int in : n.inputs) strata_flow_in(FlowId(in, id));
         std::vector<const Tensor*> ins;
         for (int in : n.inputs) ins.push_back(&g_.nodes()[static_cast<size_t>(in)]->out);
@@ -223,7 +224,7 @@ void BuildModel(Graph& g, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = 20, threads = 2, size = 192;
+  int steps = 50, threads = 2, size = 128;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> int {

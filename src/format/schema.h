@@ -18,8 +18,8 @@
 // Event classes are declared by level, each in its own file (schema_core.cc,
 // and one per collector), and gathered here. Ids within a stream class are
 // allocated in ranges so that levels never collide:
-//   thread stream   0..11  core (spans, steps, counters, flows)   compact header
-//                   12..30 framework ops (PyTorch, ...)          compact header
+//   thread stream   0..15  core (spans, steps, counters, flows)   compact header
+//                   16..30 framework ops (PyTorch, ...)          compact header
 //                   32..63 accelerator runtime API (CUDA, OpenCL, HSA)
 //                   64..95 framework detail (shapes, memory, graph)
 //   device stream   0..63  accelerator activity (kernels, copies, ...)
@@ -42,14 +42,16 @@ inline constexpr uint32_t kCompactMaxId = 30;
 inline constexpr uint32_t kExtendedId = 31;
 inline constexpr uint64_t kCompactTsBits = 27;
 
-enum class FieldType : uint8_t { kU8, kU16, kU32, kU64, kI64, kF64, kString };
+enum class FieldType : uint8_t { kU8, kU16, kU32, kU64, kI16, kI32, kI64, kF64, kString };
 
 // Byte size of a fixed-size field type (0 for strings).
 constexpr uint32_t FieldSize(FieldType t) {
   switch (t) {
     case FieldType::kU8: return 1;
-    case FieldType::kU16: return 2;
-    case FieldType::kU32: return 4;
+    case FieldType::kU16:
+    case FieldType::kI16: return 2;
+    case FieldType::kU32:
+    case FieldType::kI32: return 4;
     case FieldType::kU64:
     case FieldType::kI64:
     case FieldType::kF64: return 8;
@@ -98,6 +100,15 @@ enum ThreadEvent : uint32_t {
   kStepBegin = 6,    // {u64 step}
   kStepEnd = 7,      // {u64 step}
   kSpanBeginArg = 8, // {u32 name, u64 arg}: a span with one numeric argument
+  // Narrow forms the flusher substitutes when the values fit, so the commonest
+  // events take 6-10 bytes on disk. Readers treat them as their wide forms.
+  kStepBegin32 = 9,   // {u32 step}
+  kStepEnd32 = 10,    // {u32 step}
+  kCounter8 = 11,     // {u16 name, i16 value}: a small integral counter value
+  kSpanBegin16 = 12,  // {u16 name}
+  kFlowOut32 = 13,    // {u32 flow}
+  kFlowIn32 = 14,     // {u32 flow}
+  kCounter16 = 15,    // {u16 name, i32 value}: an integral counter value
 };
 
 enum ProcessEvent : uint32_t {

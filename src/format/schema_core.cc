@@ -12,6 +12,11 @@ constexpr F kCounterFields[] = {{"name", T::kU32}, {"value", T::kF64}};
 constexpr F kFlow[] = {{"flow", T::kU64}};
 constexpr F kStep[] = {{"step", T::kU64}};
 constexpr F kNameArg[] = {{"name", T::kU32}, {"arg", T::kU64}};
+constexpr F kName16[] = {{"name", T::kU16}};
+constexpr F kStep32[] = {{"step", T::kU32}};
+constexpr F kFlow32[] = {{"flow", T::kU32}};
+constexpr F kCounter16Fields[] = {{"name", T::kU16}, {"value", T::kI32}};
+constexpr F kCounter8Fields[] = {{"name", T::kU16}, {"value", T::kI16}};
 
 constexpr EventSpec kThreadEvents[] = {
     {kSpanBegin, "span_begin", kName},
@@ -23,6 +28,13 @@ constexpr EventSpec kThreadEvents[] = {
     {kStepBegin, "step_begin", kStep},
     {kStepEnd, "step_end", kStep},
     {kSpanBeginArg, "span_begin_arg", kNameArg},
+    {kStepBegin32, "step_begin32", kStep32},
+    {kStepEnd32, "step_end32", kStep32},
+    {kCounter8, "counter8", kCounter8Fields},
+    {kSpanBegin16, "span_begin16", kName16},
+    {kFlowOut32, "flow_out32", kFlow32},
+    {kFlowIn32, "flow_in32", kFlow32},
+    {kCounter16, "counter16", kCounter16Fields},
 };
 
 constexpr F kNameDefFields[] = {{"id", T::kU32}, {"name", T::kString}};

@@ -20,6 +20,8 @@ const char* TypeName(FieldType t) {
     case FieldType::kU16: return "uint16_t";
     case FieldType::kU32: return "uint32_t";
     case FieldType::kU64: return "uint64_t";
+    case FieldType::kI16: return "int16_t";
+    case FieldType::kI32: return "int32_t";
     case FieldType::kI64: return "int64_t";
     case FieldType::kF64: return "double_t";
     case FieldType::kString: return "string";
@@ -33,6 +35,8 @@ typealias integer { size = 8; align = 8; signed = false; } := uint8_t;
 typealias integer { size = 16; align = 8; signed = false; } := uint16_t;
 typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
 typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+typealias integer { size = 16; align = 8; signed = true; } := int16_t;
+typealias integer { size = 32; align = 8; signed = true; } := int32_t;
 typealias integer { size = 64; align = 8; signed = true; } := int64_t;
 typealias integer { size = 5; align = 1; signed = false; } := uint5_t;
 typealias floating_point { exp_dig = 11; mant_dig = 53; align = 8; } := double_t;
@@ -315,8 +319,8 @@ class Parser {
       types_[name] = FieldType::kF64;
     } else if (align == 8) {
       if (size == 8 && !is_signed) types_[name] = FieldType::kU8;
-      else if (size == 16 && !is_signed) types_[name] = FieldType::kU16;
-      else if (size == 32 && !is_signed) types_[name] = FieldType::kU32;
+      else if (size == 16) types_[name] = is_signed ? FieldType::kI16 : FieldType::kU16;
+      else if (size == 32) types_[name] = is_signed ? FieldType::kI32 : FieldType::kU32;
       else if (size == 64) types_[name] = is_signed ? FieldType::kI64 : FieldType::kU64;
       else return Err(StatusCode::kUnsupported, "metadata: byte {}: unsupported integer type '{}'", name_off, name);
     } else if (!((size == 5 || size == 27) && align == 1)) {

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -152,6 +153,9 @@ Chunk* AllocChunk(Runtime& rt) {
   if (!mem) return nullptr;
   Chunk* c = new (mem) Chunk();
   c->capacity = static_cast<uint32_t>(rt.cfg.chunk_bytes);
+  // Touch every page now, in the slow path, so that the hot path never takes a
+  // page fault (it would cost several ns per event, amortized, and µs spikes).
+  std::memset(c->data(), 0, rt.cfg.chunk_bytes);
   rt.all_chunks.push_back(mem);
   return c;
 }
@@ -286,12 +290,79 @@ void EnsureProcWriter(Runtime& rt) {
   if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
 }
 
+// Writes one record, substituting the narrow form of the commonest events when
+// the values fit (format/schema.h): the hot path stays one fixed layout, and
+// the file stays small.
+void AppendNarrowed(StreamWriter& w, const Record* r, uint64_t ts) {
+  const uint8_t* payload = r->size <= 4 ? reinterpret_cast<const uint8_t*>(&r->inline4)
+                                        : reinterpret_cast<const uint8_t*>(r + 1);
+  switch (r->event_id) {
+    case format::kSpanBegin:
+      if (r->inline4 < 0x10000) {
+        auto name = static_cast<uint16_t>(r->inline4);
+        w.Append(format::kSpanBegin16, ts, &name, 2);
+        return;
+      }
+      break;
+    case format::kStepBegin:
+    case format::kStepEnd: {
+      uint64_t step;
+      std::memcpy(&step, payload, 8);
+      if (step <= UINT32_MAX) {
+        auto s32 = static_cast<uint32_t>(step);
+        w.Append(r->event_id == format::kStepBegin ? format::kStepBegin32 : format::kStepEnd32, ts, &s32, 4);
+        return;
+      }
+      break;
+    }
+    case format::kFlowOut:
+    case format::kFlowIn: {
+      uint64_t flow;
+      std::memcpy(&flow, payload, 8);
+      if (flow <= UINT32_MAX) {
+        auto f32 = static_cast<uint32_t>(flow);
+        w.Append(r->event_id == format::kFlowOut ? format::kFlowOut32 : format::kFlowIn32, ts, &f32, 4);
+        return;
+      }
+      break;
+    }
+    case format::kCounter: {
+      uint32_t name;
+      double value;
+      std::memcpy(&name, payload, 4);
+      std::memcpy(&value, payload + 4, 8);
+      if (name < 0x10000 && value >= INT16_MIN && value <= INT16_MAX &&
+          value == static_cast<double>(static_cast<int16_t>(value))) {
+        uint8_t p[4];
+        auto n16 = static_cast<uint16_t>(name);
+        auto v16 = static_cast<int16_t>(value);
+        std::memcpy(p, &n16, 2);
+        std::memcpy(p + 2, &v16, 2);
+        w.Append(format::kCounter8, ts, p, 4);
+        return;
+      }
+      if (name < 0x10000 && value >= INT32_MIN && value <= INT32_MAX && value == static_cast<double>(static_cast<int32_t>(value))) {
+        uint8_t p[6];
+        auto n16 = static_cast<uint16_t>(name);
+        auto v32 = static_cast<int32_t>(value);
+        std::memcpy(p, &n16, 2);
+        std::memcpy(p + 2, &v32, 4);
+        w.Append(format::kCounter16, ts, p, 6);
+        return;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  w.Append(r->event_id, ts, payload, r->size);
+}
+
 void DrainChunkRange(Runtime& rt, StreamWriter& w, Chunk* c, uint32_t end) {
   uint32_t pos = c->read_pos;
   while (pos + sizeof(Record) <= end) {
     const Record* r = reinterpret_cast<const Record*>(c->data() + pos);
-    const void* payload = r->size <= 4 ? static_cast<const void*>(&r->inline4) : static_cast<const void*>(r + 1);
-    w.Append(r->event_id, ToNs(rt, r->ts), payload, r->size);
+    AppendNarrowed(w, r, ToNs(rt, r->ts));
     pos += RecordBytes(r->size);
   }
   c->read_pos = pos;

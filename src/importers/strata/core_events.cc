@@ -39,6 +39,10 @@ void RegisterCoreDecoders(DecoderRegistry& r) {
     PayloadReader p(ev);
     ss.stack.push_back({static_cast<int64_t>(ev.ts), ctx.Name(*ss.process, p.Get<uint32_t>()), model::SliceKind::kSpan, 0});
   });
+  r.On(kThreadStream, "span_begin16", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    ss.stack.push_back({static_cast<int64_t>(ev.ts), ctx.Name(*ss.process, p.Get<uint16_t>()), model::SliceKind::kSpan, 0});
+  });
   r.On(kThreadStream, "span_begin_arg", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
     model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
@@ -51,22 +55,33 @@ void RegisterCoreDecoders(DecoderRegistry& r) {
     }
     CloseTop(ctx, ss, static_cast<int64_t>(ev.ts));
   });
-  r.On(kThreadStream, "step_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    auto& cs = ctx.Ext<CoreState>();
-    if (!cs.step_name) cs.step_name = ctx.trace().strings.Intern("step");
-    ss.stack.push_back({static_cast<int64_t>(ev.ts), cs.step_name, model::SliceKind::kStep, PayloadReader(ev).Get<uint64_t>()});
-  });
-  r.On(kThreadStream, "step_end", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+  auto step_begin = [](bool wide) {
+    return [wide](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+      auto& cs = ctx.Ext<CoreState>();
+      if (!cs.step_name) cs.step_name = ctx.trace().strings.Intern("step");
+      PayloadReader p(ev);
+      uint64_t n = wide ? p.Get<uint64_t>() : p.Get<uint32_t>();
+      ss.stack.push_back({static_cast<int64_t>(ev.ts), cs.step_name, model::SliceKind::kStep, n});
+    };
+  };
+  auto step_end = [](bool wide) {
     // Closes the innermost open step with this number, and anything left open inside it.
-    uint64_t n = PayloadReader(ev).Get<uint64_t>();
-    for (size_t k = ss.stack.size(); k-- > 0;) {
-      if (ss.stack[k].kind == model::SliceKind::kStep && ss.stack[k].arg == n) {
-        while (ss.stack.size() > k) CloseTop(ctx, ss, static_cast<int64_t>(ev.ts));
-        return;
+    return [wide](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+      PayloadReader p(ev);
+      uint64_t n = wide ? p.Get<uint64_t>() : p.Get<uint32_t>();
+      for (size_t k = ss.stack.size(); k-- > 0;) {
+        if (ss.stack[k].kind == model::SliceKind::kStep && ss.stack[k].arg == n) {
+          while (ss.stack.size() > k) CloseTop(ctx, ss, static_cast<int64_t>(ev.ts));
+          return;
+        }
       }
-    }
-    ++ctx.Ext<CoreState>().unmatched_ends;
-  });
+      ++ctx.Ext<CoreState>().unmatched_ends;
+    };
+  };
+  r.On(kThreadStream, "step_begin", step_begin(true));
+  r.On(kThreadStream, "step_begin32", step_begin(false));
+  r.On(kThreadStream, "step_end", step_end(true));
+  r.On(kThreadStream, "step_end32", step_end(false));
   r.On(kThreadStream, "instant", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     ctx.trace().instants.Add(static_cast<int64_t>(ev.ts), ss.track, ctx.Name(*ss.process, PayloadReader(ev).Get<uint32_t>()));
   });
@@ -76,13 +91,27 @@ void RegisterCoreDecoders(DecoderRegistry& r) {
     double v = p.Get<double>();
     ctx.trace().counters.Add(ctx.CounterSeries(ss.process->index, name), static_cast<int64_t>(ev.ts), v);
   });
-  auto flow = [](bool out) {
-    return [out](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-      ctx.Ext<CoreState>().flows.push_back({PayloadReader(ev).Get<uint64_t>(), ss.track, static_cast<int64_t>(ev.ts), out});
+  auto narrow_counter = [](bool i32) {
+    return [i32](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+      PayloadReader p(ev);
+      model::StringId name = ctx.Name(*ss.process, p.Get<uint16_t>());
+      double v = i32 ? p.Get<int32_t>() : p.Get<int16_t>();
+      ctx.trace().counters.Add(ctx.CounterSeries(ss.process->index, name), static_cast<int64_t>(ev.ts), v);
     };
   };
-  r.On(kThreadStream, "flow_out", flow(true));
-  r.On(kThreadStream, "flow_in", flow(false));
+  r.On(kThreadStream, "counter16", narrow_counter(true));
+  r.On(kThreadStream, "counter8", narrow_counter(false));
+  auto flow = [](bool out, bool wide) {
+    return [out, wide](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+      PayloadReader p(ev);
+      uint64_t id = wide ? p.Get<uint64_t>() : p.Get<uint32_t>();
+      ctx.Ext<CoreState>().flows.push_back({id, ss.track, static_cast<int64_t>(ev.ts), out});
+    };
+  };
+  r.On(kThreadStream, "flow_out", flow(true, true));
+  r.On(kThreadStream, "flow_in", flow(false, true));
+  r.On(kThreadStream, "flow_out32", flow(true, false));
+  r.On(kThreadStream, "flow_in32", flow(false, false));
 
   r.On(kProcessStream, "name_def", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
