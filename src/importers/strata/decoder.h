@@ -84,6 +84,8 @@ class LoadContext {
   std::map<std::pair<uint32_t, uint64_t>, ProcessState> procs_;
   std::map<std::tuple<uint32_t, int, int64_t, int32_t>, uint32_t> tracks_;
   std::unordered_map<uint64_t, uint32_t> series_;
+  uint64_t last_series_key_ = UINT64_MAX;
+  uint32_t last_series_ = 0;
   std::map<std::string, uint64_t> counted_warnings_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
 };

@@ -49,12 +49,15 @@ model::StringId LoadContext::Name(ProcessState& ps, uint32_t id) {
 
 uint32_t LoadContext::CounterSeries(uint32_t process, model::StringId name) {
   auto key = (uint64_t{process} << 32) | name;
+  // Counter samples come in long runs of one series: skip the hash lookup.
+  if (key == last_series_key_) return last_series_;
+  last_series_key_ = key;
   auto it = series_.find(key);
-  if (it != series_.end()) return it->second;
+  if (it != series_.end()) return last_series_ = it->second;
   auto idx = static_cast<uint32_t>(trace_.counter_series.size());
   trace_.counter_series.push_back({name, process, 0});
   series_.emplace(key, idx);
-  return idx;
+  return last_series_ = idx;
 }
 
 uint32_t LoadContext::AddSlice(const OpenSlice& o, int64_t end_ts, uint32_t track, size_t depth) {
