@@ -135,6 +135,20 @@ TEST(Recorder, BlockingPolicyLosesNothingUnderTheSameLoad) {
   EXPECT_EQ(emitters, 4);
 }
 
+TEST(Recorder, ManyShortLivedThreadsAreEachFlushedCompletely) {
+  std::string dir = TempDir("short_threads");
+  auto r = Record(dir, {TestProgram("emitter"), "300", "100", "--sequential"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int complete = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    if (s.values.empty()) continue;
+    ASSERT_EQ(s.values.size(), 100u) << "tid " << s.tid;
+    ++complete;
+  }
+  EXPECT_EQ(complete, 300);
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
 TEST(Recorder, InternedNamesAndThreadNamesResolve) {
   std::string dir = TempDir("names");
   auto r = Record(dir, {TestProgram("emitter"), "2", "5000", "--spans"});

@@ -29,6 +29,20 @@ Status StreamWriter::Open(const std::string& path) {
   return OkStatus();
 }
 
+Status StreamWriter::OpenUnique(const std::string& base) {
+  for (int i = 0; i < 100000; ++i) {
+    std::string path = i == 0 ? base : base + "." + std::to_string(i);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0644);
+    if (fd >= 0) {
+      fd_ = fd;
+      path_ = path;
+      return OkStatus();
+    }
+    if (errno != EEXIST) return ErrnoErr(errno, "cannot create stream file {}", path);
+  }
+  return Err(StatusCode::kIoError, "cannot create a stream file named {}.N", base);
+}
+
 void StreamWriter::Grow(size_t need) {
   size_t n = buf_.size() * 2;
   while (n - used_ < need) n *= 2;

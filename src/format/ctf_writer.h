@@ -37,6 +37,11 @@ class StreamWriter {
 
   // Opens (creates, truncates) the stream file. Until then events accumulate in memory.
   Status Open(const std::string& path);
+  // Creates `base`, or `base.1`, `base.2`, ... if taken: a thread id reused by
+  // the kernel, or a thread that records again after its exit handler, must
+  // never overwrite an earlier stream.
+  Status OpenUnique(const std::string& base);
+  const std::string& path() const { return path_; }
   bool is_open() const { return fd_ >= 0; }
 
   // Appends one event. `ts` is in trace-clock ns; a timestamp older than the

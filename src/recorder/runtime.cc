@@ -139,6 +139,7 @@ struct Runtime {
   TscCalibration calib;
   std::unique_ptr<StreamWriter> proc_writer;
   std::vector<ThreadStream*> scratch;
+  uint64_t stream_seq = 0;  // makes every stream's instance id unique
   uint64_t events_written = 0;
   uint64_t clamped = 0;
   pthread_key_t exit_key{};
@@ -372,10 +373,11 @@ void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEv
   if (!s->writer) {
     const format::StreamSpec* spec = format::FindStream(format::kThreadStream);
     s->writer = std::make_unique<StreamWriter>(
-        rt.uuid, *spec, InstanceStreamId(rt.instance, 0, s->tid), std::vector<uint64_t>{rt.pid, s->tid, rt.instance});
+        rt.uuid, *spec, InstanceStreamId(rt.instance, 0, (uint64_t{++rt.stream_seq} << 32) | s->tid),
+        std::vector<uint64_t>{rt.pid, s->tid, rt.instance});
     std::string path = StreamPath(rt, "thread-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
                                           std::to_string(s->tid));
-    Status st = s->writer->Open(path);
+    Status st = s->writer->OpenUnique(path);
     if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
   }
   if (!s->named) {
@@ -432,11 +434,11 @@ void DrainExternal(Runtime& rt, ExternalStream* e) {
   }
   if (!e->writer) {
     const format::StreamSpec* spec = format::FindStream(format::kDeviceStream);
-    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 2, e->queue ^ (uint64_t{e->device} << 48)),
+    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 2, (uint64_t{++rt.stream_seq} << 32) ^ e->queue ^ (uint64_t{e->device} << 48)),
                                                std::vector<uint64_t>{rt.pid, rt.instance, e->device, e->queue});
     std::string path = StreamPath(rt, "device-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
                                           std::to_string(e->device) + "-" + std::to_string(e->queue));
-    Status st = e->writer->Open(path);
+    Status st = e->writer->OpenUnique(path);
     if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
   }
   std::stable_sort(e->drain_events.begin(), e->drain_events.end(),

@@ -2,7 +2,7 @@
 // events so that tests can check order, completeness and loss counts exactly.
 //
 //   emitter THREADS EVENTS_PER_THREAD [--spans] [--sleep-ms N] [--kill-self-after-ms N]
-//           [--fork] [--exec PATH] [--crash] [--exit-code N] [--underscore-exit]
+//           [--fork] [--exec PATH] [--crash] [--exit-code N] [--underscore-exit] [--sequential]
 //
 // Each thread records counter("seq", i) for i in [0, EVENTS); with --spans it
 // wraps every 1000 events in a span "batch" and names its thread "emitter-K".
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   }
   int threads = std::atoi(argv[1]);
   long events = std::atol(argv[2]);
-  bool spans = false, do_fork = false, crash = false, underscore_exit = false;
+  bool spans = false, do_fork = false, crash = false, underscore_exit = false, sequential = false;
   int sleep_ms = 0, kill_after_ms = -1, exit_code = 0;
   const char* exec_path = nullptr;
   for (int i = 3; i < argc; ++i) {
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     else if (a == "--crash") crash = true;
     else if (a == "--exit-code") exit_code = std::atoi(argv[++i]);
     else if (a == "--underscore-exit") underscore_exit = true;
+    else if (a == "--sequential") sequential = true;
     else {
       std::fprintf(stderr, "emitter: unknown option %s\n", a.c_str());
       return 2;
@@ -68,6 +69,12 @@ int main(int argc, char** argv) {
         if (sleep_ms && i % 1000 == 999) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
       }
     });
+    // --sequential: each thread exits before the next starts (short-lived
+    // threads; the kernel may hand out their ids again).
+    if (sequential) {
+      ts.back().join();
+      ts.pop_back();
+    }
   }
   for (auto& t : ts) t.join();
   if (do_fork) {
