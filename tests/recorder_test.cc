@@ -177,6 +177,9 @@ TEST(Recorder, SigkillLeavesAReadableTraceUpToTheLastFlush) {
 }
 
 TEST(Recorder, CrashFlushesEverythingBeforeTheSignal) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer owns SIGSEGV in this build; the recorder leaves signals it finds handled alone";
+#endif
   std::string dir = TempDir("crash");
   auto r = Record(dir, {TestProgram("emitter"), "1", "30000", "--crash"});
   EXPECT_EQ(r.exit_code, 128 + 11);
