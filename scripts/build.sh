@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds strata into ./build (or $BUILD_DIR). Extra arguments go to cmake.
+# Configures and builds strata into ./build (or $BUILD_DIR; only $BUILD_TARGET if set).
+# Extra arguments go to cmake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
@@ -10,4 +11,4 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+cmake --build "$BUILD_DIR" -j"$(nproc)" ${BUILD_TARGET:+--target "$BUILD_TARGET"}

@@ -22,7 +22,7 @@ fi
 
 if [ "${STRATA_SKIP_FUZZ:-0}" != "1" ]; then
   echo "== fuzz targets (libFuzzer, ${STRATA_FUZZ_SECONDS:-20} s each)"
-  BUILD_DIR=build-fuzz CC=clang CXX=clang++ ./scripts/build.sh -DSTRATA_FUZZ_ENGINE=libfuzzer \
+  BUILD_DIR=build-fuzz BUILD_TARGET=fuzzers CC=clang CXX=clang++ ./scripts/build.sh -DSTRATA_FUZZ_ENGINE=libfuzzer \
     -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF
   ./scripts/run-fuzzers.sh build-fuzz "${STRATA_FUZZ_SECONDS:-20}"
 fi
