@@ -4,6 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
+
+#include "format/control.h"
 
 #include "base/files.h"
 #include "tests/testing.h"
@@ -144,6 +147,36 @@ TEST(Cli, ReportTruncatedStreamStillReads) {
   bool warned = false;
   for (const auto& w : j["warnings"]) warned |= w.get<std::string>().find("after the last complete packet") != std::string::npos;
   EXPECT_TRUE(warned);
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+TEST(Cli, ControlSwitchesTiersOfARunningProgram) {
+  std::string dir = testing::TempDir("control");
+  // Record in the background; once the program is up, switch shapes on for steps 3-5.
+  std::string script = testing::StrataBin() + " record -q -o " + dir + " -- " + testing::TestProgram("control_watch") +
+                       " > " + dir + ".out & p=$!; for i in $(seq 100); do grep -q ready " + dir +
+                       ".out 2>/dev/null && break; sleep 0.05; done; " + testing::StrataBin() + " control " + dir +
+                       " --tiers ops,shapes --steps 3-5; wait $p";
+  auto r = testing::RunCommand({"sh", "-c", script}, {}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("tiers ops,shapes"), std::string::npos) << r.out;
+  model::Trace t = testing::Load(dir);
+  model::StringId saw = t.strings.Find("saw_shapes");
+  ASSERT_NE(saw, model::StringPool::kNotFound);
+  std::map<std::string, double> counters;
+  for (size_t i = 0; i < t.counters.size(); ++i)
+    counters[std::string(t.strings.Get(t.counter_series[t.counters.series[i]].name))] = t.counters.value[i];
+  EXPECT_EQ(counters["initial_tiers"], format::kTierOps | format::kTierMemory);
+  EXPECT_EQ(counters["window_first"], 3);
+  EXPECT_EQ(counters["window_last"], 5);
+  auto bad = testing::RunCommand({testing::StrataBin(), "control", dir, "--tiers", "bogus"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("unknown tier"), std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/control_file.h"
 #include "cli/manifest.h"
 #include "format/tsdl.h"
 
@@ -174,6 +175,12 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (!st.ok()) {
     PrintError(st.message());
+    return 1;
+  }
+  // Tiers start from the options and can be changed while CMD runs (`strata control`).
+  auto control = ControlFile::Create(o.output, format::kTierOps | format::kTierMemory);
+  if (!control.ok()) {
+    PrintError(control.status().message());
     return 1;
   }
 

@@ -860,6 +860,7 @@ Status Start(const Config& cfg) {
     return md.status();
   }
   rt->uuid = md->uuid;
+  MapControlBlock(cfg.dir);
   rt->pid = static_cast<uint32_t>(::getpid());
   rt->ppid = static_cast<uint32_t>(::getppid());
   format::Uuid r = format::NewRandomUuid();

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/control.h"
 #include "format/schema.h"
 
 // Exported from libstrata.so for collectors built as separate libraries.
@@ -44,6 +45,10 @@ STRATA_RECORDER_API void ReportCollectorStatus(std::string_view collector, std::
 class ExternalStream;
 STRATA_RECORDER_API ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue);
 STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size);
+
+// The supervisor's control block (tiers switchable at run time): read its fields
+// with relaxed loads, on slow paths only. Defaults when there is no supervisor.
+STRATA_RECORDER_API const format::ControlBlock& Control();
 
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();

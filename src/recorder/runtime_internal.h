@@ -24,6 +24,9 @@ STRATA_RECORDER_API Config ConfigFromEnv();
 
 // Starts recording in this process. Idempotent.
 STRATA_RECORDER_API Status Start(const Config& cfg);
+// Maps <dir>/control if the supervisor made one (called by Start).
+void MapControlBlock(const std::string& dir);
+
 // Final flush; recording stops. Safe to call more than once.
 STRATA_RECORDER_API void Finalize();
 // Best-effort final flush from a fatal-signal handler (bounded wait for locks).

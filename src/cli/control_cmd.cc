@@ -1,0 +1,72 @@
+// `strata control TRACE [--tiers LIST] [--steps A-B] [--pause|--resume]`: changes
+// what a running recording collects, through its control block.
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/control_file.h"
+
+namespace strata::cli {
+namespace {
+
+struct ControlArgs {
+  std::string trace;
+  std::string tiers;
+  std::string steps;
+  bool pause = false, resume = false;
+};
+
+int RunControl(const ControlArgs& a) {
+  auto cf = ControlFile::Open(a.trace);
+  if (!cf.ok()) {
+    PrintError(cf.status().message());
+    return 1;
+  }
+  uint32_t tiers = cf->tiers();
+  uint64_t first = cf->first_step(), last = cf->last_step();
+  if (!a.tiers.empty()) {
+    auto t = ParseTiers(a.tiers);
+    if (!t.ok()) {
+      PrintError(t.status().message());
+      return 2;
+    }
+    tiers = *t | (tiers & format::kTierPaused);
+  }
+  if (!a.steps.empty()) {
+    auto dash = a.steps.find('-');
+    try {
+      first = std::stoull(a.steps.substr(0, dash));
+      last = dash == std::string::npos ? first : std::stoull(a.steps.substr(dash + 1));
+    } catch (...) {
+      PrintError("--steps takes A-B (step numbers), e.g. 10-20");
+      return 2;
+    }
+    if (last < first) {
+      PrintError("--steps: the window ends before it starts");
+      return 2;
+    }
+  }
+  if (a.pause) tiers |= format::kTierPaused;
+  if (a.resume) tiers &= ~format::kTierPaused;
+  cf->Set(tiers, first, last);
+  std::printf("tiers %s, detail steps %llu-%llu, generation %u\n", TierNames(tiers).c_str(),
+              static_cast<unsigned long long>(first), static_cast<unsigned long long>(last), cf->generation());
+  return 0;
+}
+
+}  // namespace
+
+void AddControlCommand(CLI::App& app) {
+  auto args = std::make_shared<ControlArgs>();
+  CLI::App* cmd = app.add_subcommand("control", "Change what a running recording collects (tiers, step window)");
+  cmd->add_option("trace", args->trace, "The trace directory of a running `strata record`")->required();
+  cmd->add_option("--tiers", args->tiers, "Comma-separated: ops, ops-sampled, shapes, memory, gpu-metrics");
+  cmd->add_option("--steps", args->steps, "Detailed tiers only for steps A-B");
+  cmd->add_flag("--pause", args->pause, "Stop recording events (until --resume)");
+  cmd->add_flag("--resume", args->resume, "Resume recording");
+  cmd->callback([args]() { throw CLI::RuntimeError(RunControl(*args)); });
+}
+
+}  // namespace strata::cli
