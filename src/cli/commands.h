@@ -11,6 +11,7 @@ namespace strata::cli {
 void AddRecordCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
 void AddControlCommand(CLI::App& app);
+void AddSweepCommand(CLI::App& app);
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   strata::cli::AddRecordCommand(app);
   strata::cli::AddReportCommand(app);
   strata::cli::AddControlCommand(app);
+  strata::cli::AddSweepCommand(app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -6,7 +6,9 @@
 
 #include "cli/commands.h"
 #include "importers/load.h"
+#include "base/files.h"
 #include "report/report.h"
+#include "report/sweep_report.h"
 
 namespace strata::cli {
 namespace {
@@ -18,6 +20,20 @@ struct ReportArgs {
 };
 
 int RunReport(const ReportArgs& a) {
+  // A sweep directory (strata sweep) reports its summary.
+  std::string sweep_json = JoinPath(a.trace, "sweep.json");
+  if (IsDirectory(a.trace) && PathExists(sweep_json)) {
+    auto text = ReadFile(sweep_json);
+    analysis::SweepSummary s;
+    nlohmann::json j = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+    if (!report::SweepFromJson(j, &s)) {
+      PrintError(sweep_json + ": not a strata sweep summary");
+      return 1;
+    }
+    std::string out = a.json ? report::SweepToJson(s).dump(2) + "\n" : report::SweepToText(s);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
   auto trace = importers::LoadTrace(a.trace);
   if (!trace.ok()) {
     PrintError(trace.status().message());
