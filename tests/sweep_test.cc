@@ -13,19 +13,21 @@ namespace {
 TEST(Sweep, ThroughputGrowsWithBatchSizeAndSummaryIsReportable) {
   std::string dir = testing::TempDir("sweep");
   auto r = testing::RunCommand({testing::StrataBin(), "sweep", "--param", "batch_size=1,4,16", "-o", dir, "--json",
-                                "--", BATCHED_BIN, "--batch-size", "{batch_size}", "--steps", "6"});
+                                "--", BATCHED_BIN, "--batch-size", "{batch_size}", "--steps", "9"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["points"].size(), 3u);
   EXPECT_EQ(j["throughput_unit"], "samples/s");
   std::vector<double> tp;
   for (const auto& p : j["points"]) {
-    EXPECT_EQ(p["steps"], 5) << "6 steps minus 1 warm-up step";
+    EXPECT_EQ(p["steps"], 8) << "9 steps minus 1 warm-up step";
     EXPECT_GT(p["step_p50_ns"].get<int64_t>(), 0);
     tp.push_back(p["throughput"]);
   }
-  // A fixed per-batch stage amortized over 4x the samples: clearly more samples/s.
-  EXPECT_GT(tp[1], 1.5 * tp[0]);
+  // A fixed per-batch stage amortized over 4x and 16x the samples: more samples/s
+  // (about 6x at 16 on an idle machine; the margins leave room for a loaded one).
+  EXPECT_GT(tp[1], tp[0]);
+  EXPECT_GT(tp[2], 2 * tp[0]);
   EXPECT_TRUE(j["saturation"].is_string());
   for (const char* v : {"batch_size=1", "batch_size=4", "batch_size=16"})
     EXPECT_TRUE(IsDirectory(dir + "/" + v)) << v;
