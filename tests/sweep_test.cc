@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/summary.h"
 #include "analysis/sweep.h"
 #include "base/files.h"
 #include "tests/testing.h"
@@ -24,9 +25,19 @@ TEST(Sweep, ThroughputGrowsWithBatchSizeAndSummaryIsReportable) {
     EXPECT_GT(p["step_p50_ns"].get<int64_t>(), 0);
     tp.push_back(p["throughput"]);
   }
-  // A fixed per-batch stage amortized over 4x and 16x the samples: more samples/s
-  // (about 6x at 16 on an idle machine; the margins leave room for a loaded one).
-  EXPECT_GT(tp[1], tp[0]);
+  // Each figure is what the run's trace says: samples per step x measured steps
+  // / their total duration, warm-up step excluded.
+  const char* values[] = {"1", "4", "16"};
+  for (int i = 0; i < 3; ++i) {
+    model::Trace t = testing::Load(dir + "/batch_size=" + values[i]);
+    auto steps = analysis::Steps(t);
+    ASSERT_EQ(steps.count, 9u);
+    double total = 0;
+    for (size_t k = 1; k < steps.durations_ns.size(); ++k) total += static_cast<double>(steps.durations_ns[k]);
+    EXPECT_NEAR(tp[static_cast<size_t>(i)], std::stod(values[i]) * 8 / (total / 1e9), 1e-6 * tp[static_cast<size_t>(i)]);
+  }
+  // A fixed per-batch stage amortized over 16x the samples: more samples/s
+  // (about 6x on an idle machine; the margin leaves room for a loaded one).
   EXPECT_GT(tp[2], 2 * tp[0]);
   EXPECT_TRUE(j["saturation"].is_string());
   for (const char* v : {"batch_size=1", "batch_size=4", "batch_size=16"})
