@@ -38,6 +38,7 @@ std::unique_ptr<Section> MakeSpansSection();
 std::unique_ptr<Section> MakeCountersSection();
 std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
+std::unique_ptr<Section> MakeCriticalPathSection();
 
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);

@@ -1,0 +1,387 @@
+#include "analysis/critical_path.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace strata::analysis {
+
+const char* SegmentTypeName(SegmentType t) {
+  switch (t) {
+    case SegmentType::kWork: return "work";
+    case SegmentType::kDevice: return "device";
+    case SegmentType::kLaunch: return "launch";
+    case SegmentType::kWait: return "wait";
+  }
+  return "?";
+}
+
+namespace {
+
+using model::kNone;
+using model::SliceKind;
+
+// A piece of one track's timeline: the innermost slice covering it, or none.
+struct Piece {
+  int64_t start, end;
+  int32_t slice;
+};
+
+bool IsContainer(SliceKind k) { return k == SliceKind::kStep || k == SliceKind::kAnnotation; }
+
+bool IsSyncName(std::string_view n) {
+  return n.find("Synchronize") != std::string_view::npos || n.find("clFinish") != std::string_view::npos ||
+         n.find("clWaitForEvents") != std::string_view::npos || n.find("signal_wait") != std::string_view::npos ||
+         n.find("cudaStreamWaitEvent") != std::string_view::npos;
+}
+
+class Walker {
+ public:
+  Walker(const model::Trace& t, const CriticalPathOptions& opt) : t_(t), opt_(opt) {
+    const auto& s = t_.slices;
+    incoming_.resize(s.size());
+    for (size_t i = 0; i < t_.flows.size(); ++i)
+      if (t_.flows.from[i] != kNone && t_.flows.to[i] != kNone)
+        incoming_[static_cast<size_t>(t_.flows.to[i])].push_back(t_.flows.from[i]);
+    for (size_t r = 0; r < t_.device.size(); ++r)
+      if (t_.device.launch[r] != kNone) incoming_[t_.device.slice[r]].push_back(t_.device.launch[r]);
+    for (auto& v : incoming_) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+    pieces_.resize(t_.tracks.size());
+    built_.assign(t_.tracks.size(), false);
+  }
+
+  StepCriticalPath Run(int32_t step_slice, int64_t start, int64_t end, uint32_t track) {
+    StepCriticalPath out;
+    out.step_slice = step_slice;
+    out.start = start;
+    out.end = end;
+    if (step_slice != kNone) out.step = t_.slices.arg[static_cast<size_t>(step_slice)];
+    std::vector<PathSegment> segs;
+    uint32_t trk = track;
+    int64_t at = end;
+    bool stalled = false;  // the last move was a jump without time progress
+    for (int guard = 0; at > start && guard < 2000000; ++guard) {
+      const Piece* p = PieceBefore(trk, at);
+      if (!p || p->end <= start) {
+        // Nothing recorded on this track before `at` in the window.
+        if (!JumpToLastFinisher(trk, start, at, &segs, &trk, &at, stalled)) {
+          segs.push_back({start, at, trk, kNone, SegmentType::kWait});
+          at = start;
+        }
+        continue;
+      }
+      int64_t seg_end = std::min(at, p->end);
+      if (seg_end < at) {
+        // A gap between the piece and `at`: idle on this track.
+        if (!JumpToLastFinisher(trk, std::max(p->end, start), at, &segs, &trk, &at, stalled)) {
+          segs.push_back({std::max(p->end, start), at, trk, kNone, SegmentType::kWait});
+          at = std::max(p->end, start);
+        }
+        continue;
+      }
+      int64_t seg_start = std::max(p->start, start);
+      const bool on_device = t_.tracks[trk].kind == model::TrackKind::kDeviceQueue;
+      SliceKind kind = p->slice == kNone ? SliceKind::kOther : t_.slices.kind[static_cast<size_t>(p->slice)];
+      bool waiting = p->slice == kNone || IsContainer(kind) || kind == SliceKind::kDeviceSync ||
+                     (!on_device && IsSyncName(t_.strings.Get(t_.slices.name[static_cast<size_t>(p->slice)])));
+      if (waiting) {
+        if (p->slice != kNone && !on_device && kind != SliceKind::kDeviceSync && !IsContainer(kind)) {
+          // A synchronization call: the device work it waited for is the path.
+          if (JumpToDevice(trk, seg_start, at, p->slice, &segs, &trk, &at)) {
+            stalled = false;
+            continue;
+          }
+        }
+        if (JumpToLastFinisher(trk, seg_start, at, &segs, &trk, &at, stalled)) continue;
+        segs.push_back({seg_start, at, trk, p->slice, SegmentType::kWait});
+        at = seg_start;
+        stalled = false;
+        continue;
+      }
+      SegmentType type = on_device ? SegmentType::kDevice
+                                   : (kind == SliceKind::kRuntime || kind == SliceKind::kDriver) ? SegmentType::kLaunch
+                                                                                                  : SegmentType::kWork;
+      segs.push_back({seg_start, at, trk, p->slice, type});
+      at = seg_start;
+      stalled = false;
+      if (at <= start) break;
+      // At the start of a slice: did it wait for something (flows, launch,
+      // queue order) that finished after this track became free?
+      FollowDependencies(p, start, &segs, &trk, &at, &stalled);
+    }
+    std::reverse(segs.begin(), segs.end());
+    // Merge neighbours with the same attribution.
+    for (const PathSegment& s : segs) {
+      if (s.end <= s.start) continue;
+      if (!out.segments.empty()) {
+        PathSegment& b = out.segments.back();
+        if (b.track == s.track && b.slice == s.slice && b.type == s.type && b.end == s.start) {
+          b.end = s.end;
+          continue;
+        }
+      }
+      out.segments.push_back(s);
+    }
+    Summarize(&out);
+    return out;
+  }
+
+ private:
+  const std::vector<Piece>& Pieces(uint32_t trk) {
+    if (built_[trk]) return pieces_[trk];
+    built_[trk] = true;
+    std::vector<Piece>& out = pieces_[trk];
+    if (trk >= t_.track_slices.size()) return out;
+    auto [first, last] = t_.track_slices[trk];
+    const auto& s = t_.slices;
+    std::vector<uint32_t> stack;
+    int64_t cur = first < last ? s.ts[first] : 0;
+    auto emit = [&](int64_t a, int64_t b, int32_t sl) {
+      if (b > a) out.push_back({a, b, sl});
+    };
+    for (uint32_t i = first; i < last; ++i) {
+      int64_t st = s.ts[i];
+      // Close what is not an ancestor of slice i (Finalize's parent links).
+      while (!stack.empty() && static_cast<int32_t>(stack.back()) != s.parent[i]) {
+        int64_t e = std::min(s.end(stack.back()), st);
+        emit(cur, e, static_cast<int32_t>(stack.back()));
+        cur = std::max(cur, e);
+        stack.pop_back();
+      }
+      emit(cur, st, stack.empty() ? kNone : static_cast<int32_t>(stack.back()));
+      cur = std::max(cur, st);
+      stack.push_back(i);
+    }
+    while (!stack.empty()) {
+      int64_t e = s.end(stack.back());
+      emit(cur, e, static_cast<int32_t>(stack.back()));
+      cur = std::max(cur, e);
+      stack.pop_back();
+    }
+    return out;
+  }
+
+  // The last piece that starts before `at` on the track.
+  const Piece* PieceBefore(uint32_t trk, int64_t at) {
+    const auto& ps = Pieces(trk);
+    auto it = std::lower_bound(ps.begin(), ps.end(), at, [](const Piece& p, int64_t v) { return p.start < v; });
+    if (it == ps.begin()) return nullptr;
+    return &*(it - 1);
+  }
+
+  int64_t SliceEnd(int32_t s) const { return t_.slices.end(static_cast<size_t>(s)); }
+
+  // The innermost work piece ending latest in (lo, at] on any other track of
+  // the same process or on any device queue: what a waiting thread waited for.
+  bool JumpToLastFinisher(uint32_t trk, int64_t lo, int64_t at, std::vector<PathSegment>* segs, uint32_t* out_trk,
+                          int64_t* out_at, bool& stalled) {
+    if (stalled) return false;  // no second jump without progress: prevents cycles
+    uint32_t proc = t_.tracks[trk].process;
+    int64_t best_end = lo;
+    uint32_t best_trk = UINT32_MAX;
+    for (uint32_t k = 0; k < t_.tracks.size(); ++k) {
+      if (k == trk) continue;
+      const model::Track& tk = t_.tracks[k];
+      if (tk.kind == model::TrackKind::kCpu) continue;
+      if (tk.kind == model::TrackKind::kThread && tk.process != proc) continue;
+      const Piece* p = PieceBefore(k, at + 1);
+      // Walk back over waiting pieces to the last real work ending by `at`.
+      const auto& ps = Pieces(k);
+      while (p) {
+        bool work = p->slice != kNone && !IsContainer(t_.slices.kind[static_cast<size_t>(p->slice)]);
+        if (work && p->end <= at) break;
+        if (p == ps.data()) {
+          p = nullptr;
+          break;
+        }
+        --p;
+        if (p->end <= lo) {
+          p = nullptr;
+          break;
+        }
+      }
+      if (p && p->end > best_end) {
+        best_end = p->end;
+        best_trk = k;
+      }
+    }
+    if (best_trk == UINT32_MAX) return false;
+    segs->push_back({best_end, at, trk, kNone, SegmentType::kWait});
+    stalled = best_end == at;
+    *out_trk = best_trk;
+    *out_at = best_end;
+    return true;
+  }
+
+  // Inside a synchronization call: continue at the device activity that ended last in it.
+  bool JumpToDevice(uint32_t trk, int64_t lo, int64_t at, int32_t sync_slice, std::vector<PathSegment>* segs,
+                    uint32_t* out_trk, int64_t* out_at) {
+    int64_t best_end = std::max(lo, t_.slices.ts[static_cast<size_t>(sync_slice)]);
+    uint32_t best_trk = UINT32_MAX;
+    for (uint32_t k = 0; k < t_.tracks.size(); ++k) {
+      if (t_.tracks[k].kind != model::TrackKind::kDeviceQueue) continue;
+      const Piece* p = PieceBefore(k, at + 1);
+      while (p && (p->slice == kNone || p->end > at)) {
+        if (p == Pieces(k).data()) {
+          p = nullptr;
+          break;
+        }
+        --p;
+      }
+      if (p && p->end > best_end) {
+        best_end = p->end;
+        best_trk = k;
+      }
+    }
+    if (best_trk == UINT32_MAX) return false;
+    segs->push_back({best_end, at, trk, sync_slice, SegmentType::kWait});
+    *out_trk = best_trk;
+    *out_at = best_end;
+    return true;
+  }
+
+  // At the start of piece p's slice (and of ancestors starting with it): the
+  // latest-finishing predecessor decides where the path continues.
+  void FollowDependencies(const Piece* p, int64_t start, std::vector<PathSegment>* segs, uint32_t* trk, int64_t* at,
+                          bool* stalled) {
+    if (p->slice == kNone) return;
+    const auto& s = t_.slices;
+    int64_t own_free = INT64_MIN;  // when this track last finished work before `at`
+    const auto& ps = Pieces(*trk);
+    for (const Piece* prev = PieceBefore(*trk, *at); prev; prev = prev == ps.data() ? nullptr : prev - 1) {
+      if (prev->end <= start) break;
+      if (prev->slice != kNone && !IsContainer(s.kind[static_cast<size_t>(prev->slice)])) {
+        own_free = prev->end;
+        break;
+      }
+    }
+    int32_t best = kNone;
+    int64_t best_end = own_free;
+    for (int32_t sl = p->slice; sl != kNone && s.ts[static_cast<size_t>(sl)] == *at;
+         sl = s.parent[static_cast<size_t>(sl)]) {
+      for (int32_t src : incoming_[static_cast<size_t>(sl)]) {
+        int64_t e = std::min(SliceEnd(src), *at);
+        if (e > best_end && e > start) {
+          best_end = e;
+          best = src;
+        }
+      }
+    }
+    const bool on_device = t_.tracks[*trk].kind == model::TrackKind::kDeviceQueue;
+    if (on_device && best != kNone && own_free != INT64_MIN && *at - own_free <= opt_.queue_gap_ns) {
+      best = kNone;  // queue-bound: the previous kernel on this queue, not the launch
+    }
+    if (best == kNone) return;
+    uint32_t src_trk = s.track[static_cast<size_t>(best)];
+    if (best_end < *at) segs->push_back({best_end, *at, *trk, kNone, SegmentType::kWait});
+    *trk = src_trk;
+    *at = best_end;
+    *stalled = false;
+  }
+
+  void Summarize(StepCriticalPath* out) {
+    const auto& s = t_.slices;
+    std::map<std::pair<std::string, std::string>, int64_t> by;
+    std::vector<char> on_path(s.size(), 0);
+    for (const PathSegment& g : out->segments) {
+      std::string kind, name;
+      if (g.type == SegmentType::kWait) {
+        kind = "wait";
+        const model::Track& tk = t_.tracks[g.track];
+        name = g.slice != kNone ? "in " + std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]))
+                                : "idle thread " + std::to_string(tk.tid);
+      } else {
+        kind = model::SliceKindName(s.kind[static_cast<size_t>(g.slice)]);
+        name = std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]));
+        on_path[static_cast<size_t>(g.slice)] = 1;
+      }
+      by[{kind, name}] += g.end - g.start;
+    }
+    int64_t dur = std::max<int64_t>(1, out->end - out->start);
+    for (auto& [k, v] : by)
+      out->items.push_back({k.second, k.first, v, static_cast<double>(v) / static_cast<double>(dur)});
+    std::sort(out->items.begin(), out->items.end(),
+              [](const PathItem& a, const PathItem& b) { return a.on_path_ns > b.on_path_ns; });
+    // Slack of off-path producers feeding on-path slices.
+    std::map<std::pair<std::string, std::string>, SlackItem> slack;
+    for (const PathSegment& g : out->segments) {
+      if (g.slice == kNone || g.type == SegmentType::kWait) continue;
+      int64_t consumer_start = s.ts[static_cast<size_t>(g.slice)];
+      for (int32_t src : incoming_[static_cast<size_t>(g.slice)]) {
+        if (on_path[static_cast<size_t>(src)] || SliceEnd(src) > consumer_start) continue;
+        if (s.ts[static_cast<size_t>(src)] < out->start) continue;
+        std::string kind = model::SliceKindName(s.kind[static_cast<size_t>(src)]);
+        std::string name(t_.strings.Get(s.name[static_cast<size_t>(src)]));
+        // The consumer started when its critical input arrived; this input was
+        // ready that much earlier.
+        int64_t sl = consumer_start - SliceEnd(src);
+        auto [it, fresh] = slack.try_emplace({kind, name}, SlackItem{name, kind, sl, s.dur[static_cast<size_t>(src)]});
+        if (!fresh) it->second.slack_ns = std::min(it->second.slack_ns, sl);
+      }
+    }
+    for (auto& [k, v] : slack) out->slack.push_back(v);
+    std::sort(out->slack.begin(), out->slack.end(),
+              [](const SlackItem& a, const SlackItem& b) { return a.slack_ns < b.slack_ns; });
+  }
+
+  const model::Trace& t_;
+  CriticalPathOptions opt_;
+  std::vector<std::vector<int32_t>> incoming_;
+  std::vector<std::vector<Piece>> pieces_;
+  std::vector<bool> built_;
+};
+
+}  // namespace
+
+std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
+  std::vector<StepCriticalPath> out;
+  std::vector<uint32_t> steps;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kStep) steps.push_back(static_cast<uint32_t>(i));
+  std::sort(steps.begin(), steps.end(), [&t](uint32_t a, uint32_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  Walker w(t, opt);
+  if (steps.empty()) {
+    // No steps: the whole trace is one window, on the thread with the most slices.
+    if (t.tracks.empty() || t.slices.size() == 0) return out;
+    uint32_t best = 0;
+    size_t best_n = 0;
+    for (uint32_t k = 0; k < t.track_slices.size(); ++k) {
+      if (t.tracks[k].kind != model::TrackKind::kThread) continue;
+      size_t n = t.track_slices[k].second - t.track_slices[k].first;
+      if (n > best_n) {
+        best_n = n;
+        best = k;
+      }
+    }
+    if (best_n == 0) return out;
+    out.push_back(w.Run(kNone, t.start_ns(), t.end_ns(), best));
+    return out;
+  }
+  size_t n = std::min(steps.size(), std::max<size_t>(1, opt.max_steps));
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t i = steps[k * steps.size() / n];
+    out.push_back(w.Run(static_cast<int32_t>(i), t.slices.ts[i], t.slices.end(i), t.slices.track[i]));
+  }
+  return out;
+}
+
+std::vector<PathItem> AggregatePathItems(const std::vector<StepCriticalPath>& paths) {
+  std::map<std::pair<std::string, std::string>, int64_t> by;
+  int64_t total = 0;
+  for (const auto& p : paths) {
+    total += p.end - p.start;
+    for (const auto& it : p.items) by[{it.kind, it.name}] += it.on_path_ns;
+  }
+  std::vector<PathItem> out;
+  double n = static_cast<double>(std::max<size_t>(1, paths.size()));
+  for (auto& [k, v] : by)
+    out.push_back({k.second, k.first, static_cast<int64_t>(static_cast<double>(v) / n),
+                   total > 0 ? static_cast<double>(v) / static_cast<double>(total) : 0.0});
+  std::sort(out.begin(), out.end(), [](const PathItem& a, const PathItem& b) { return a.on_path_ns > b.on_path_ns; });
+  return out;
+}
+
+}  // namespace strata::analysis
