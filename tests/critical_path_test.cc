@@ -104,3 +104,36 @@ TEST(CriticalPath, LaunchKernelsAndSynchronize) {
 
 }  // namespace
 }  // namespace strata
+
+#include "analysis/diff.h"
+
+namespace strata {
+namespace {
+
+TEST(Diff, BiggerMatricesSlowTheMatmulsAndTheDiffSaysSo) {
+  std::string a = testing::TempDir("diff_a"), b = testing::TempDir("diff_b");
+  ASSERT_EQ(testing::Record(a, {DATAFLOW_BIN, "--steps", "8", "--threads", "1", "--size", "96"}).exit_code, 0);
+  ASSERT_EQ(testing::Record(b, {DATAFLOW_BIN, "--steps", "8", "--threads", "1", "--size", "160"}).exit_code, 0);
+  model::Trace ta = testing::Load(a), tb = testing::Load(b);
+  analysis::TraceDiff d = analysis::Diff(ta, tb);
+  EXPECT_EQ(d.a_steps, 7u);
+  EXPECT_EQ(d.b_steps, 7u);
+  ASSERT_GT(d.step_delta_ns, 0);
+  // Critical-path items tile each step, so their changes add up to the step's change.
+  double sum = 0;
+  for (const auto& it : d.critical_path) sum += it.delta_ns;
+  EXPECT_NEAR(sum, d.step_delta_ns, 0.01 * d.step_delta_ns);
+  // O(n^3) matrix multiplies grow ~5x, O(n^2) nodes ~3x: the three matmuls lead.
+  ASSERT_GE(d.critical_path.size(), 3u);
+  std::set<std::string> top3;
+  for (size_t i = 0; i < 3; ++i) top3.insert(d.critical_path[i].name);
+  EXPECT_EQ(top3, (std::set<std::string>{"matmul_a", "matmul_b", "matmul_head"}));
+  EXPECT_GT(d.top3_explained, 0.75);
+  auto r = testing::RunCommand({testing::StrataBin(), "diff", a, b});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("The top 3 items explain"), std::string::npos);
+  EXPECT_EQ(testing::RunCommand({testing::StrataBin(), "diff", a, "/no/such"}).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace strata

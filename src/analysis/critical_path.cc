@@ -291,8 +291,12 @@ class Walker {
       if (g.type == SegmentType::kWait) {
         kind = "wait";
         const model::Track& tk = t_.tracks[g.track];
+        // Waits are named by what they were in, or by the thread's name (never
+        // its id, so that two runs of a program compare).
+        std::string thread(t_.strings.Get(tk.name));
+        if (thread.empty()) thread = tk.kind == model::TrackKind::kDeviceQueue ? "queue " + std::to_string(tk.tid) : "thread";
         name = g.slice != kNone ? "in " + std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]))
-                                : "idle thread " + std::to_string(tk.tid);
+                                : "idle " + thread;
       } else {
         kind = model::SliceKindName(s.kind[static_cast<size_t>(g.slice)]);
         name = std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]));

@@ -12,6 +12,7 @@ void AddRecordCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
 void AddControlCommand(CLI::App& app);
 void AddSweepCommand(CLI::App& app);
+void AddDiffCommand(CLI::App& app);
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {

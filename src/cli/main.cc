@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   strata::cli::AddReportCommand(app);
   strata::cli::AddControlCommand(app);
   strata::cli::AddSweepCommand(app);
+  strata::cli::AddDiffCommand(app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -1,0 +1,66 @@
+#include "report/diff_report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "report/section.h"
+
+namespace strata::report {
+
+using nlohmann::json;
+
+namespace {
+
+json Items(const std::vector<analysis::DiffItem>& v, size_t max_rows) {
+  json a = json::array();
+  for (size_t i = 0; i < v.size() && i < max_rows; ++i)
+    a.push_back({{"name", v[i].name}, {"kind", v[i].kind}, {"a_ns", v[i].a_ns}, {"b_ns", v[i].b_ns},
+                 {"delta_ns", v[i].delta_ns}, {"share_of_change", v[i].share_of_change}});
+  return a;
+}
+
+std::string Signed(double ns) {
+  return (ns >= 0 ? "+" : "-") + FormatDuration(static_cast<int64_t>(std::llround(std::fabs(ns))));
+}
+
+}  // namespace
+
+json DiffToJson(const analysis::TraceDiff& d, size_t max_rows) {
+  return {{"a", {{"steps", d.a_steps}, {"step_mean_ns", d.a_step_ns}}},
+          {"b", {{"steps", d.b_steps}, {"step_mean_ns", d.b_step_ns}}},
+          {"step_delta_ns", d.step_delta_ns},
+          {"step_delta_pct", d.step_delta_pct},
+          {"per", d.used_steps ? "step" : "trace"},
+          {"top3_explained", d.top3_explained},
+          {"critical_path", Items(d.critical_path, max_rows)},
+          {"self_time", Items(d.self_time, max_rows)}};
+}
+
+std::string DiffToText(const analysis::TraceDiff& d, const std::string& a, const std::string& b, size_t top) {
+  std::string unit = d.used_steps ? "step" : "trace";
+  std::string out = fmt::format("strata diff\n  A  {}  ({} {}s measured)\n  B  {}  ({} {}s measured)\n", a, d.a_steps, unit,
+                                b, d.b_steps, unit);
+  out += fmt::format("\nMean {} time: {} -> {}  ({}, {:+.1f}%)\n", unit,
+                     FormatDuration(static_cast<int64_t>(d.a_step_ns)), FormatDuration(static_cast<int64_t>(d.b_step_ns)),
+                     Signed(d.step_delta_ns), d.step_delta_pct);
+  out += fmt::format("\nWhat changed on the critical path (per {}), ranked\n  {:<40} {:<8} {:>12} {:>12} {:>12} {:>8}\n", unit,
+                     "name", "kind", "A", "B", "change", "of total");
+  for (size_t i = 0; i < d.critical_path.size() && i < top; ++i) {
+    const auto& it = d.critical_path[i];
+    out += fmt::format("  {:<40} {:<8} {:>12} {:>12} {:>12} {:>7.1f}%\n", Truncate(it.name, 40), it.kind,
+                       FormatDuration(static_cast<int64_t>(it.a_ns)), FormatDuration(static_cast<int64_t>(it.b_ns)),
+                       Signed(it.delta_ns), 100.0 * it.share_of_change);
+  }
+  out += fmt::format("The top 3 items explain {:.0f}% of the change.\n", 100.0 * d.top3_explained);
+  out += fmt::format("\nSelf time per {} (all threads and devices), largest changes\n", unit);
+  for (size_t i = 0; i < d.self_time.size() && i < std::min<size_t>(top, 10); ++i) {
+    const auto& it = d.self_time[i];
+    out += fmt::format("  {:<40} {:<8} {:>12} {:>12} {:>12}\n", Truncate(it.name, 40), it.kind,
+                       FormatDuration(static_cast<int64_t>(it.a_ns)), FormatDuration(static_cast<int64_t>(it.b_ns)),
+                       Signed(it.delta_ns));
+  }
+  return out;
+}
+
+}  // namespace strata::report
