@@ -12,7 +12,7 @@ PACKAGES=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy
-  liblttng-ust-dev lttng-tools
+  liblttng-ust-dev lttng-tools chromium
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206

@@ -8,6 +8,7 @@
 #include "importers/load.h"
 #include "base/files.h"
 #include "report/report.h"
+#include "report/html_report.h"
 #include "report/sweep_report.h"
 
 namespace strata::cli {
@@ -16,8 +17,19 @@ namespace {
 struct ReportArgs {
   std::string trace;
   bool json = false;
+  std::string html;
   size_t top = 20;
 };
+
+int WriteHtml(const std::string& path, const std::string& html) {
+  Status st = WriteFileAtomic(path, html);
+  if (!st.ok()) {
+    PrintError(st.message());
+    return 1;
+  }
+  std::fprintf(stderr, "strata: wrote %s\n", path.c_str());
+  return 0;
+}
 
 int RunReport(const ReportArgs& a) {
   // A sweep directory (strata sweep) reports its summary.
@@ -29,6 +41,10 @@ int RunReport(const ReportArgs& a) {
     if (!report::SweepFromJson(j, &s)) {
       PrintError(sweep_json + ": not a strata sweep summary");
       return 1;
+    }
+    if (!a.html.empty()) {
+      nlohmann::json r = {{"trace", {{"path", a.trace}, {"source", "sweep"}}}, {"sweep", report::SweepToJson(s)}};
+      return WriteHtml(a.html, report::RenderHtml(r, "strata sweep: " + a.trace));
     }
     std::string out = a.json ? report::SweepToJson(s).dump(2) + "\n" : report::SweepToText(s);
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -42,6 +58,10 @@ int RunReport(const ReportArgs& a) {
   report::ReportOptions opt;
   opt.top = a.top;
   report::Report r(*trace, opt);
+  if (!a.html.empty()) {
+    int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace));
+    if (rc != 0 || !a.json) return rc;
+  }
   if (a.json) {
     std::string s = r.Json().dump(2);
     std::fwrite(s.data(), 1, s.size(), stdout);
@@ -60,6 +80,7 @@ void AddReportCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("report", "Summarize a trace: streams, steps, spans, counters");
   cmd->add_option("trace", args->trace, "A strata trace directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_option("--html", args->html, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("--top", args->top, "Rows in each table")->capture_default_str();
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }

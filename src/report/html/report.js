@@ -1,0 +1,333 @@
+// strata's self-contained HTML report: renders the report JSON (embedded in
+// the page as #strata-data) into tables and SVG charts. No network, no library:
+// every chart is plain SVG built here, with native tooltips (<title>).
+(function () {
+  "use strict";
+  const R = JSON.parse(document.getElementById("strata-data").textContent);
+  const COLORS = ["var(--c1)", "var(--c2)", "var(--c3)", "var(--c4)", "var(--c5)", "var(--c6)", "var(--c7)", "var(--c8)"];
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const main = document.getElementById("strata-main");
+
+  // ---- formatting -----------------------------------------------------------
+  function dur(ns) {
+    if (ns === null || ns === undefined || isNaN(ns)) return "-";
+    const a = Math.abs(ns);
+    if (a < 1e3) return ns.toFixed(0) + " ns";
+    if (a < 1e6) return (ns / 1e3).toFixed(2) + " us";
+    if (a < 1e9) return (ns / 1e6).toFixed(2) + " ms";
+    return (ns / 1e9).toFixed(3) + " s";
+  }
+  function bytes(b) {
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0;
+    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i ? b.toFixed(2) : b.toFixed(0)) + " " + u[i];
+  }
+  function num(v, d) { return v === undefined || v === null ? "-" : Number(v).toLocaleString(undefined, { maximumFractionDigits: d === undefined ? 2 : d }); }
+  function pct(v) { return v === undefined || v === null ? "-" : Number(v).toFixed(1) + "%"; }
+  function esc(s) { return String(s).replace(/[&<>"]/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c])); }
+  function trunc(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+  // ---- DOM helpers ------------------------------------------------------------
+  function el(tag, attrs, parent) {
+    const e = document.createElement(tag);
+    for (const k in attrs || {}) {
+      if (k === "text") e.textContent = attrs[k]; else if (k === "html") e.innerHTML = attrs[k]; else e.setAttribute(k, attrs[k]);
+    }
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function svgEl(tag, attrs, parent) {
+    const e = document.createElementNS(SVGNS, tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function tip(node, text) { svgEl("title", {}, node).textContent = text; }
+  function section(id, title, note) {
+    const s = el("section", { id: id }, main);
+    el("h2", { text: title }, s);
+    if (note) el("div", { class: "note", text: note }, s);
+    return s;
+  }
+  function table(parent, cols, rows) {
+    const t = el("table", {}, parent);
+    const h = el("tr", {}, el("thead", {}, t));
+    cols.forEach(c => el("th", { text: c.title, class: c.num ? "num" : "" }, h));
+    const b = el("tbody", {}, t);
+    rows.forEach(r => {
+      const tr = el("tr", {}, b);
+      cols.forEach(c => el("td", { text: c.fmt ? c.fmt(r[c.key], r) : (r[c.key] === undefined ? "" : r[c.key]), class: c.num ? "num" : "" }, tr));
+    });
+    return t;
+  }
+  function legend(parent, names) {
+    const l = el("div", { class: "legend" }, parent);
+    names.forEach((n, i) => el("span", { text: n, style: "--sw:" + COLORS[i % COLORS.length] }, l));
+  }
+
+  // ---- charts -------------------------------------------------------------------
+  function scaleLin(d0, d1, r0, r1) {
+    const span = d1 - d0 || 1;
+    const f = v => r0 + (v - d0) / span * (r1 - r0);
+    f.ticks = n => { const out = []; const step = niceStep(span / n); for (let v = Math.ceil(d0 / step) * step; v <= d1 + 1e-9 * span; v += step) out.push(v); return out; };
+    return f;
+  }
+  function scaleLog(d0, d1, r0, r1) {
+    const l0 = Math.log10(Math.max(d0, 1e-300)), l1 = Math.log10(Math.max(d1, 1e-300));
+    const span = l1 - l0 || 1;
+    const f = v => r0 + (Math.log10(Math.max(v, 1e-300)) - l0) / span * (r1 - r0);
+    f.ticks = () => { const out = []; for (let e = Math.floor(l0); e <= Math.ceil(l1); e++) out.push(Math.pow(10, e)); return out.filter(v => v >= d0 * 0.999 && v <= d1 * 1.001); };
+    return f;
+  }
+  function niceStep(x) {
+    const p = Math.pow(10, Math.floor(Math.log10(x || 1)));
+    const m = x / p;
+    return (m < 1.5 ? 1 : m < 3 ? 2 : m < 7 ? 5 : 10) * p;
+  }
+  function frame(parent, id, w, h) {
+    return svgEl("svg", { class: "chart", id: id, viewBox: `0 0 ${w} ${h}`, preserveAspectRatio: "xMinYMin meet", role: "img" }, parent);
+  }
+  function axes(svg, x, y, m, w, h, xf, yf, xl, yl) {
+    const g = svgEl("g", { class: "axis" }, svg);
+    const grid = svgEl("g", { class: "grid" }, svg);
+    y.ticks(5).forEach(v => {
+      const py = y(v);
+      svgEl("line", { x1: m.l, x2: w - m.r, y1: py, y2: py }, grid);
+      svgEl("text", { x: m.l - 6, y: py + 4, "text-anchor": "end" }, g).textContent = yf(v);
+    });
+    x.ticks(6).forEach(v => {
+      const px = x(v);
+      svgEl("line", { x1: px, x2: px, y1: h - m.b, y2: h - m.b + 4 }, g);
+      svgEl("text", { x: px, y: h - m.b + 16, "text-anchor": "middle" }, g).textContent = xf(v);
+    });
+    svgEl("line", { x1: m.l, x2: w - m.r, y1: h - m.b, y2: h - m.b }, g);
+    svgEl("line", { x1: m.l, x2: m.l, y1: m.t, y2: h - m.b }, g);
+    if (xl) svgEl("text", { x: (m.l + w - m.r) / 2, y: h - 4, "text-anchor": "middle" }, g).textContent = xl;
+    if (yl) svgEl("text", { x: 12, y: (m.t + h - m.b) / 2, transform: `rotate(-90 12 ${(m.t + h - m.b) / 2})`, "text-anchor": "middle" }, g).textContent = yl;
+  }
+
+  // series: [{name, points: [[x, y], ...]}]
+  function lineChart(parent, id, series, o) {
+    const w = 900, h = o.height || 260, m = { l: 70, r: 16, t: 12, b: 36 };
+    const xs = [], ys = [];
+    series.forEach(s => s.points.forEach(p => { xs.push(p[0]); ys.push(p[1]); }));
+    if (!xs.length) return null;
+    const svg = frame(parent, id, w, h);
+    const x0 = Math.min(...xs), x1 = Math.max(...xs);
+    const y0 = o.yZero === false ? Math.min(...ys) : Math.min(0, ...ys), y1 = Math.max(...ys) * 1.05 || 1;
+    const x = o.xLog ? scaleLog(x0, x1, m.l, w - m.r) : scaleLin(x0, x1, m.l, w - m.r);
+    const y = scaleLin(y0, y1, h - m.b, m.t);
+    axes(svg, x, y, m, w, h, o.xFmt || (v => num(v)), o.yFmt || (v => num(v)), o.xLabel, o.yLabel);
+    series.forEach((s, i) => {
+      const c = s.color || COLORS[i % COLORS.length];
+      const d = s.points.map((p, k) => (k ? "L" : "M") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join("");
+      svgEl("path", { d: d, fill: "none", stroke: c, "stroke-width": o.step ? 1.5 : 2 }, svg);
+      if (s.points.length <= 200)
+        s.points.forEach(p => tip(svgEl("circle", { cx: x(p[0]), cy: y(p[1]), r: 3, fill: c }, svg),
+          (s.name ? s.name + ": " : "") + (o.xFmt || num)(p[0]) + " → " + (o.yFmt || num)(p[1])));
+    });
+    if (series.length > 1) legend(parent, series.map(s => s.name));
+    return svg;
+  }
+
+  // rows: [{label, value, detail}] horizontal bars
+  function barChart(parent, id, rows, o) {
+    if (!rows.length) return null;
+    const bh = 20, w = 900, lw = 330, m = { t: 6, b: 6 };
+    const h = m.t + m.b + rows.length * bh;
+    const svg = frame(parent, id, w, h);
+    const max = Math.max(...rows.map(r => r.value)) || 1;
+    rows.forEach((r, i) => {
+      const y0 = m.t + i * bh;
+      svgEl("text", { x: lw - 8, y: y0 + 14, "text-anchor": "end" }, svg).textContent = trunc(r.label, 52);
+      const bw = Math.max(1, (w - lw - 110) * r.value / max);
+      const rect = svgEl("rect", { x: lw, y: y0 + 3, width: bw, height: bh - 6, fill: r.color || COLORS[0], rx: 2 }, svg);
+      tip(rect, r.label + ": " + (o.fmt ? o.fmt(r.value) : r.value) + (r.detail ? "\n" + r.detail : ""));
+      svgEl("text", { x: lw + bw + 6, y: y0 + 14 }, svg).textContent = o.fmt ? o.fmt(r.value) : r.value;
+    });
+    return svg;
+  }
+
+  // rows: [{label, parts: [{name, value}]}], parts in the same order in every row
+  function stackedBars(parent, id, rows, names, o) {
+    if (!rows.length) return null;
+    const bh = 26, w = 900, lw = 200, m = { t: 6, b: 6 };
+    const h = m.t + m.b + rows.length * bh;
+    const svg = frame(parent, id, w, h);
+    rows.forEach((r, i) => {
+      const y0 = m.t + i * bh;
+      svgEl("text", { x: lw - 8, y: y0 + 17, "text-anchor": "end" }, svg).textContent = trunc(r.label, 30);
+      const total = r.parts.reduce((a, p) => a + p.value, 0) || 1;
+      let x = lw;
+      r.parts.forEach((p, k) => {
+        const pw = (w - lw - 10) * p.value / total;
+        if (pw <= 0) return;
+        const rect = svgEl("rect", { x: x, y: y0 + 3, width: pw, height: bh - 6, fill: COLORS[k % COLORS.length] }, svg);
+        tip(rect, r.label + " — " + p.name + ": " + (o.fmt ? o.fmt(p.value) : p.value));
+        if (pw > 46) svgEl("text", { x: x + 4, y: y0 + 17, fill: "#fff", style: "fill:#fff" }, svg).textContent = o.fmt ? o.fmt(p.value) : p.value;
+        x += pw;
+      });
+    });
+    legend(parent, names);
+    return svg;
+  }
+
+  // points: [{x, y, label, color}], roofs: [{name, peak, bw}] (log-log)
+  function roofline(parent, id, points, roofs) {
+    if (!points.length) return null;
+    const w = 900, h = 380, m = { l: 80, r: 20, t: 12, b: 40 };
+    const svg = frame(parent, id, w, h);
+    const xs = points.map(p => p.x).filter(v => v > 0), ys = points.map(p => p.y).filter(v => v > 0);
+    let x0 = Math.min(...xs, 0.01) / 2, x1 = Math.max(...xs, 100) * 2;
+    let y0 = Math.min(...ys) / 2, y1 = Math.max(...ys, ...roofs.map(r => r.peak)) * 2;
+    const x = scaleLog(x0, x1, m.l, w - m.r), y = scaleLog(y0, y1, h - m.b, m.t);
+    axes(svg, x, y, m, w, h, v => num(v, 3), v => (v >= 1e12 ? (v / 1e12) + " T" : v >= 1e9 ? (v / 1e9) + " G" : v >= 1e6 ? (v / 1e6) + " M" : num(v)),
+      "arithmetic intensity (FLOP/byte)", "FLOP/s");
+    roofs.forEach((r, i) => {
+      const ridge = r.peak / r.bw;
+      const c = COLORS[(i + 3) % COLORS.length];
+      const pts = [[x0, r.bw * x0], [ridge, r.peak], [x1, r.peak]].map(p => [p[0], Math.max(p[1], y0)]);
+      svgEl("path", { d: pts.map((p, k) => (k ? "L" : "M") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(""), fill: "none", stroke: c, "stroke-dasharray": "6 3", "stroke-width": 1.5 }, svg);
+      svgEl("text", { x: x(ridge) + 4, y: y(r.peak) - 4 }, svg).textContent = r.name + " (ridge " + num(ridge) + " FLOP/B)";
+    });
+    points.forEach(p => tip(svgEl("circle", { cx: x(Math.max(p.x, x0)), cy: y(Math.max(p.y, y0)), r: p.r || 4, fill: p.color || COLORS[0], "fill-opacity": 0.75 }, svg), p.label));
+    return svg;
+  }
+
+  // ---- sections -------------------------------------------------------------------
+  const T = R.trace || {};
+  const hdr = document.getElementById("strata-header");
+  el("h1", { text: "strata report" }, hdr);
+  el("div", { class: "meta", text: (T.path || "") + (T.source ? "  ·  " + T.source : "") }, hdr);
+  if (R.manifest && R.manifest.command) el("div", { class: "meta", text: "$ " + R.manifest.command.join(" ") }, hdr);
+
+  {
+    const s = section("overview", "Overview");
+    const k = el("div", { class: "kpis" }, s);
+    const kpi = (v, label) => { const d = el("div", { class: "kpi" }, k); el("div", { class: "v", text: v }, d); el("div", { class: "k", text: label }, d); };
+    kpi(dur(T.duration_ns), "duration");
+    if (R.steps && R.steps.count) { kpi(String(R.steps.count), "steps"); kpi(dur(R.steps.p50_ns), "step p50"); }
+    if (R.steps && R.steps.throughput_per_s) kpi(num(R.steps.throughput_per_s) + "/s", "throughput");
+    kpi(num(T.events, 0), "events");
+    kpi(num(T.lost_events, 0), "lost events");
+    kpi(String(T.processes || 0) + " / " + String(T.threads || 0), "processes / threads");
+  }
+
+  {
+    const f = R.findings || [];
+    const s = section("findings", "Findings", f.length ? "Most important first; each with its evidence and the step time it could save." : null);
+    if (!f.length) el("div", { class: "empty", text: "No finding: no rule fired on this trace." }, s);
+    f.forEach(x => {
+      const d = el("div", { class: "finding" }, s);
+      el("span", { class: "gain", text: "≈ " + pct(x.estimated_gain_pct) + " of step time" }, d);
+      el("div", { class: "cat", text: x.category }, d);
+      el("div", { class: "title", text: x.title }, d);
+      el("pre", { text: typeof x.evidence === "string" ? x.evidence : JSON.stringify(x.evidence, null, 2) }, d);
+      el("div", { text: "Suggestion: " + x.suggestion }, d);
+    });
+  }
+
+  if (R.steps && R.steps.durations_ns && R.steps.durations_ns.length) {
+    const s = section("steps", "Step time", `${R.steps.count} steps · mean ${dur(R.steps.mean_ns)} · p50 ${dur(R.steps.p50_ns)} · p90 ${dur(R.steps.p90_ns)} · p99 ${dur(R.steps.p99_ns)}`);
+    lineChart(s, "chart-steps", [{ name: "step", points: R.steps.durations_ns.map((v, i) => [i, v]) }],
+      { xLabel: "step", yLabel: "duration", yFmt: dur, xFmt: v => num(v, 0) });
+  }
+
+  {
+    const s = section("breakdown", "Time breakdown");
+    const devs = (R.gpu && R.gpu.devices) || [];
+    if (devs.length) {
+      const names = ["compute", "communication", "memory", "idle"];
+      stackedBars(s, "chart-breakdown", devs.map(d => ({
+        label: (d.rank !== undefined && d.rank >= 0 ? "rank " + d.rank + " " : "") + "device " + d.device,
+        parts: names.map(n => ({ name: n, value: (d.breakdown_pct || {})[n] || 0 })),
+      })), names, { fmt: v => v.toFixed(1) + "%" });
+      el("div", { class: "note", text: "Idle split (host wait / kernel wait / other): " + devs.map(d => { const b = d.idle_breakdown_pct || {}; return "device " + d.device + ": " + pct(b.host_wait) + " / " + pct(b.kernel_wait) + " / " + pct(b.other); }).join("; ") }, s);
+    } else {
+      // No device: where host time goes (self time), by kind of work when there
+      // are several kinds, else by the largest items.
+      const spans = ((R.ops && R.ops.length ? R.ops : R.spans) || []).slice().sort((a, b) => (b.self_ns || 0) - (a.self_ns || 0));
+      const byKind = {};
+      spans.forEach(x => { byKind[x.kind || "op"] = (byKind[x.kind || "op"] || 0) + (x.self_ns || 0); });
+      let parts = Object.keys(byKind).map(n => ({ name: n, value: byKind[n] }));
+      if (parts.length < 2) {
+        parts = spans.slice(0, 6).map(x => ({ name: x.name, value: x.self_ns || 0 }));
+        const rest = spans.slice(6).reduce((a, x) => a + (x.self_ns || 0), 0);
+        if (rest > 0) parts.push({ name: "other", value: rest });
+      }
+      stackedBars(s, "chart-breakdown", [{ label: "host self time", parts: parts }], parts.map(p => p.name), { fmt: dur });
+    }
+  }
+
+  if (R.critical_path && R.critical_path.items && R.critical_path.items.length) {
+    const cp = R.critical_path;
+    const s = section("critical-path", "Critical path", "Mean time per step on the chain of work that set the step's length.");
+    barChart(s, "chart-critical-path", cp.items.slice(0, 15).map(it => ({ label: it.name + " (" + it.kind + ")", value: it.on_path_ns, color: it.kind === "wait" ? "var(--c8)" : "var(--c4)", detail: pct(100 * it.share) + " of the step" })), { fmt: dur });
+    if (cp.slack && cp.slack.length)
+      table(s, [{ key: "name", title: "off the path" }, { key: "kind", title: "kind" }, { key: "slack_ns", title: "slack", num: true, fmt: dur }], cp.slack.slice(0, 8));
+  }
+
+  {
+    const rows = R.ops && R.ops.length ? R.ops : (R.spans || []);
+    const title = R.ops && R.ops.length ? "Top ops" : "Top spans";
+    const s = section("top-ops", title, "By total time; self time and device time in the tooltips and table.");
+    barChart(s, "chart-top-ops", rows.slice(0, 15).map(o => ({ label: o.name, value: o.total_ns, detail: "count " + o.count + ", self " + dur(o.self_ns) + (o.gpu_ns ? ", GPU " + dur(o.gpu_ns) : "") })), { fmt: dur });
+    table(s, [{ key: "name", title: "name" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
+    { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "self_ns", title: "self", num: true, fmt: dur },
+    { key: "gpu_ns", title: "device", num: true, fmt: v => v ? dur(v) : "" }], rows.slice(0, 20));
+  }
+
+  if (R.kernels && R.kernels.length) {
+    const s = section("top-kernels", "Top kernels", "By total device time.");
+    barChart(s, "chart-top-kernels", R.kernels.slice(0, 15).map(k => ({ label: k.name, value: k.total_ns, color: "var(--c2)", detail: "count " + k.count + ", " + pct(k.pct_gpu_time) + " of GPU time" })), { fmt: dur });
+  }
+
+  if (R.roofline && R.roofline.points && R.roofline.points.length) {
+    const rf = R.roofline;
+    const s = section("roofline", "Roofline", rf.device ? "Device: " + rf.device.name : null);
+    roofline(s, "chart-roofline", rf.points.map(p => ({ x: p.intensity, y: p.flops_per_s, label: p.name + " (" + p.bound + ")", color: p.bound === "compute" ? "var(--c4)" : "var(--c1)" })),
+      (rf.roofs || []).map(r => ({ name: r.name, peak: r.peak_flops, bw: r.bandwidth_bytes_per_s })));
+    legend(s, ["memory-bound", "compute-bound"]);
+  }
+
+  if (R.memory && R.memory.timeline && R.memory.timeline.length) {
+    const m = R.memory;
+    const s = section("memory", "Memory", "Peak " + bytes(m.peak_bytes || 0) + (m.allocations !== undefined ? " · " + num(m.allocations, 0) + " allocations" : ""));
+    const t0 = m.timeline[0].ts_ns;
+    const series = {};
+    m.timeline.forEach(p => { const k = p.device === undefined || p.device < 0 ? "host" : "device " + p.device; (series[k] = series[k] || []).push([(p.ts_ns - t0) / 1e6, p.bytes]); });
+    lineChart(s, "chart-memory", Object.keys(series).map(k => ({ name: k, points: series[k] })), { xLabel: "ms", yLabel: "allocated", yFmt: bytes, xFmt: v => num(v, 1) });
+  }
+
+  if (R.sweep && R.sweep.points && R.sweep.points.length) {
+    const sw = R.sweep;
+    const pts = sw.points.filter(p => !p.error && p.numeric !== null);
+    const s = section("sweep", "Throughput across " + sw.param, sw.saturation ? "Saturates at " + sw.param + "=" + sw.saturation : null);
+    lineChart(s, "chart-sweep", [{ name: sw.throughput_unit, points: pts.map(p => [p.numeric, p.throughput]) }],
+      { xLabel: sw.param, yLabel: sw.throughput_unit, xLog: pts.every(p => p.numeric > 0), xFmt: v => num(v) });
+    table(s, [{ key: "value", title: sw.param }, { key: "step_p50_ns", title: "step p50", num: true, fmt: dur },
+    { key: "throughput", title: sw.throughput_unit, num: true, fmt: v => num(v) }], sw.points);
+  }
+
+  if (R.counters && R.counters.length) {
+    const s = section("counters", "Counters");
+    table(s, [{ key: "name", title: "name" }, { key: "process", title: "process" }, { key: "samples", title: "samples", num: true },
+    { key: "min", title: "min", num: true, fmt: v => num(v) }, { key: "mean", title: "mean", num: true, fmt: v => num(v) },
+    { key: "max", title: "max", num: true, fmt: v => num(v) }], R.counters.slice(0, 30));
+  }
+
+  if (T.streams && T.streams.length) {
+    const s = section("streams", "Streams", "Events and lost events per stream.");
+    table(s, [{ key: "process", title: "process" }, { key: "kind", title: "kind" }, { key: "tid", title: "tid", num: true },
+    { key: "name", title: "name" }, { key: "events", title: "events", num: true, fmt: v => num(v, 0) },
+    { key: "lost_events", title: "lost", num: true, fmt: v => num(v, 0) }], T.streams.slice(0, 40));
+  }
+
+  if (R.warnings && R.warnings.length) {
+    const s = section("warnings", "Warnings");
+    const ul = el("ul", {}, s);
+    R.warnings.forEach(w => el("li", { text: w }, ul));
+  }
+  document.body.setAttribute("data-rendered", "1");
+})();

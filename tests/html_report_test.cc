@@ -1,0 +1,80 @@
+// `strata report --html`: one self-contained file that renders in headless Chromium
+// with every chart the trace has data for.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "base/files.h"
+#include "tests/testing.h"
+
+namespace strata {
+namespace {
+
+std::string Chromium() {
+  for (const char* c : {"chromium", "chromium-browser", "google-chrome"})
+    if (testing::RunCommand({"sh", "-c", std::string("command -v ") + c}).exit_code == 0) return c;
+  return "";
+}
+
+struct Rendered {
+  std::string dom;
+  double nonwhite = 0;
+};
+
+Rendered Render(const std::string& html_path, const std::string& png) {
+  Rendered r;
+  std::string chromium = Chromium();
+  std::vector<std::string> common = {chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                     "--user-data-dir=" + html_path + ".profile"};
+  auto dom_args = common;
+  dom_args.insert(dom_args.end(), {"--virtual-time-budget=5000", "--dump-dom", "file://" + html_path});
+  r.dom = testing::RunCommand(dom_args, {}, 120).out;
+  auto shot_args = common;
+  shot_args.insert(shot_args.end(), {"--window-size=1300,2400", "--screenshot=" + png, "file://" + html_path});
+  testing::RunCommand(shot_args, {}, 120);
+  auto stats = testing::RunCommand({"python3", testing::SourceDir() + "/tests/tools/png_stats.py", png});
+  std::istringstream in(stats.out);
+  int w = 0, h = 0;
+  in >> w >> h >> r.nonwhite;
+  return r;
+}
+
+TEST(HtmlReport, DataflowTraceRendersEveryChartInChromium) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  std::string dir = testing::TempDir("html");
+  ASSERT_EQ(testing::Record(dir, {DATAFLOW_BIN, "--steps", "6", "--size", "64"}).exit_code, 0);
+  std::string html = dir + "/report.html";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir, "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto text = ReadFile(html);
+  ASSERT_TRUE(text.ok());
+  // Self-contained: nothing is fetched from anywhere.
+  EXPECT_EQ(text->find("http://"), text->find("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(text->find("https://"), std::string::npos);
+  EXPECT_EQ(text->find("<script src"), std::string::npos);
+  Rendered out = Render(html, dir + "/report.png");
+  EXPECT_NE(out.dom.find("data-rendered=\"1\""), std::string::npos) << "the report script did not finish";
+  for (const char* id : {"chart-steps", "chart-breakdown", "chart-critical-path", "chart-top-ops"})
+    EXPECT_NE(out.dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  for (const char* id : {"overview", "findings", "steps", "critical-path", "top-ops", "streams"})
+    EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
+  // The screenshot is a page with content, not a blank or error page.
+  EXPECT_GT(out.nonwhite, 0.03) << "screenshot looks empty";
+}
+
+TEST(HtmlReport, SweepDirectoryRendersTheThroughputCurve) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  std::string dir = testing::TempDir("html_sweep");
+  auto s = testing::RunCommand({testing::StrataBin(), "sweep", "--param", "batch_size=1,4", "-o", dir, "--", BATCHED_BIN,
+                                "--batch-size", "{batch_size}", "--steps", "4"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string html = dir + "/sweep.html";
+  ASSERT_EQ(testing::RunCommand({testing::StrataBin(), "report", dir, "--html", html}).exit_code, 0);
+  Rendered out = Render(html, dir + "/sweep.png");
+  EXPECT_NE(out.dom.find("id=\"chart-sweep\""), std::string::npos);
+  EXPECT_GT(out.nonwhite, 0.01);
+}
+
+}  // namespace
+}  // namespace strata
