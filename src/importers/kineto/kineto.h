@@ -22,7 +22,7 @@
 //   already represents)              -> FlowTable
 // Args that have a column go there; the others are kept in ArgTable, except a
 // few that are derived or internal (Ev Idx, Record function id, queued,
-// context, blocks/warps per SM, memory bandwidth, cbid).
+// context, blocks/warps per SM, cbid).
 //
 // Timestamps are microseconds in the file and nanoseconds in the model,
 // converted exactly from the decimal text (no float rounding).

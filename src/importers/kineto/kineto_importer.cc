@@ -625,7 +625,7 @@ class Builder : public JsonEventSink {
       std::string_view k = a.key;
       // Columns, derived values and profiler internals.
       if (k == "Ev Idx" || k == "Record function id" || k == "queued" || k == "context" || k == "blocks per SM" ||
-          k == "warps per SM" || k == "memory bandwidth (GB/s)" || k == "cbid" || k == "Trace name" ||
+          k == "warps per SM" || k == "cbid" || k == "Trace name" ||
           k == "Trace iteration" || k == "correlation" || k == "occupancy")
         continue;
       if (device_row && (k == "device" || k == "stream" || k == "bytes" || k == "grid" || k == "block" ||
