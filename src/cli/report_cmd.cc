@@ -15,16 +15,24 @@ struct ReportArgs {
   std::string trace;
   bool json = false;
   size_t top = 20;
+  bool hta = false;
+  double batch_size = 0;
+  double kernel_wait_us = 30;
 };
 
 int RunReport(const ReportArgs& a) {
-  auto trace = importers::LoadTrace(a.trace);
+  importers::LoadOptions lo;
+  lo.progress = true;  // drawn only on a terminal
+  auto trace = importers::LoadTrace(a.trace, lo);
   if (!trace.ok()) {
     PrintError(trace.status().message());
     return 1;
   }
   report::ReportOptions opt;
   opt.top = a.top;
+  opt.analysis.hta_compat = a.hta;
+  opt.analysis.batch_size = a.batch_size;
+  opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
   report::Report r(*trace, opt);
   if (a.json) {
     std::string s = r.Json().dump(2);
@@ -41,10 +49,19 @@ int RunReport(const ReportArgs& a) {
 
 void AddReportCommand(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
-  CLI::App* cmd = app.add_subcommand("report", "Summarize a trace: streams, steps, spans, counters");
-  cmd->add_option("trace", args->trace, "A strata trace directory")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Summarize a trace: steps, GPU time breakdown, kernels, launches, transfers, ops, spans, counters");
+  cmd->add_option("trace", args->trace, "A strata trace directory, or a PyTorch-profiler trace (.json, .json.gz)")
+      ->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--top", args->top, "Rows in each table")->capture_default_str();
+  cmd->add_flag("--hta-compat", args->hta,
+                "Compute the GPU figures as HTA (HolisticTraceAnalysis) does: whole microseconds, last step dropped, "
+                "every event with a stream number counted as GPU work, devices of a rank pooled");
+  cmd->add_option("--batch-size", args->batch_size, "Samples per step, for the throughput");
+  cmd->add_option("--kernel-wait-us", args->kernel_wait_us,
+                  "Idle gaps between kernels shorter than this are 'kernel wait'")
+      ->capture_default_str();
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 
