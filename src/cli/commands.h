@@ -10,6 +10,7 @@ namespace strata::cli {
 
 void AddRecordCommand(CLI::App& app);
 void AddReportCommand(CLI::App& app);
+void AddExportCommand(CLI::App& app);
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {
