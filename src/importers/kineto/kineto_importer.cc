@@ -652,6 +652,8 @@ class Builder : public JsonEventSink {
       } else if (a.raw == "true" || a.raw == "false") {
         num = a.raw == "true" ? 1 : 0;
       } else if (!ParseDouble(a.raw, &num)) {
+        // simdjson does not validate tokens it is not asked to convert.
+        Count("args with an invalid JSON value (kept as text)");
         str = t_.strings.Intern(a.raw);
       }
       t_.args.Add(slice, key, str, num);
@@ -1026,6 +1028,7 @@ StatusOr<model::Trace> Load(ByteSource& src, const std::string& path, const Load
   t.path = path;
   ProgressBar bar("importing " + path, opt.progress);
   JsonStreamOptions so;
+  if (opt.json_window) so.window = opt.json_window;
   if (bar.active()) so.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
   {
     Builder b(t);
