@@ -13,6 +13,27 @@ namespace strata::exporters {
 namespace {
 
 constexpr int64_t kDevicePidBase = 1 << 30;
+
+// The categories PyTorch's profiler writes, so that tools that read its
+// traces (strata, HTA, TensorBoard) read this file the same way.
+const char* KinetoCategory(model::SliceKind k) {
+  switch (k) {
+    case model::SliceKind::kSpan:
+    case model::SliceKind::kStep: return "user_annotation";
+    case model::SliceKind::kOp: return "cpu_op";
+    case model::SliceKind::kModule:
+    case model::SliceKind::kPython: return "python_function";
+    case model::SliceKind::kRuntime: return "cuda_runtime";
+    case model::SliceKind::kDriver: return "cuda_driver";
+    case model::SliceKind::kKernel: return "kernel";
+    case model::SliceKind::kMemcpy: return "gpu_memcpy";
+    case model::SliceKind::kMemset: return "gpu_memset";
+    case model::SliceKind::kDeviceSync: return "cuda_sync";
+    case model::SliceKind::kAnnotation: return "gpu_user_annotation";
+    case model::SliceKind::kOther: return "other";
+  }
+  return "other";
+}
 constexpr int64_t kLaneTidStride = 1000000000;
 
 class JsonOut {
@@ -119,7 +140,7 @@ StatusOr<ExportStats> ExportChromeJson(const model::Trace& t, const std::string&
     for (uint32_t i = 0; i < t.slices.size(); ++i) {
       uint32_t k = t.slices.track[i];
       sep();
-      o.Raw("{\"ph\": \"X\", \"cat\": \"").Raw(model::SliceKindName(t.slices.kind[i])).Raw("\", \"name\": ");
+      o.Raw("{\"ph\": \"X\", \"cat\": \"").Raw(KinetoCategory(t.slices.kind[i])).Raw("\", \"name\": ");
       o.Str(t.strings.Get(t.slices.name[i])).Raw(", \"pid\": ").Int(pid(t.tracks[k].process)).Raw(", \"tid\": ").Int(tid(k, lanes[i]));
       o.Raw(", \"ts\": ").Us(t.slices.ts[i]).Raw(", \"dur\": ").Us(t.slices.dur[i]).Raw(", \"args\": {");
       bool afirst = true;
@@ -129,6 +150,11 @@ StatusOr<ExportStats> ExportChromeJson(const model::Trace& t, const std::string&
         return o;
       };
       int32_t r = t.device_row_of_slice[i];
+      const model::Track& trk = t.tracks[k];
+      if (r == model::kNone && trk.kind == model::TrackKind::kDeviceQueue) {
+        arg("device").Int(trk.device);  // device ranges (annotations) stay on their queue
+        arg("stream").Int(trk.tid);
+      }
       if (r != model::kNone) {
         size_t row = static_cast<size_t>(r);
         arg("device").Int(t.device.device[row]);
