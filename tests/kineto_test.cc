@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "importers/kineto/kineto.h"
 #include "importers/load.h"
@@ -309,6 +313,44 @@ TEST(Kineto, SharedTraces) {
     EXPECT_EQ(n[3], w.sync);
     EXPECT_EQ(unlinked, w.unlinked);
   }
+}
+
+// `strata report` on a Kineto file: the JSON keys the issue names.
+TEST(Kineto, ReportCommand) {
+  std::string data = testing::ExternalDataDir();
+  if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", "--json",
+                                data + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"]["count"], 5);
+  EXPECT_GT(j["steps"]["p50_ns"].get<int64_t>(), 0);
+  ASSERT_EQ(j["gpu"]["devices"].size(), 1u);
+  const auto& d = j["gpu"]["devices"][0];
+  double sum = 0;
+  for (const char* k : {"compute", "communication", "memory", "other", "idle"}) sum += d["breakdown_pct"][k].get<double>();
+  EXPECT_NEAR(sum, 100, 0.05);
+  for (const char* k : {"host_wait", "kernel_wait", "other"}) EXPECT_TRUE(d["idle_breakdown_pct"].contains(k));
+  ASSERT_FALSE(j["kernels"].empty());
+  for (const char* k : {"name", "count", "total_ns", "pct_gpu_time"}) EXPECT_TRUE(j["kernels"][0].contains(k)) << k;
+  ASSERT_FALSE(j["ops"].empty());
+  for (const char* k : {"name", "count", "total_ns", "self_ns", "gpu_ns"}) EXPECT_TRUE(j["ops"][0].contains(k)) << k;
+  EXPECT_GT(j["transfers"]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["launches"]["count"].get<uint64_t>(), 0u);
+}
+
+TEST(Kineto, ReportCommandBadInput) {
+  std::string dir = testing::TempDir("kineto-bad");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/bad.json") << "{\"traceEvents\": [{\"ph\": \"X\",";
+  std::ofstream(dir + "/bin.dat") << std::string("\x01\x02\x03garbage", 10);
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bad.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bin.dat"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unrecognized trace format"), std::string::npos) << r.err;
 }
 
 }  // namespace
