@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#if defined(STRATA_HAVE_ISAL)
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
@@ -147,6 +150,74 @@ class GzipSource : public ByteSource {
   bool done_ = false;
 };
 
+#if defined(STRATA_HAVE_ISAL)
+// The same with Intel's ISA-L igzip, which inflates about three times faster
+// than zlib: for gzip traces decompression is most of the import time.
+class IsalGzipSource : public ByteSource {
+ public:
+  IsalGzipSource(std::unique_ptr<RawInput> in, std::string head)
+      : in_(std::move(in)), inbuf_(kInBuf), st_(std::make_unique<inflate_state>()) {
+    isal_inflate_init(st_.get());
+    st_->crc_flag = ISAL_GZIP;
+    std::memcpy(inbuf_.data(), head.data(), head.size());
+    st_->next_in = reinterpret_cast<uint8_t*>(inbuf_.data());
+    st_->avail_in = static_cast<uint32_t>(head.size());
+  }
+  StatusOr<size_t> Read(char* dst, size_t cap) override {
+    inflate_state& z = *st_;
+    z.next_out = reinterpret_cast<uint8_t*>(dst);
+    z.avail_out = static_cast<uint32_t>(std::min<size_t>(cap, UINT32_MAX));
+    while (z.avail_out > 0 && !done_) {
+      if (z.avail_in == 0) {
+        STRATA_ASSIGN_OR_RETURN(size_t n, in_->Read(inbuf_.data(), inbuf_.size()));
+        if (n == 0) {
+          if (in_member_)
+            return Err(StatusCode::kCorrupt, "truncated gzip stream: input ends after {} compressed bytes",
+                       in_->consumed);
+          done_ = true;
+          break;
+        }
+        z.next_in = reinterpret_cast<uint8_t*>(inbuf_.data());
+        z.avail_in = static_cast<uint32_t>(n);
+      }
+      if (!in_member_) {
+        // Between members: anything but another gzip header is trailing garbage.
+        if (z.next_in[0] != 0x1f) {
+          done_ = true;
+          break;
+        }
+        uint8_t* next = z.next_in;
+        uint32_t avail = z.avail_in;
+        uint8_t* out = z.next_out;
+        uint32_t out_avail = z.avail_out;
+        isal_inflate_reset(&z);
+        z.crc_flag = ISAL_GZIP;
+        z.next_in = next;
+        z.avail_in = avail;
+        z.next_out = out;
+        z.avail_out = out_avail;
+        in_member_ = true;
+      }
+      int rc = isal_inflate(&z);
+      if (rc < 0)
+        return Err(StatusCode::kCorrupt, "corrupt gzip stream after {} compressed bytes (igzip error {})", in_->consumed, rc);
+      if (z.block_state == ISAL_BLOCK_FINISH) in_member_ = false;
+    }
+    return cap - z.avail_out;
+  }
+  uint64_t consumed() const override { return in_->consumed; }
+  uint64_t total() const override { return in_->total; }
+
+ private:
+  static constexpr size_t kInBuf = 1 << 18;
+  std::unique_ptr<RawInput> in_;
+  std::vector<char> inbuf_;
+  std::unique_ptr<inflate_state> st_;
+  bool in_member_ = true;
+  bool done_ = false;
+};
+#endif
+
 std::unique_ptr<ByteSource> Wrap(std::unique_ptr<RawInput> in) {
   char head[2];
   size_t got = 0;
@@ -156,7 +227,13 @@ std::unique_ptr<ByteSource> Wrap(std::unique_ptr<RawInput> in) {
     got += *n;
   }
   std::string h(head, got);
-  if (IsGzip(reinterpret_cast<const uint8_t*>(head), got)) return std::make_unique<GzipSource>(std::move(in), h);
+  if (IsGzip(reinterpret_cast<const uint8_t*>(head), got)) {
+#if defined(STRATA_HAVE_ISAL)
+    return std::make_unique<IsalGzipSource>(std::move(in), h);
+#else
+    return std::make_unique<GzipSource>(std::move(in), h);
+#endif
+  }
   return std::make_unique<PlainSource>(std::move(in), h);
 }
 
