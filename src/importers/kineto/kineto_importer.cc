@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -272,10 +273,82 @@ struct Id {  // a pid or tid: a number, or a string some traces use
   std::string_view str;
 };
 
+// Args the importer reads or drops, recognized once per arg.
+enum class Role : uint8_t {
+  kDevice, kStream, kCorrelation, kBytes, kSharedMem, kRegisters, kOccupancy, kGrid, kBlock, kKind,
+  kExternalId, kSequence, kName, kMemBytes, kAddr, kDeviceType, kDeviceId, kTotalAllocated, kTotalReserved,
+  kCount,            // (number of roles that are looked up)
+  kDrop,             // derived or profiler-internal: not kept
+  kKeep,             // kept in ArgTable as is
+};
+constexpr size_t kRoles = static_cast<size_t>(Role::kCount);
+
+Role RoleOf(std::string_view k) {
+  switch (k.size()) {
+    case 4:
+      if (k == "grid") return Role::kGrid;
+      if (k == "kind") return Role::kKind;
+      if (k == "name") return Role::kName;
+      if (k == "cbid" || k == "Addr") return k == "Addr" ? Role::kAddr : Role::kDrop;
+      break;
+    case 5:
+      if (k == "bytes") return Role::kBytes;
+      if (k == "block") return Role::kBlock;
+      if (k == "Bytes") return Role::kMemBytes;
+      break;
+    case 6:
+      if (k == "device") return Role::kDevice;
+      if (k == "stream") return Role::kStream;
+      if (k == "Ev Idx" || k == "queued") return Role::kDrop;
+      break;
+    case 7:
+      if (k == "context") return Role::kDrop;
+      break;
+    case 9:
+      if (k == "Device Id") return Role::kDeviceId;
+      if (k == "occupancy") return Role::kDrop;
+      break;
+    case 10:
+      if (k == "Trace name") return Role::kDrop;
+      break;
+    case 11:
+      if (k == "correlation") return Role::kCorrelation;
+      if (k == "External id" || k == "external id") return Role::kExternalId;
+      if (k == "Device Type") return Role::kDeviceType;
+      break;
+    case 12:
+      if (k == "warps per SM") return Role::kDrop;
+      break;
+    case 13:
+      if (k == "shared memory") return Role::kSharedMem;
+      if (k == "blocks per SM") return Role::kDrop;
+      break;
+    case 14:
+      if (k == "Total Reserved") return Role::kTotalReserved;
+      break;
+    case 15:
+      if (k == "Sequence number") return Role::kSequence;
+      if (k == "Total Allocated") return Role::kTotalAllocated;
+      if (k == "Trace iteration") return Role::kDrop;
+      break;
+    case 18:
+      if (k == "Record function id") return Role::kDrop;
+      break;
+    case 20:
+      if (k == "registers per thread") return Role::kRegisters;
+      break;
+    case 25:
+      if (k == "est. achieved occupancy %") return Role::kOccupancy;
+      break;
+  }
+  return Role::kKeep;
+}
+
 struct Arg {
   std::string_view key;
   std::string_view raw;  // scalar token, or the JSON text of an array/object
   bool container = false;
+  Role role = Role::kKeep;
 };
 
 struct Event {
@@ -287,6 +360,7 @@ struct Event {
   bool has_ts = false, has_dur = false, ts_fractional = false;
   bool bad_number = false;
   std::vector<Arg> args;
+  std::array<int8_t, kRoles> known;  // index in args of each looked-up role, -1 absent
 };
 
 struct PendingFlow {
@@ -387,6 +461,7 @@ class Builder : public JsonEventSink {
       ev_.pid = ev_.tid = Id{};
       ev_.has_ts = ev_.has_dur = ev_.ts_fractional = ev_.bad_number = false;
       ev_.args.clear();
+      ev_.known.fill(-1);
       escaped_args_.clear();
       if ((err = ReadEvent(obj))) return JsonError(doc, d, offset, err);
       ++t_.events_read;
@@ -587,18 +662,19 @@ class Builder : public JsonEventSink {
           arg.raw = escaped_args_.back();
         }
       }
+      arg.role = RoleOf(arg.key);
+      if (arg.role < Role::kCount && ev_.args.size() < 127) ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(ev_.args.size());
       ev_.args.push_back(arg);
     }
     return simdjson::SUCCESS;
   }
 
-  const Arg* FindArg(std::string_view k) const {
-    for (const Arg& a : ev_.args)
-      if (a.key == k) return &a;
-    return nullptr;
+  const Arg* FindArg(Role r) const {
+    int8_t i = ev_.known[static_cast<size_t>(r)];
+    return i < 0 ? nullptr : &ev_.args[static_cast<size_t>(i)];
   }
-  bool ArgInt(std::string_view k, int64_t* v) const {
-    const Arg* a = FindArg(k);
+  bool ArgInt(Role r, int64_t* v) const {
+    const Arg* a = FindArg(r);
     return a && !a->container && ParseInt(a->raw, v);
   }
 
@@ -677,17 +753,27 @@ class Builder : public JsonEventSink {
   void AddArgs(uint32_t slice, bool device_row) {
     for (const Arg& a : ev_.args) {
       std::string_view k = a.key;
-      // Columns, derived values and profiler internals.
-      if (k == "Ev Idx" || k == "Record function id" || k == "queued" || k == "context" || k == "blocks per SM" ||
-          k == "warps per SM" || k == "cbid" || k == "Trace name" ||
-          k == "Trace iteration" || k == "correlation" || k == "occupancy")
-        continue;
-      if (device_row && (k == "device" || k == "stream" || k == "bytes" || k == "grid" || k == "block" ||
-                         k == "shared memory" || k == "registers per thread" || k == "est. achieved occupancy %" ||
-                         k == "kind"))
-        continue;
+      // Columns, derived values and profiler internals are not repeated here.
+      switch (a.role) {
+        case Role::kDrop:
+        case Role::kCorrelation:
+          continue;
+        case Role::kDevice:
+        case Role::kStream:
+        case Role::kBytes:
+        case Role::kGrid:
+        case Role::kBlock:
+        case Role::kSharedMem:
+        case Role::kRegisters:
+        case Role::kOccupancy:
+        case Role::kKind:
+          if (device_row) continue;
+          break;
+        default:
+          break;
+      }
       if (k == "Device" && !device_row) continue;  // legacy: the pid again
-      StringId key = (k == "External id" || k == "external id") ? k_external_id_ : InternKey(k);
+      StringId key = a.role == Role::kExternalId ? k_external_id_ : InternKey(k);
       double num = std::numeric_limits<double>::quiet_NaN();
       StringId str = 0;
       std::string_view s;
@@ -750,9 +836,9 @@ class Builder : public JsonEventSink {
   uint32_t TrackFor(Cat cat, int64_t* device_out, int64_t* stream_out) {
     if (IsDeviceCat(cat)) {
       int64_t device = ev_.pid.is_str ? 0 : ev_.pid.num;
-      ArgInt("device", &device);
+      ArgInt(Role::kDevice, &device);
       int64_t stream = 0;
-      bool has_stream = ArgInt("stream", &stream);
+      bool has_stream = ArgInt(Role::kStream, &stream);
       if (!has_stream) stream = TidKey(ev_.tid, t_.strings);
       *device_out = device;
       *stream_out = stream;
@@ -776,25 +862,25 @@ class Builder : public JsonEventSink {
     uint32_t s = t_.slices.Add(ts, dur, trk, Name(), kind, arg);
     int64_t corr = 0;
     if (IsDeviceCat(cat) && cat != Cat::kGpuAnnotation) {
-      ArgInt("correlation", &corr);
+      ArgInt(Role::kCorrelation, &corr);
       uint32_t r = t_.device.Add(s, static_cast<int32_t>(device), stream, static_cast<uint64_t>(std::max<int64_t>(corr, 0)));
       int64_t v;
-      if (ArgInt("bytes", &v)) t_.device.bytes[r] = static_cast<uint64_t>(std::max<int64_t>(v, 0));
+      if (ArgInt(Role::kBytes, &v)) t_.device.bytes[r] = static_cast<uint64_t>(std::max<int64_t>(v, 0));
       if (cat == Cat::kMemcpy) CopyKindFromName(ev_.name, &t_.device.copy_kind[r], &t_.device.pinned[r]);
       if (cat == Cat::kKernel) {
-        if (ArgInt("shared memory", &v)) t_.device.shared_mem[r] = static_cast<uint32_t>(v);
-        if (ArgInt("registers per thread", &v)) t_.device.registers[r] = static_cast<uint32_t>(v);
-        const Arg* occ = FindArg("est. achieved occupancy %");
+        if (ArgInt(Role::kSharedMem, &v)) t_.device.shared_mem[r] = static_cast<uint32_t>(v);
+        if (ArgInt(Role::kRegisters, &v)) t_.device.registers[r] = static_cast<uint32_t>(v);
+        const Arg* occ = FindArg(Role::kOccupancy);
         double d;
         if (occ && ParseDouble(occ->raw, &d)) t_.device.occupancy[r] = static_cast<float>(d / 100.0);
-        ReadDim3("grid", &t_.device.grid[r]);
-        ReadDim3("block", &t_.device.block[r]);
+        ReadDim3(Role::kGrid, &t_.device.grid[r]);
+        ReadDim3(Role::kBlock, &t_.device.block[r]);
       }
       AddArgs(s, true);
     } else if (IsDeviceCat(cat)) {
       AddArgs(s, true);
     } else {
-      if ((cat == Cat::kRuntime || cat == Cat::kDriver) && ArgInt("correlation", &corr) && corr > 0) {
+      if ((cat == Cat::kRuntime || cat == Cat::kDriver) && ArgInt(Role::kCorrelation, &corr) && corr > 0) {
         t_.slices.arg[s] = static_cast<uint64_t>(corr);
         auto [it, inserted] = launch_of_corr_.try_emplace(static_cast<uint64_t>(corr), Launch{s, false});
         if (!inserted) {
@@ -803,14 +889,14 @@ class Builder : public JsonEventSink {
         }
       } else if (cat == Cat::kCpuOp) {
         int64_t seq;
-        if (ArgInt("Sequence number", &seq) && seq >= 0) t_.slices.arg[s] = static_cast<uint64_t>(seq);
+        if (ArgInt(Role::kSequence, &seq) && seq >= 0) t_.slices.arg[s] = static_cast<uint64_t>(seq);
       }
       AddArgs(s, false);
     }
     return s;
   }
 
-  void ReadDim3(std::string_view k, std::array<uint32_t, 3>* out) {
+  void ReadDim3(Role k, std::array<uint32_t, 3>* out) {
     const Arg* a = FindArg(k);
     if (!a || !a->container) return;
     std::string_view s = a->raw;
@@ -893,12 +979,12 @@ class Builder : public JsonEventSink {
     ++t_.tracks[trk].events;
     if (ev_.name == "[memory]") {
       int64_t bytes = 0, addr = 0, dtype = 0, did = -1, alloc = -1, reserved = -1;
-      ArgInt("Bytes", &bytes);
-      ArgInt("Addr", &addr);
-      ArgInt("Device Type", &dtype);
-      ArgInt("Device Id", &did);
-      ArgInt("Total Allocated", &alloc);
-      ArgInt("Total Reserved", &reserved);
+      ArgInt(Role::kMemBytes, &bytes);
+      ArgInt(Role::kAddr, &addr);
+      ArgInt(Role::kDeviceType, &dtype);
+      ArgInt(Role::kDeviceId, &did);
+      ArgInt(Role::kTotalAllocated, &alloc);
+      ArgInt(Role::kTotalReserved, &reserved);
       t_.memory.Add(ev_.ts, trk, dtype != 0 && did >= 0 ? static_cast<int32_t>(did) : model::kNone,
                     static_cast<uint64_t>(addr), bytes, alloc, reserved);
       return;
@@ -942,7 +1028,7 @@ class Builder : public JsonEventSink {
   }
 
   void AddMetadata() {
-    const Arg* a = FindArg("name");
+    const Arg* a = FindArg(Role::kName);
     std::string_view v;
     if (!a || !PlainString(a->raw, &v)) return;
     if (ev_.name == "process_name" && !ev_.pid.is_str) {
