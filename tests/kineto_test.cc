@@ -322,6 +322,7 @@ TEST(Kineto, ReportCommand) {
   auto r = testing::RunCommand({testing::StrataBin(), "report", "--json",
                                 data + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "no progress bar when stderr is not a terminal";
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["steps"]["count"], 5);
   EXPECT_GT(j["steps"]["p50_ns"].get<int64_t>(), 0);

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/progress.h"
 #include "cli/commands.h"
 #include "importers/load.h"
 #include "report/report.h"
@@ -33,7 +34,9 @@ int RunReport(const ReportArgs& a) {
   opt.analysis.hta_compat = a.hta;
   opt.analysis.batch_size = a.batch_size;
   opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
-  report::Report r(*trace, opt);
+  ProgressBar bar("analysing", true);  // drawn only on a terminal
+  report::Report r(*trace, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
+  bar.Finish();
   if (a.json) {
     std::string s = r.Json().dump(2);
     std::fwrite(s.data(), 1, s.size(), stdout);

@@ -21,8 +21,12 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   return s;
 }
 
-Report::Report(const model::Trace& t, const ReportOptions& opt) : opt_(opt), sections_(MakeSections()) {
-  for (auto& s : sections_) s->Build(t, opt_);
+Report::Report(const model::Trace& t, const ReportOptions& opt, const std::function<void(size_t, size_t)>& progress)
+    : opt_(opt), sections_(MakeSections()) {
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    sections_[i]->Build(t, opt_);
+    if (progress) progress(i + 1, sections_.size());
+  }
 }
 
 std::string Report::Text() const {
