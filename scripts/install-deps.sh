@@ -10,8 +10,9 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
   # libraries strata builds against
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler libsqlite3-dev libisal-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy
+  libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy python3-pip sqlite3
   liblttng-ust-dev lttng-tools chromium
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
@@ -28,4 +29,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Perfetto's trace schema for Python: the export test reads strata's Perfetto
+# output with it (and skips, saying so, where it cannot be installed).
+if ! python3 -c "from perfetto.protos.perfetto.trace import perfetto_trace_pb2" >/dev/null 2>&1; then
+  python3 -m pip install --quiet --disable-pip-version-check "protobuf>=6.31" perfetto 2>/dev/null ||
+    python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "protobuf>=6.31" perfetto ||
+    echo "strata: could not install the perfetto Python package; the Perfetto schema check will be skipped" >&2
 fi

@@ -101,7 +101,7 @@ Distribution Distribute(std::vector<int64_t> v) {
   return d;
 }
 
-StepStats Steps(const model::Trace& t) {
+StepStats Steps(const model::Trace& t, double batch_size) {
   StepStats st;
   const auto& s = t.slices;
   std::vector<std::pair<int64_t, size_t>> steps;
@@ -114,6 +114,8 @@ StepStats Steps(const model::Trace& t) {
   }
   st.count = steps.size();
   st.duration = Distribute(st.durations_ns);
+  st.batch_size = batch_size;
+  if (batch_size > 0 && st.duration.mean > 0) st.throughput_per_s = batch_size / (st.duration.mean / 1e9);
   return st;
 }
 

@@ -57,8 +57,11 @@ struct StepStats {
   Distribution duration;
   std::vector<int64_t> durations_ns;  // in step order
   std::vector<uint64_t> numbers;
+  double batch_size = 0;      // as given
+  double throughput_per_s = 0;  // batch_size / mean step time, when batch_size > 0
 };
-StepStats Steps(const model::Trace& t);
+// `batch_size` (samples or tokens per step) gives the throughput; 0 when unknown.
+StepStats Steps(const model::Trace& t, double batch_size = 0);
 
 struct CounterStats {
   std::string name;

@@ -13,6 +13,7 @@ void AddReportCommand(CLI::App& app);
 void AddControlCommand(CLI::App& app);
 void AddSweepCommand(CLI::App& app);
 void AddDiffCommand(CLI::App& app);
+void AddExportCommand(CLI::App& app);
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {

@@ -50,12 +50,15 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  strata record -- python3 train.py        record an unmodified program\n"
       "  strata report strata-20261122-101500     summarize a trace (text; --json for JSON)\n"
+      "  strata report trace.pt.trace.json.gz     the same for a PyTorch-profiler trace\n"
+      "  strata export TRACE -f perfetto          convert for ui.perfetto.dev (or chrome-json, sqlite)\n"
       "\nRun 'strata COMMAND --help' for a command's options.");
   strata::cli::AddRecordCommand(app);
   strata::cli::AddReportCommand(app);
   strata::cli::AddControlCommand(app);
   strata::cli::AddSweepCommand(app);
   strata::cli::AddDiffCommand(app);
+  strata::cli::AddExportCommand(app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/progress.h"
 #include "cli/commands.h"
 #include "importers/load.h"
 #include "base/files.h"
@@ -19,6 +20,9 @@ struct ReportArgs {
   bool json = false;
   std::string html;
   size_t top = 20;
+  bool hta = false;
+  double batch_size = 0;
+  double kernel_wait_us = 30;
 };
 
 int WriteHtml(const std::string& path, const std::string& html) {
@@ -50,14 +54,21 @@ int RunReport(const ReportArgs& a) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   }
-  auto trace = importers::LoadTrace(a.trace);
+  importers::LoadOptions lo;
+  lo.progress = true;  // drawn only on a terminal
+  auto trace = importers::LoadTrace(a.trace, lo);
   if (!trace.ok()) {
     PrintError(trace.status().message());
     return 1;
   }
   report::ReportOptions opt;
   opt.top = a.top;
-  report::Report r(*trace, opt);
+  opt.analysis.hta_compat = a.hta;
+  opt.analysis.batch_size = a.batch_size;
+  opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
+  ProgressBar bar("analysing", true);  // drawn only on a terminal
+  report::Report r(*trace, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
+  bar.Finish();
   if (!a.html.empty()) {
     int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace));
     if (rc != 0 || !a.json) return rc;
@@ -77,11 +88,20 @@ int RunReport(const ReportArgs& a) {
 
 void AddReportCommand(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
-  CLI::App* cmd = app.add_subcommand("report", "Summarize a trace: streams, steps, spans, counters");
-  cmd->add_option("trace", args->trace, "A strata trace directory")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Summarize a trace: steps, GPU time breakdown, kernels, launches, transfers, ops, spans, counters");
+  cmd->add_option("trace", args->trace, "A strata trace directory, or a PyTorch-profiler trace (.json, .json.gz)")
+      ->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--html", args->html, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("--top", args->top, "Rows in each table")->capture_default_str();
+  cmd->add_flag("--hta-compat", args->hta,
+                "Compute the GPU figures as HTA (HolisticTraceAnalysis) does: whole microseconds, last step dropped, "
+                "every event with a stream number counted as GPU work, devices of a rank pooled");
+  cmd->add_option("--batch-size", args->batch_size, "Samples per step, for the throughput");
+  cmd->add_option("--kernel-wait-us", args->kernel_wait_us,
+                  "Idle gaps between kernels shorter than this are 'kernel wait'")
+      ->capture_default_str();
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 

@@ -1,15 +1,18 @@
-// Opens any trace strata understands, detected by content, not by name.
+// Opens any trace strata understands, detected by content, not by name:
+// a strata trace directory, or a PyTorch-profiler / Chrome trace JSON file
+// (plain or gzip-compressed).
 #pragma once
 
 #include <string>
 
 #include "base/status.h"
+#include "importers/load_options.h"
 #include "importers/strata_trace.h"
 #include "model/trace.h"
 
 namespace strata::importers {
 
-enum class TraceFormat { kUnknown, kStrata };
+enum class TraceFormat { kUnknown, kStrata, kChromeJson };
 
 TraceFormat DetectFormat(const std::string& path);
 StatusOr<model::Trace> LoadTrace(const std::string& path, const LoadOptions& opt = {});

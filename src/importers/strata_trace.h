@@ -5,13 +5,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "importers/load_options.h"
 #include "model/trace.h"
 
 namespace strata::importers {
-
-struct LoadOptions {
-  bool progress = false;  // print progress on stderr when it is a terminal
-};
 
 bool IsStrataTraceDir(const std::string& path);
 StatusOr<model::Trace> LoadStrataTrace(const std::string& dir, const LoadOptions& opt = {});

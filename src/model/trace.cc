@@ -180,4 +180,11 @@ int32_t Trace::SliceAt(uint32_t track, int64_t t) const {
   return i;
 }
 
+int32_t Trace::FindArg(uint32_t slice, StringId key) const {
+  auto it = std::lower_bound(args.slice.begin(), args.slice.end(), slice);
+  for (size_t i = static_cast<size_t>(it - args.slice.begin()); i < args.size() && args.slice[i] == slice; ++i)
+    if (args.key[i] == key) return static_cast<int32_t>(i);
+  return kNone;
+}
+
 }  // namespace strata::model

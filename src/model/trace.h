@@ -196,12 +196,19 @@ struct FlowTable {
 };
 
 // Typed key/value arguments of slices that have no column of their own.
+// Finalize() sorts the rows by slice, so Trace::FindArg can binary-search them.
 struct ArgTable {
   std::vector<uint32_t> slice;
   std::vector<StringId> key;
-  std::vector<StringId> str;  // string value, or 0
+  std::vector<StringId> str;  // string value (a JSON array or object is kept as its text), or 0
   std::vector<double> num;    // numeric value (NaN when the value is a string)
   size_t size() const { return slice.size(); }
+  void Add(uint32_t s, StringId k, StringId sv, double n) {
+    slice.push_back(s);
+    key.push_back(k);
+    str.push_back(sv);
+    num.push_back(n);
+  }
 };
 
 // Memory allocator events: positive bytes allocate, negative free.
@@ -214,6 +221,25 @@ struct MemoryTable {
   std::vector<int64_t> total_allocated;  // as reported by the allocator, -1 unknown
   std::vector<int64_t> total_reserved;
   size_t size() const { return ts.size(); }
+  void Add(int64_t t, uint32_t trk, int32_t dev, uint64_t a, int64_t b, int64_t allocated, int64_t reserved) {
+    ts.push_back(t);
+    track.push_back(trk);
+    device.push_back(dev);
+    addr.push_back(a);
+    bytes.push_back(b);
+    total_allocated.push_back(allocated);
+    total_reserved.push_back(reserved);
+  }
+};
+
+// An accelerator as its runtime described it. Fields a source does not give stay 0.
+struct Device {
+  int32_t id = 0;              // the runtime's device ordinal (DeviceActivityTable::device)
+  StringId name = 0;           // "NVIDIA A100-SXM4-80GB"
+  StringId vendor = 0;         // "nvidia", "amd", ...
+  uint64_t memory_bytes = 0;
+  uint32_t compute_units = 0;  // SMs / CUs
+  uint32_t compute_major = 0, compute_minor = 0;
 };
 
 // What a collector said about itself in one process: recorded, partial, unavailable.
@@ -231,6 +257,10 @@ struct Trace {
   std::string hostname;
   std::string manifest_json;    // strata.json contents, when present
   std::vector<std::string> warnings;  // counted problems that did not stop the import
+  // The source wrote timestamps as microseconds with fractions (Kineto since
+  // 2023). Kept because tools that work in whole microseconds (HTA) round such
+  // traces and not others; analyses reproduce that only when asked to.
+  bool source_fractional_us = false;
 
   StringPool strings;
   std::vector<Process> processes;
@@ -244,6 +274,7 @@ struct Trace {
   ArgTable args;
   MemoryTable memory;
   std::vector<CollectorStatus> collectors;
+  std::vector<Device> devices;
 
   uint64_t events_read = 0;
   uint64_t events_lost = 0;
@@ -258,6 +289,9 @@ struct Trace {
 
   // The deepest slice on `track` that contains `ts`, or kNone (after Finalize).
   int32_t SliceAt(uint32_t track, int64_t ts) const;
+
+  // Row of `key` among the args of `slice`, or kNone (after Finalize).
+  int32_t FindArg(uint32_t slice, StringId key) const;
 
   // Slice index -> device activity row, or kNone (built by Finalize).
   std::vector<int32_t> device_row_of_slice;

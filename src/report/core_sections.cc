@@ -68,7 +68,7 @@ class OverviewSection : public Section {
 
 class StepsSection : public Section {
  public:
-  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Steps(t); }
+  void Build(const model::Trace& t, const ReportOptions& opt) override { s_ = analysis::Steps(t, opt.analysis.batch_size); }
   void RenderText(std::string& out, const ReportOptions&) const override {
     if (s_.count == 0) {
       out += "Steps: none recorded\n";
@@ -78,11 +78,18 @@ class StepsSection : public Section {
     out += fmt::format("Steps: {}   mean {}   p50 {}   p90 {}   p99 {}   min {}   max {}\n", s_.count,
                        FormatDuration(static_cast<int64_t>(d.mean)), FormatDuration(d.p50), FormatDuration(d.p90),
                        FormatDuration(d.p99), FormatDuration(d.min), FormatDuration(d.max));
+    if (s_.throughput_per_s > 0)
+      out += fmt::format("  throughput {:.1f} samples/s (batch size {:g})\n", s_.throughput_per_s, s_.batch_size);
   }
   void RenderJson(json& j, const ReportOptions&) const override {
     const auto& d = s_.duration;
     j["steps"] = {{"count", s_.count}, {"mean_ns", d.mean}, {"p50_ns", d.p50}, {"p90_ns", d.p90}, {"p99_ns", d.p99},
-                  {"min_ns", d.min},   {"max_ns", d.max},   {"durations_ns", s_.durations_ns}};
+                  {"min_ns", d.min},   {"max_ns", d.max},   {"durations_ns", s_.durations_ns},
+                  {"numbers", s_.numbers}};
+    if (s_.batch_size > 0) {
+      j["steps"]["batch_size"] = s_.batch_size;
+      j["steps"]["throughput_per_s"] = s_.throughput_per_s;
+    }
   }
 
  private:

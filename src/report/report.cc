@@ -10,6 +10,10 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   std::vector<std::unique_ptr<Section>> s;
   s.push_back(MakeOverviewSection());
   s.push_back(MakeStepsSection());
+  s.push_back(MakeGpuSection());
+  s.push_back(MakeLaunchesSection());
+  s.push_back(MakeTransfersSection());
+  s.push_back(MakeOpsSection());
   s.push_back(MakeSpansSection());
   s.push_back(MakeCriticalPathSection());
   s.push_back(MakeCountersSection());
@@ -18,8 +22,12 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   return s;
 }
 
-Report::Report(const model::Trace& t, const ReportOptions& opt) : opt_(opt), sections_(MakeSections()) {
-  for (auto& s : sections_) s->Build(t, opt_);
+Report::Report(const model::Trace& t, const ReportOptions& opt, const std::function<void(size_t, size_t)>& progress)
+    : opt_(opt), sections_(MakeSections()) {
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    sections_[i]->Build(t, opt_);
+    if (progress) progress(i + 1, sections_.size());
+  }
 }
 
 std::string Report::Text() const {

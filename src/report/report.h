@@ -2,6 +2,7 @@
 // Presentation only: the numbers come from analysis/.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,7 +14,9 @@ namespace strata::report {
 
 class Report {
  public:
-  Report(const model::Trace& t, const ReportOptions& opt);
+  // `progress(done, total)` is called after each section is built (long traces take seconds).
+  Report(const model::Trace& t, const ReportOptions& opt,
+         const std::function<void(size_t done, size_t total)>& progress = {});
   std::string Text() const;
   nlohmann::json Json() const;
 

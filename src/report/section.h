@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/options.h"
 #include "model/trace.h"
 
 namespace strata::report {
@@ -16,6 +17,7 @@ namespace strata::report {
 struct ReportOptions {
   size_t top = 20;         // rows in text tables
   size_t max_rows = 1000;  // rows in JSON arrays
+  analysis::AnalysisOptions analysis;
 };
 
 class Section {
@@ -39,6 +41,13 @@ std::unique_ptr<Section> MakeCountersSection();
 std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
 std::unique_ptr<Section> MakeCriticalPathSection();
+
+// Device activity sections (gpu_sections.cc): GPU time breakdown, kernels,
+// launches, ops with their GPU time, transfers.
+std::unique_ptr<Section> MakeGpuSection();
+std::unique_ptr<Section> MakeLaunchesSection();
+std::unique_ptr<Section> MakeOpsSection();
+std::unique_ptr<Section> MakeTransfersSection();
 
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);

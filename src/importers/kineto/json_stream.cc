@@ -1,0 +1,393 @@
+#include "importers/kineto/json_stream.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "base/error.h"
+
+namespace strata::importers::kineto {
+namespace {
+
+inline bool IsWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Classifies 64 input bytes at once into bit masks (bit i = byte i), the way
+// simdjson's first stage does: quotes, backslashes, openers ({ [) and closers (} ]).
+struct BlockMasks {
+  uint64_t quote, backslash, open, close;
+};
+
+inline BlockMasks Classify64(const char* p) {
+  BlockMasks m;
+#if defined(__SSE2__)
+  uint64_t q = 0, bs = 0, op = 0, cl = 0;
+  const __m128i kQuote = _mm_set1_epi8('"'), kBs = _mm_set1_epi8('\\');
+  const __m128i kOpen = _mm_set1_epi8('{'), kClose = _mm_set1_epi8('}'), k20 = _mm_set1_epi8(0x20);
+  for (int i = 0; i < 4; ++i) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+    // '[' | 0x20 == '{' and ']' | 0x20 == '}': one compare finds both kinds.
+    __m128i f = _mm_or_si128(v, k20);
+    int sh = 16 * i;
+    q |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, kQuote)))} << sh;
+    bs |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, kBs)))} << sh;
+    op |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, kOpen)))} << sh;
+    cl |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(f, kClose)))} << sh;
+  }
+  m = {q, bs, op, cl};
+#else
+  m = {0, 0, 0, 0};
+  for (int i = 0; i < 64; ++i) {
+    uint64_t bit = uint64_t{1} << i;
+    char c = p[i];
+    if (c == '"') m.quote |= bit;
+    else if (c == '\\') m.backslash |= bit;
+    else if (c == '{' || c == '[') m.open |= bit;
+    else if (c == '}' || c == ']') m.close |= bit;
+  }
+#endif
+  return m;
+}
+
+// Bit i of the result is the XOR of bits 0..i: 1 inside a string given the quote positions.
+inline uint64_t PrefixXor(uint64_t x) {
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+// Finds where one JSON value ends, resumably: Scan() returns false when the
+// window ends first, and continues from where it stopped once more bytes are in.
+struct ValueScanner {
+  size_t pos = 0;           // next byte to look at
+  int depth = 0;
+  bool in_string = false;
+  bool escape_next = false;  // the previous window ended inside a backslash escape
+  bool scalar = false;
+  bool string_value = false;
+  bool started = false;
+
+  void Start(size_t at) {
+    pos = at;
+    depth = 0;
+    in_string = false;
+    escape_next = false;
+    scalar = false;
+    string_value = false;
+    started = false;
+  }
+  void Shift(size_t delta) {
+    pos -= delta;
+  }
+  // True when the value is complete; pos is then one past its last byte.
+  bool Scan(const char* buf, size_t end) {
+    if (!started) {
+      started = true;
+      char c = buf[pos];
+      if (c == '"') {
+        string_value = true;
+        ++pos;
+      } else if (c != '{' && c != '[') {
+        scalar = true;
+      }
+    }
+    if (string_value) {  // member names and top-level strings: short, scalar
+      for (; pos < end; ++pos) {
+        if (escape_next) {
+          escape_next = false;
+        } else if (buf[pos] == '\\') {
+          escape_next = true;
+        } else if (buf[pos] == '"') {
+          ++pos;
+          return true;
+        }
+      }
+      return false;
+    }
+    if (scalar) {
+      while (pos < end) {
+        char c = buf[pos];
+        if (c == ',' || c == '}' || c == ']' || IsWs(c)) return true;
+        ++pos;
+      }
+      return false;
+    }
+    // 64 bytes per step: strings are masked out with a prefix XOR over the
+    // unescaped quotes, then the remaining brackets move the depth. Needs 64
+    // readable bytes at buf + pos (the window keeps that much padding).
+    while (pos < end) {
+      size_t n = std::min<size_t>(64, end - pos);
+      uint64_t valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+      BlockMasks m = Classify64(buf + pos);
+      m.quote &= valid;
+      m.backslash &= valid;
+      if (m.backslash != 0 || escape_next) {
+        // Rare: find the escaped bytes one by one (a run of backslashes escapes every other one).
+        uint64_t escaped = 0;
+        bool esc = escape_next;
+        for (size_t i = 0; i < n; ++i) {
+          if (esc) {
+            escaped |= uint64_t{1} << i;
+            esc = false;
+          } else if (buf[pos + i] == '\\') {
+            esc = true;
+          }
+        }
+        escape_next = esc;
+        m.quote &= ~escaped;
+      }
+      uint64_t inside = PrefixXor(m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+      uint64_t brackets = (m.open | m.close) & ~inside & valid;
+      while (brackets) {
+        int i = __builtin_ctzll(brackets);
+        uint64_t bit = uint64_t{1} << i;
+        if (m.open & bit) {
+          ++depth;
+        } else if (--depth == 0) {
+          pos += static_cast<size_t>(i) + 1;
+          in_string = false;
+          escape_next = false;
+          return true;
+        }
+        brackets &= brackets - 1;
+      }
+      in_string = (inside >> (n - 1)) & 1;
+      pos += n;
+    }
+    return false;
+  }
+};
+
+class Streamer {
+ public:
+  Streamer(ByteSource& src, JsonEventSink& sink, const JsonStreamOptions& opt)
+      : src_(src), sink_(sink), opt_(opt), cap_(std::max<size_t>(opt.window, 4096)) {
+    buf_.reset(new char[cap_ + 2 + simdjson::SIMDJSON_PADDING]);
+  }
+
+  Status Run() {
+    STRATA_RETURN_IF_ERROR(Fill(begin_));
+    // A UTF-8 byte order mark is allowed before the document.
+    if (end_ - pos_ >= 3 && std::memcmp(buf_.get() + pos_, "\xEF\xBB\xBF", 3) == 0) pos_ += 3;
+    STRATA_ASSIGN_OR_RETURN(char c, NextNonWs());
+    if (c == '[') {
+      ++pos_;
+      STRATA_RETURN_IF_ERROR(Events());
+      saw_events_ = true;
+    } else if (c == '{') {
+      ++pos_;
+      STRATA_RETURN_IF_ERROR(Members());
+    } else {
+      return Err(StatusCode::kInvalidArgument, "not a JSON trace: byte {} is '{}', expected '{{' or '['", Offset(pos_),
+                 Printable(c));
+    }
+    // Only whitespace may follow the document.
+    auto tail = NextNonWs();
+    if (tail.ok()) return Err(StatusCode::kCorrupt, "invalid JSON: unexpected '{}' after the end of the document at byte {}",
+                              Printable(*tail), Offset(pos_));
+    if (!saw_events_) return Err(StatusCode::kInvalidArgument, "not a trace: the JSON object has no \"traceEvents\" array");
+    return OkStatus();
+  }
+
+ private:
+  static std::string Printable(char c) {
+    if (c >= 0x20 && c < 0x7f) return std::string(1, c);
+    return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  }
+  uint64_t Offset(size_t p) const { return base_ + (p - 1); }
+
+  // Keeps [keep, end_) (moved to the front) and reads more. Grows the window
+  // when nothing can be dropped (one event larger than the window).
+  Status Fill(size_t keep) {
+    if (eof_) return OkStatus();
+    if (keep > 1) {
+      size_t delta = keep - 1;
+      std::memmove(buf_.get() + 1, buf_.get() + keep, end_ - keep);
+      end_ -= delta;
+      pos_ -= delta;
+      elem_start_ = elem_start_ >= delta ? elem_start_ - delta : 0;
+      batch_start_ = batch_start_ >= delta ? batch_start_ - delta : 0;
+      scan_.Shift(delta);
+      base_ += delta;
+    }
+    if (end_ == cap_ + 1) {
+      size_t ncap = cap_ * 2;
+      std::unique_ptr<char[]> nb(new char[ncap + 2 + simdjson::SIMDJSON_PADDING]);
+      std::memcpy(nb.get(), buf_.get(), end_);
+      buf_ = std::move(nb);
+      cap_ = ncap;
+    }
+    while (end_ < cap_ + 1) {
+      STRATA_ASSIGN_OR_RETURN(size_t n, src_.Read(buf_.get() + end_, cap_ + 1 - end_));
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      end_ += n;
+    }
+    if (opt_.progress) opt_.progress(src_.consumed(), src_.total());
+    return OkStatus();
+  }
+
+  // The next non-whitespace byte (not consumed); an error at the end of input.
+  StatusOr<char> NextNonWs() {
+    for (;;) {
+      while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
+      if (pos_ < end_) return buf_[pos_];
+      if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside the document", Offset(pos_));
+      STRATA_RETURN_IF_ERROR(Fill(pos_));
+    }
+  }
+
+  // Scans one whole value starting at pos_; on return [start, pos_) is the value.
+  Status ScanValue(size_t& start, bool keep_from_start) {
+    start = pos_;
+    scan_.Start(pos_);
+    elem_start_ = start;
+    while (!scan_.Scan(buf_.get(), end_)) {
+      if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside a value that starts at byte {}",
+                           Offset(end_), Offset(elem_start_));
+      STRATA_RETURN_IF_ERROR(Fill(keep_from_start ? elem_start_ : elem_start_));
+    }
+    start = elem_start_;
+    pos_ = scan_.pos;
+    return OkStatus();
+  }
+
+  Status Members() {
+    for (bool first = true;; first = false) {
+      STRATA_ASSIGN_OR_RETURN(char c, NextNonWs());
+      if (c == '}') {
+        ++pos_;
+        return OkStatus();
+      }
+      if (!first) {
+        if (c != ',') return Err(StatusCode::kCorrupt, "invalid JSON: expected ',' or '}}' at byte {}", Offset(pos_));
+        ++pos_;
+        STRATA_ASSIGN_OR_RETURN(c, NextNonWs());
+      }
+      if (c != '"') return Err(StatusCode::kCorrupt, "invalid JSON: expected a member name at byte {}", Offset(pos_));
+      size_t kstart;
+      STRATA_RETURN_IF_ERROR(ScanValue(kstart, true));
+      std::string key(buf_.get() + kstart + 1, pos_ - kstart - 2);
+      STRATA_ASSIGN_OR_RETURN(c, NextNonWs());
+      if (c != ':') return Err(StatusCode::kCorrupt, "invalid JSON: expected ':' after \"{}\" at byte {}", key, Offset(pos_));
+      ++pos_;
+      STRATA_ASSIGN_OR_RETURN(c, NextNonWs());
+      if (key == "traceEvents" && c == '[') {
+        ++pos_;
+        STRATA_RETURN_IF_ERROR(Events());
+        saw_events_ = true;
+        continue;
+      }
+      size_t vstart;
+      STRATA_RETURN_IF_ERROR(ScanValue(vstart, true));
+      size_t len = pos_ - vstart;
+      if (len > kMaxMeta) {
+        sink_.Warn(fmt::format("top-level member \"{}\" ({} bytes) ignored: larger than {} bytes", key, len, kMaxMeta));
+        continue;
+      }
+      STRATA_RETURN_IF_ERROR(sink_.Meta(key, std::string_view(buf_.get() + vstart, len)));
+    }
+  }
+
+  Status Flush(size_t last_end) {
+    if (batch_count_ == 0) return OkStatus();
+    // Frame the complete elements as one array, in place: the byte before the
+    // first element becomes '[' and the byte after the last one ']'.
+    char saved = buf_[last_end];
+    buf_[batch_start_ - 1] = '[';
+    buf_[last_end] = ']';
+    size_t len = last_end - batch_start_ + 2;
+    size_t capacity = (cap_ + 2 + simdjson::SIMDJSON_PADDING) - (batch_start_ - 1);
+    Status st = sink_.Batch(buf_.get() + batch_start_ - 1, len, capacity, Offset(batch_start_));
+    buf_[last_end] = saved;
+    batch_count_ = 0;
+    return st;
+  }
+
+  Status Events() {
+    // Elements are scanned one by one; complete ones accumulate in the batch
+    // until the window is exhausted, then go to the sink together.
+    batch_count_ = 0;
+    size_t last_end = 0;
+    for (bool first = true;; first = false) {
+      // Skip to the next element or the end of the array.
+      for (;;) {
+        while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
+        if (pos_ < end_) break;
+        if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside \"traceEvents\" (truncated file?)",
+                             Offset(pos_));
+        STRATA_RETURN_IF_ERROR(Flush(last_end));
+        STRATA_RETURN_IF_ERROR(Fill(pos_));
+      }
+      char c = buf_[pos_];
+      if (c == ']') {
+        STRATA_RETURN_IF_ERROR(Flush(last_end));
+        ++pos_;
+        return OkStatus();
+      }
+      if (!first) {
+        if (c != ',') return Err(StatusCode::kCorrupt, "invalid JSON: expected ',' or ']' between events at byte {}", Offset(pos_));
+        ++pos_;
+        // Whitespace after the comma.
+        for (;;) {
+          while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
+          if (pos_ < end_) break;
+          if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside \"traceEvents\"", Offset(pos_));
+          STRATA_RETURN_IF_ERROR(Flush(last_end));
+          STRATA_RETURN_IF_ERROR(Fill(pos_));
+        }
+        c = buf_[pos_];
+      }
+      if (c != '{')
+        return Err(StatusCode::kCorrupt, "invalid trace: element of \"traceEvents\" at byte {} is not an object", Offset(pos_));
+      // Scan the element; if the window runs out, flush what is complete and
+      // keep this element's bytes for the next window.
+      size_t start = pos_;
+      scan_.Start(pos_);
+      elem_start_ = start;
+      while (!scan_.Scan(buf_.get(), end_)) {
+        if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside the event that starts at byte {} (truncated file?)",
+                             Offset(end_), Offset(elem_start_));
+        STRATA_RETURN_IF_ERROR(Flush(last_end));
+        STRATA_RETURN_IF_ERROR(Fill(elem_start_));
+      }
+      pos_ = scan_.pos;
+      if (batch_count_ == 0) batch_start_ = elem_start_;
+      ++batch_count_;
+      last_end = pos_;
+    }
+  }
+
+  ByteSource& src_;
+  JsonEventSink& sink_;
+  const JsonStreamOptions& opt_;
+  size_t cap_;
+  std::unique_ptr<char[]> buf_;  // buf_[0] is spare so a batch can always be framed with '['
+  size_t begin_ = 1, pos_ = 1, end_ = 1;
+  uint64_t base_ = 0;  // input offset of buf_[1]
+  bool eof_ = false;
+  bool saw_events_ = false;
+  ValueScanner scan_;
+  size_t elem_start_ = 0;
+  size_t batch_start_ = 0;
+  size_t batch_count_ = 0;
+};
+
+}  // namespace
+
+Status StreamTraceEvents(ByteSource& src, JsonEventSink& sink, const JsonStreamOptions& opt) {
+  Streamer s(src, sink, opt);
+  return s.Run();
+}
+
+}  // namespace strata::importers::kineto

@@ -1,0 +1,49 @@
+// Streams a Chrome-trace JSON document ({"traceEvents": [...], ...} or a bare
+// array of events) through a bounded window, handing the events to a sink in
+// batches that simdjson parses in place. Memory stays at the window size plus
+// what the sink builds, whatever the size of the file.
+//
+//   source bytes ──► window ──► boundary scan (strings, nesting)
+//                                   │ complete elements
+//                                   ▼
+//                    "[" elem, elem, ..., elem "]"  ──► sink.Batch()  (simdjson On-Demand)
+//
+// The scan only tracks strings and nesting so that a batch never ends inside
+// an event; simdjson then validates and decodes each event.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "importers/kineto/byte_source.h"
+
+namespace strata::importers::kineto {
+
+class JsonEventSink {
+ public:
+  virtual ~JsonEventSink() = default;
+  // `doc[0, len)` is a JSON array of complete events; doc has at least
+  // `capacity - len` >= simdjson's padding readable after it. `offset` is the
+  // position of doc[1] in the decompressed input (for error messages).
+  virtual Status Batch(const char* doc, size_t len, size_t capacity, uint64_t offset) = 0;
+  // A top-level member other than traceEvents, as raw JSON (at most kMaxMeta bytes).
+  virtual Status Meta(std::string_view key, std::string_view raw_value) = 0;
+  virtual void Warn(const std::string& what) = 0;
+};
+
+struct JsonStreamOptions {
+  size_t window = 4u << 20;  // bytes decompressed and scanned per batch
+  std::function<void(uint64_t consumed, uint64_t total)> progress;
+};
+
+inline constexpr size_t kMaxMeta = 64u << 20;
+
+// Fails on malformed JSON structure, on a document that is not a trace, and on
+// input errors (truncated gzip); problems inside single events are the sink's.
+Status StreamTraceEvents(ByteSource& src, JsonEventSink& sink, const JsonStreamOptions& opt = {});
+
+}  // namespace strata::importers::kineto

@@ -1,0 +1,1205 @@
+// Kineto / Chrome trace JSON -> model. json_stream.cc finds the events;
+// this file decodes each one with simdjson On-Demand and fills the tables.
+#include <simdjson.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "base/progress.h"
+#include "importers/kineto/byte_source.h"
+#include "importers/kineto/json_stream.h"
+#include "importers/kineto/kineto.h"
+
+namespace strata::importers {
+namespace kineto {
+namespace {
+
+namespace od = simdjson::ondemand;
+using model::SliceKind;
+using model::StringId;
+
+// ---------------------------------------------------------------------------
+// Scalars from raw JSON tokens. simdjson hands us the token text; numbers are
+// converted here so that microsecond timestamps become exact nanoseconds.
+
+inline std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// "123", "-5", "1712195495505543.2", "1.5e3" (microseconds) -> nanoseconds.
+// Up to three fraction digits are exact; further ones round half up.
+bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
+  s = Trim(s);
+  if (s.empty()) return false;
+  const char* p = s.data();
+  const char* e = p + s.size();
+  bool neg = false;
+  if (*p == '-') {
+    neg = true;
+    ++p;
+  }
+  if (p == e || *p < '0' || *p > '9') return false;
+  uint64_t ip = 0;
+  const char* digits_start = p;
+  while (p < e && *p >= '0' && *p <= '9') {
+    ip = ip * 10 + static_cast<uint64_t>(*p - '0');
+    ++p;
+  }
+  if (p - digits_start > 16 || ip > 9223372036854775ull) goto slow;  // beyond int64 nanoseconds
+  {
+    int64_t frac = 0;
+    *fractional = false;
+    if (p < e && *p == '.') {
+      *fractional = true;
+      ++p;
+      int n = 0;
+      while (p < e && *p >= '0' && *p <= '9') {
+        if (n < 3) frac = frac * 10 + (*p - '0');
+        else if (n == 3 && *p >= '5') frac += 1;  // round half up at the 4th digit
+        ++n;
+        ++p;
+      }
+      if (n == 0) return false;
+      for (; n < 3; ++n) frac *= 10;
+    }
+    if (p != e) goto slow;  // an exponent
+    int64_t v = static_cast<int64_t>(ip) * 1000 + frac;
+    *ns = neg ? -v : v;
+    return true;
+  }
+slow: {
+  double d;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(d) || std::fabs(d) > 9.2e15) return false;
+  *fractional = d != std::floor(d) || s.find_first_of(".eE") != std::string_view::npos;
+  *ns = static_cast<int64_t>(std::llround(d * 1000.0));
+  return true;
+}
+}
+
+bool ParseInt(std::string_view s, int64_t* v) {
+  s = Trim(s);
+  if (!s.empty() && s.front() == '"') {  // numbers written as strings ("25738", "0x7f")
+    if (s.size() < 2 || s.back() != '"') return false;
+    s = s.substr(1, s.size() - 2);
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+      uint64_t u;
+      auto r = std::from_chars(s.data() + 2, s.data() + s.size(), u, 16);
+      if (r.ec != std::errc() || r.ptr != s.data() + s.size()) return false;
+      *v = static_cast<int64_t>(u);
+      return true;
+    }
+  }
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return true;
+  // 68.0 and the like
+  double d;
+  auto rd = std::from_chars(s.data(), s.data() + s.size(), d);
+  if (rd.ec != std::errc() || rd.ptr != s.data() + s.size() || !std::isfinite(d) || d != std::floor(d) ||
+      std::fabs(d) > 9.2e18)
+    return false;
+  *v = static_cast<int64_t>(d);
+  return true;
+}
+
+bool ParseDouble(std::string_view s, double* v) {
+  s = Trim(s);
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+// The content of a string token without its quotes, when it has no escapes.
+inline bool PlainString(std::string_view tok, std::string_view* out) {
+  tok = Trim(tok);
+  if (tok.size() < 2 || tok.front() != '"' || tok.back() != '"') return false;
+  std::string_view in = tok.substr(1, tok.size() - 2);
+  if (in.find('\\') != std::string_view::npos) return false;
+  *out = in;
+  return true;
+}
+
+inline uint64_t Load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Does the key whose first 8 raw bytes are `w` equal `k`? (k plus the closing quote, little-endian.)
+template <size_t N>
+inline bool KeyIs(uint64_t w, const char (&k)[N]) {
+  static_assert(N <= 8, "short keys only");
+  uint64_t want = 0;
+  for (size_t i = 0; i + 1 < N; ++i) want |= uint64_t{static_cast<uint8_t>(k[i])} << (8 * i);
+  want |= uint64_t{'"'} << (8 * (N - 1));
+  uint64_t mask = N == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * N)) - 1;
+  return (w & mask) == want;
+}
+
+// A key's raw text (keys with escapes are compared in their escaped form,
+// which no key this importer looks for has).
+inline std::string_view KeyOf(const od::raw_json_string& k, const char* limit) {
+  const char* p = reinterpret_cast<const char*>(k.raw());
+  const char* q = p;
+  while (q < limit && !(*q == '"' && (q == p || q[-1] != '\\'))) ++q;
+  return std::string_view(p, static_cast<size_t>(q - p));
+}
+
+// ---------------------------------------------------------------------------
+
+enum class Cat : uint8_t {
+  kUnknown,
+  kCpuOp,
+  kUserAnnotation,
+  kPython,
+  kRuntime,
+  kDriver,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kSync,
+  kGpuAnnotation,
+  kTrace,
+  kFlowLaunch,  // ac2g, legacy "async" launch flows
+  kOther,
+};
+
+Cat Classify(std::string_view c) {
+  if (c.empty()) return Cat::kUnknown;
+  switch (c[0]) {
+    case 'c':
+      if (c == "cpu_op") return Cat::kCpuOp;
+      if (c == "cuda_runtime") return Cat::kRuntime;
+      if (c == "cuda_driver") return Cat::kDriver;
+      if (c == "cuda_sync") return Cat::kSync;
+      break;
+    case 'k':
+      if (c == "kernel") return Cat::kKernel;
+      break;
+    case 'g':
+      if (c == "gpu_memcpy") return Cat::kMemcpy;
+      if (c == "gpu_memset") return Cat::kMemset;
+      if (c == "gpu_user_annotation") return Cat::kGpuAnnotation;
+      break;
+    case 'u':
+      if (c == "user_annotation") return Cat::kUserAnnotation;
+      break;
+    case 'p':
+      if (c == "python_function") return Cat::kPython;
+      break;
+    case 'a':
+      if (c == "ac2g" || c == "async") return Cat::kFlowLaunch;
+      break;
+    case 'm':
+      if (c == "mtia_ccp_events") return Cat::kKernel;
+      break;
+    // The 2021 schema.
+    case 'O':
+      if (c == "Operator") return Cat::kCpuOp;
+      break;
+    case 'R':
+      if (c == "Runtime") return Cat::kRuntime;
+      break;
+    case 'K':
+      if (c == "Kernel") return Cat::kKernel;
+      break;
+    case 'M':
+      if (c == "Memcpy") return Cat::kMemcpy;
+      if (c == "Memset") return Cat::kMemset;
+      break;
+    case 'T':
+      if (c == "Trace") return Cat::kTrace;
+      break;
+  }
+  return Cat::kOther;
+}
+
+bool IsDeviceCat(Cat c) {
+  return c == Cat::kKernel || c == Cat::kMemcpy || c == Cat::kMemset || c == Cat::kSync || c == Cat::kGpuAnnotation;
+}
+
+SliceKind KindOf(Cat c) {
+  switch (c) {
+    case Cat::kCpuOp: return SliceKind::kOp;
+    case Cat::kUserAnnotation: return SliceKind::kSpan;
+    case Cat::kPython: return SliceKind::kPython;
+    case Cat::kRuntime: return SliceKind::kRuntime;
+    case Cat::kDriver: return SliceKind::kDriver;
+    case Cat::kKernel: return SliceKind::kKernel;
+    case Cat::kMemcpy: return SliceKind::kMemcpy;
+    case Cat::kMemset: return SliceKind::kMemset;
+    case Cat::kSync: return SliceKind::kDeviceSync;
+    case Cat::kGpuAnnotation: return SliceKind::kAnnotation;
+    default: return SliceKind::kOther;
+  }
+}
+
+// "ProfilerStep#12" -> 12
+bool StepNumber(std::string_view name, uint64_t* n) {
+  constexpr std::string_view kPrefix = "ProfilerStep#";
+  if (name.size() <= kPrefix.size() || name.substr(0, kPrefix.size()) != kPrefix) return false;
+  auto r = std::from_chars(name.data() + kPrefix.size(), name.data() + name.size(), *n);
+  return r.ec == std::errc() && r.ptr == name.data() + name.size();
+}
+
+// "Memcpy HtoD (Pageable -> Device)" -> kHtoD, pageable.
+void CopyKindFromName(std::string_view name, model::CopyKind* kind, int8_t* pinned) {
+  using model::CopyKind;
+  struct K {
+    std::string_view s;
+    CopyKind k;
+  };
+  static constexpr K kKinds[] = {{"HtoD", CopyKind::kHtoD}, {"DtoH", CopyKind::kDtoH}, {"DtoD", CopyKind::kDtoD},
+                                 {"HtoH", CopyKind::kHtoH}, {"PtoP", CopyKind::kPtoP}, {"Peer", CopyKind::kPtoP}};
+  for (const K& k : kKinds)
+    if (name.find(k.s) != std::string_view::npos) {
+      *kind = k.k;
+      break;
+    }
+  if (name.find("Pageable") != std::string_view::npos) *pinned = 0;
+  else if (name.find("Pinned") != std::string_view::npos) *pinned = 1;
+}
+
+struct Id {  // a pid or tid: a number, or a string some traces use
+  bool present = false;
+  bool is_str = false;
+  int64_t num = 0;
+  std::string_view str;
+};
+
+// Args the importer reads or drops, recognized once per arg.
+enum class Role : uint8_t {
+  kDevice, kStream, kCorrelation, kBytes, kSharedMem, kRegisters, kOccupancy, kGrid, kBlock, kKind,
+  kExternalId, kSequence, kName, kMemBytes, kAddr, kDeviceType, kDeviceId, kTotalAllocated, kTotalReserved,
+  kCount,            // (number of roles that are looked up)
+  kDrop,             // derived or profiler-internal: not kept
+  kKeep,             // kept in ArgTable as is
+};
+constexpr size_t kRoles = static_cast<size_t>(Role::kCount);
+
+Role RoleOf(std::string_view k) {
+  switch (k.size()) {
+    case 4:
+      if (k == "grid") return Role::kGrid;
+      if (k == "kind") return Role::kKind;
+      if (k == "name") return Role::kName;
+      if (k == "cbid" || k == "Addr") return k == "Addr" ? Role::kAddr : Role::kDrop;
+      break;
+    case 5:
+      if (k == "bytes") return Role::kBytes;
+      if (k == "block") return Role::kBlock;
+      if (k == "Bytes") return Role::kMemBytes;
+      break;
+    case 6:
+      if (k == "device") return Role::kDevice;
+      if (k == "stream") return Role::kStream;
+      if (k == "Ev Idx" || k == "queued") return Role::kDrop;
+      break;
+    case 7:
+      if (k == "context") return Role::kDrop;
+      break;
+    case 9:
+      if (k == "Device Id") return Role::kDeviceId;
+      if (k == "occupancy") return Role::kDrop;
+      break;
+    case 10:
+      if (k == "Trace name") return Role::kDrop;
+      break;
+    case 11:
+      if (k == "correlation") return Role::kCorrelation;
+      if (k == "External id" || k == "external id") return Role::kExternalId;
+      if (k == "Device Type") return Role::kDeviceType;
+      break;
+    case 12:
+      if (k == "warps per SM") return Role::kDrop;
+      break;
+    case 13:
+      if (k == "shared memory") return Role::kSharedMem;
+      if (k == "blocks per SM") return Role::kDrop;
+      break;
+    case 14:
+      if (k == "Total Reserved") return Role::kTotalReserved;
+      break;
+    case 15:
+      if (k == "Sequence number") return Role::kSequence;
+      if (k == "Total Allocated") return Role::kTotalAllocated;
+      if (k == "Trace iteration") return Role::kDrop;
+      break;
+    case 18:
+      if (k == "Record function id") return Role::kDrop;
+      break;
+    case 20:
+      if (k == "registers per thread") return Role::kRegisters;
+      break;
+    case 25:
+      if (k == "est. achieved occupancy %") return Role::kOccupancy;
+      break;
+  }
+  return Role::kKeep;
+}
+
+struct Arg {
+  std::string_view key;
+  std::string_view raw;  // scalar token, or the JSON text of an array/object
+  bool container = false;
+  Role role = Role::kKeep;
+};
+
+struct Event {
+  char ph = 0;
+  std::string_view name, cat, bp, scope, id;
+  bool name_escaped = false;
+  Id pid, tid;
+  int64_t ts = 0, dur = 0;
+  bool has_ts = false, has_dur = false, ts_fractional = false;
+  bool bad_number = false;
+  std::vector<Arg> args;
+  std::array<int8_t, kRoles> known;  // index in args of each looked-up role, -1 absent
+};
+
+struct PendingFlow {
+  uint64_t key;  // hash of (cat, id)
+  char ph;
+  bool bind_enclosing;
+  bool launch;
+  bool numeric_pid;
+  int64_t pid, tid;  // resolved to a track once every slice is in
+  int64_t ts;
+  uint64_t corr;  // a launch flow's id, which Kineto sets to the correlation id
+};
+
+class Builder : public JsonEventSink {
+ public:
+  explicit Builder(model::Trace& t) : t_(t) {
+    t_.source = "kineto";
+    k_external_id_ = t_.strings.Intern("External id");
+  }
+
+  void Warn(const std::string& what) override { t_.warnings.push_back(what); }
+
+  // Sizes the tables for a file of `bytes` (compressed size for gzip: about a
+  // tenth of the JSON), so they do not grow by copying. Reserved pages that
+  // stay unused are never touched, so over-estimating costs no memory.
+  void Reserve(uint64_t bytes) {
+    uint64_t events = bytes / 220;  // Kineto events are 200-300 bytes of JSON
+    if (bytes >= 2 && events < (1u << 31)) {
+      size_t slices = static_cast<size_t>(events * 3 / 4);
+      t_.slices.ts.reserve(slices);
+      t_.slices.dur.reserve(slices);
+      t_.slices.track.reserve(slices);
+      t_.slices.name.reserve(slices);
+      t_.slices.kind.reserve(slices);
+      t_.slices.depth.reserve(slices);
+      t_.slices.parent.reserve(slices);
+      t_.slices.arg.reserve(slices);
+    }
+  }
+
+  Status Meta(std::string_view key, std::string_view raw) override {
+    if (key != "deviceProperties" && key != "distributedInfo" && key != "baseTimeNanoseconds" && key != "host_name" &&
+        key != "traceName")
+      return OkStatus();
+    simdjson::padded_string doc(raw);
+    simdjson::dom::element e;
+    if (dom_.parse(doc).get(e)) {
+      Count("top-level members with invalid JSON ignored");
+      return OkStatus();
+    }
+    if (key == "deviceProperties" && e.is_array()) {
+      for (simdjson::dom::element d : e.get_array()) {
+        if (!d.is_object()) continue;
+        model::Device dev;
+        int64_t i;
+        if (!d["id"].get_int64().get(i)) dev.id = static_cast<int32_t>(i);
+        std::string_view s;
+        if (!d["name"].get_string().get(s)) dev.name = t_.strings.Intern(s);
+        if (!d["totalGlobalMem"].get_int64().get(i)) dev.memory_bytes = static_cast<uint64_t>(i);
+        if (!d["numSms"].get_int64().get(i)) dev.compute_units = static_cast<uint32_t>(i);
+        if (!d["computeMajor"].get_int64().get(i)) dev.compute_major = static_cast<uint32_t>(i);
+        if (!d["computeMinor"].get_int64().get(i)) dev.compute_minor = static_cast<uint32_t>(i);
+        std::string_view nm = t_.strings.Get(dev.name);
+        dev.vendor = t_.strings.Intern(nm.find("NVIDIA") != std::string_view::npos || nm.find("Tesla") != std::string_view::npos
+                                           ? "nvidia"
+                                       : nm.find("AMD") != std::string_view::npos || nm.find("Instinct") != std::string_view::npos
+                                           ? "amd"
+                                           : "");
+        t_.devices.push_back(dev);
+      }
+    } else if (key == "distributedInfo" && e.is_object()) {
+      int64_t r;
+      if (!e["rank"].get_int64().get(r)) rank_ = r;
+    } else if (key == "baseTimeNanoseconds") {
+      int64_t b;
+      if (!e.get_int64().get(b)) t_.clock_offset_ns = b;
+    } else if (key == "host_name") {
+      std::string_view s;
+      if (!e.get_string().get(s)) t_.hostname = std::string(s);
+    }
+    return OkStatus();
+  }
+
+  Status Batch(const char* doc, size_t len, size_t capacity, uint64_t offset) override {
+    limit_ = doc + len;
+    od::document d;
+    auto err = parser_.iterate(doc, len, capacity).get(d);
+    if (err) return Err(StatusCode::kCorrupt, "invalid JSON in the events from byte {}: {}", offset, simdjson::error_message(err));
+    od::array arr;
+    if ((err = d.get_array().get(arr)))
+      return Err(StatusCode::kCorrupt, "invalid JSON in the events from byte {}: {}", offset, simdjson::error_message(err));
+    for (auto el : arr) {
+      od::object obj;
+      if ((err = el.get_object().get(obj))) return JsonError(doc, d, offset, err);
+      ev_.ph = 0;
+      ev_.name = ev_.cat = ev_.bp = ev_.scope = ev_.id = {};
+      ev_.name_escaped = false;
+      ev_.pid = ev_.tid = Id{};
+      ev_.has_ts = ev_.has_dur = ev_.ts_fractional = ev_.bad_number = false;
+      ev_.args.clear();
+      ev_.known.fill(-1);
+      escaped_args_.clear();
+      if ((err = ReadEvent(obj))) return JsonError(doc, d, offset, err);
+      ++t_.events_read;
+      AddEvent();
+    }
+    return OkStatus();
+  }
+
+  Status Finish() {
+    // Names from metadata events.
+    for (auto& [pid, name] : process_names_) {
+      auto it = host_procs_.find(pid);
+      if (it != host_procs_.end()) t_.processes[it->second].name = name;
+    }
+    for (auto& p : pending_thread_names_) {
+      auto hp = host_procs_.find(p.pid);
+      if (hp == host_procs_.end()) continue;
+      auto it = tracks_.find({hp->second, p.tid});
+      if (it != tracks_.end()) t_.tracks[it->second].name = p.name;
+    }
+    for (auto& p : t_.processes) p.rank = rank_;
+    // Launch links by correlation id.
+    size_t unlinked = 0;
+    for (size_t r = 0; r < t_.device.size(); ++r) {
+      uint64_t c = t_.device.correlation[r];
+      if (c == 0) continue;
+      auto it = launch_of_corr_.find(c);
+      if (it != launch_of_corr_.end()) {
+        t_.device.launch[r] = static_cast<int32_t>(it->second.slice);
+        it->second.linked = true;
+      }
+      else if (t_.slices.kind[t_.device.slice[r]] != SliceKind::kAnnotation) ++unlinked;
+    }
+    if (unlinked) t_.warnings.push_back(fmt::format("{} device activities have no launching API call in the trace", unlinked));
+    // Slices left open by B without E.
+    for (auto& [trk, stack] : open_) {
+      if (!stack.empty()) Count("B events without a matching E (dropped)", stack.size());
+    }
+    for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{} {}", n, what));
+    t_.Finalize();
+    ResolveFlows();
+    return OkStatus();
+  }
+
+ private:
+  Status JsonError(const char* doc, od::document& d, uint64_t offset, simdjson::error_code err) {
+    const char* at = nullptr;
+    uint64_t where = offset;
+    if (!d.current_location().get(at) && at >= doc) where = offset + static_cast<uint64_t>(at - doc) - 1;
+    return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: {}", where, simdjson::error_message(err));
+  }
+
+  void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
+
+  static simdjson::error_code ReadId(od::value& v, Id* id) {
+    std::string_view tok = v.raw_json_token();
+    simdjson::error_code err = simdjson::SUCCESS;
+    id->present = true;
+    tok = Trim(tok);
+    if (!tok.empty() && tok.front() == '"') {
+      std::string_view s;
+      if (!PlainString(tok, &s)) {
+        if ((err = v.get_string().get(s))) return err;
+      }
+      int64_t n;
+      auto r = std::from_chars(s.data(), s.data() + s.size(), n);
+      if (r.ec == std::errc() && r.ptr == s.data() + s.size()) {
+        id->num = n;  // "25738"
+      } else {
+        id->is_str = true;
+        id->str = s;
+      }
+      return simdjson::SUCCESS;
+    }
+    if (!ParseInt(tok, &id->num)) id->present = false;
+    return simdjson::SUCCESS;
+  }
+
+  // A string field's value; escaped strings are unescaped by simdjson.
+  simdjson::error_code ReadString(od::value& v, std::string_view* out, bool* escaped = nullptr) {
+    std::string_view tok = v.raw_json_token();
+    if (PlainString(tok, out)) return simdjson::SUCCESS;
+    tok = Trim(tok);
+    if (tok.empty() || tok.front() != '"') {
+      ev_.bad_number = true;  // not a string
+      *out = {};
+      return simdjson::SUCCESS;
+    }
+    if (escaped) *escaped = true;
+    return v.get_string().get(*out);
+  }
+
+  simdjson::error_code ReadEvent(od::object& obj) {
+    for (auto f : obj) {
+      od::field field;
+      auto err = std::move(f).get(field);
+      if (err) return err;
+      // Keys are matched as one 8-byte load against the name plus its closing
+      // quote; the batch is padded, so the load never leaves the buffer.
+      const char* kp = reinterpret_cast<const char*>(field.key().raw());
+      uint64_t w = Load8(kp);
+      od::value v = field.value();
+      std::string_view tok;
+      switch (kp[0]) {
+        case 'p':
+          if (KeyIs(w, "ph")) {
+            std::string_view ph;
+            if ((err = ReadString(v, &ph))) return err;
+            ev_.ph = ph.size() == 1 ? ph[0] : '?';
+          } else if (KeyIs(w, "pid")) {
+            if ((err = ReadId(v, &ev_.pid))) return err;
+          }
+          break;
+        case 't':
+          if (KeyIs(w, "ts")) {
+            tok = v.raw_json_token();
+            if (ParseMicros(tok, &ev_.ts, &ev_.ts_fractional)) ev_.has_ts = true;
+            else ev_.bad_number = true;
+          } else if (KeyIs(w, "tid")) {
+            if ((err = ReadId(v, &ev_.tid))) return err;
+          }
+          break;
+        case 'd':
+          if (KeyIs(w, "dur")) {
+            tok = v.raw_json_token();
+            bool frac;
+            if (ParseMicros(tok, &ev_.dur, &frac)) ev_.has_dur = true;
+            else ev_.bad_number = true;
+          }
+          break;
+        case 'c':
+          if (KeyIs(w, "cat") && (err = ReadString(v, &ev_.cat))) return err;
+          break;
+        case 'n':
+          if (KeyIs(w, "name")) {
+            if ((err = ReadString(v, &ev_.name, &ev_.name_escaped))) return err;
+            if (ev_.name_escaped) {
+              // The unescaped text lives in the parser's string buffer until the next batch.
+              name_copy_.assign(ev_.name);
+              ev_.name = name_copy_;
+            }
+          }
+          break;
+        case 'a':
+          if (KeyIs(w, "args") && (err = ReadArgs(v))) return err;
+          break;
+        case 'i':
+          if (KeyIs(w, "id")) ev_.id = Trim(v.raw_json_token());
+          break;
+        case 'b':
+          if (KeyIs(w, "bp") && (err = ReadString(v, &ev_.bp))) return err;
+          break;
+        case 's':
+          if (KeyIs(w, "s") && (err = ReadString(v, &ev_.scope))) return err;
+          break;
+        default:
+          break;
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
+  simdjson::error_code ReadArgs(od::value& v) {
+    od::object a;
+    auto err = v.get_object().get(a);
+    if (err == simdjson::INCORRECT_TYPE) {
+      Count("events with a non-object \"args\" (args ignored)");
+      return simdjson::SUCCESS;
+    }
+    if (err) return err;
+    for (auto f : a) {
+      od::field field;
+      if ((err = std::move(f).get(field))) return err;
+      Arg arg;
+      arg.key = KeyOf(field.key(), limit_);
+      od::value val = field.value();
+      od::json_type type;
+      if ((err = val.type().get(type))) return err;
+      if (type == od::json_type::array) {
+        od::array arr;
+        if ((err = val.get_array().get(arr))) return err;
+        if ((err = arr.raw_json().get(arg.raw))) return err;
+        arg.container = true;
+      } else if (type == od::json_type::object) {
+        od::object o;
+        if ((err = val.get_object().get(o))) return err;
+        if ((err = o.raw_json().get(arg.raw))) return err;
+        arg.container = true;
+      } else {
+        arg.raw = val.raw_json_token();
+        arg.raw = Trim(arg.raw);
+        if (type == od::json_type::string && arg.raw.find('\\') != std::string_view::npos) {
+          // Keep an unescaped copy; the view into the parser's buffer would not outlive the batch anyway.
+          std::string_view s;
+          if ((err = val.get_string().get(s))) return err;
+          escaped_args_.emplace_back("\"");
+          escaped_args_.back().append(s).append("\"");
+          arg.raw = escaped_args_.back();
+        }
+      }
+      arg.role = RoleOf(arg.key);
+      if (arg.role < Role::kCount && ev_.args.size() < 127) ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(ev_.args.size());
+      ev_.args.push_back(arg);
+    }
+    return simdjson::SUCCESS;
+  }
+
+  const Arg* FindArg(Role r) const {
+    int8_t i = ev_.known[static_cast<size_t>(r)];
+    return i < 0 ? nullptr : &ev_.args[static_cast<size_t>(i)];
+  }
+  bool ArgInt(Role r, int64_t* v) const {
+    const Arg* a = FindArg(r);
+    return a && !a->container && ParseInt(a->raw, v);
+  }
+
+  uint32_t HostProcess(const Id& pid) {
+    int64_t key = pid.num;
+    if (pid.is_str) {
+      StringId s = t_.strings.Intern(pid.str);
+      key = INT64_MIN + s;  // string pids ("Spans") live apart from numbers
+    }
+    auto [it, inserted] = host_procs_.try_emplace(key, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t_.processes.size());
+      model::Process p;
+      p.pid = pid.is_str ? 0 : pid.num;
+      if (pid.is_str) p.name = t_.strings.Intern(pid.str);
+      t_.processes.push_back(p);
+    }
+    return it->second;
+  }
+
+  uint32_t DeviceProcess(int64_t device) {
+    auto [it, inserted] = dev_procs_.try_emplace(device, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t_.processes.size());
+      model::Process p;
+      p.pid = device;
+      p.is_device = true;
+      p.device = static_cast<int32_t>(device);
+      p.name = t_.strings.Intern(fmt::format("GPU {}", device));
+      t_.processes.push_back(p);
+    }
+    return it->second;
+  }
+
+  static int64_t TidKey(const Id& tid, model::StringPool& strings) {
+    if (!tid.present) return 0;
+    if (!tid.is_str) return tid.num;
+    // "stream 7" (legacy device tids) -> 7; other strings get a key of their own.
+    std::string_view s = tid.str;
+    if (s.substr(0, 7) == "stream ") {
+      int64_t n;
+      auto r = std::from_chars(s.data() + 7, s.data() + s.size(), n);
+      if (r.ec == std::errc()) return n;
+    }
+    return INT64_MIN + strings.Intern(s);
+  }
+
+  uint32_t Track(uint32_t process, int64_t tid, model::TrackKind kind, int32_t device) {
+    std::pair<uint32_t, int64_t> key{process, tid};
+    if (key == last_track_key_) return last_track_;
+    auto [it, inserted] = tracks_.try_emplace(key, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t_.tracks.size());
+      model::Track trk;
+      trk.kind = kind;
+      trk.process = process;
+      trk.tid = tid;
+      trk.device = device;
+      if (kind == model::TrackKind::kDeviceQueue) trk.name = t_.strings.Intern(fmt::format("stream {}", tid));
+      else if (tid < INT64_MIN / 2) {
+        trk.name = static_cast<StringId>(tid - INT64_MIN);
+        trk.tid = 0;
+      }
+      t_.tracks.push_back(trk);
+    }
+    last_track_key_ = key;
+    last_track_ = it->second;
+    return it->second;
+  }
+
+  StringId Name() {
+    if (ev_.name.empty()) return 0;
+    return t_.strings.Intern(ev_.name);
+  }
+
+  void AddArgs(uint32_t slice, bool device_row) {
+    for (const Arg& a : ev_.args) {
+      std::string_view k = a.key;
+      // Columns, derived values and profiler internals are not repeated here.
+      switch (a.role) {
+        case Role::kDrop:
+        case Role::kCorrelation:
+          continue;
+        case Role::kDevice:
+        case Role::kStream:
+        case Role::kBytes:
+        case Role::kGrid:
+        case Role::kBlock:
+        case Role::kSharedMem:
+        case Role::kRegisters:
+        case Role::kOccupancy:
+        case Role::kKind:
+          if (device_row) continue;
+          break;
+        default:
+          break;
+      }
+      if (k == "Device" && !device_row) continue;  // legacy: the pid again
+      StringId key = a.role == Role::kExternalId ? k_external_id_ : InternKey(k);
+      double num = std::numeric_limits<double>::quiet_NaN();
+      StringId str = 0;
+      std::string_view s;
+      if (a.container) {
+        str = t_.strings.Intern(a.raw);
+      } else if (!a.raw.empty() && a.raw.front() == '"') {
+        std::string_view inner = a.raw.substr(1, a.raw.size() >= 2 ? a.raw.size() - 2 : 0);
+        int64_t iv;
+        // Numbers written as strings ("stream": "7") are numbers, as HTA reads them.
+        if (!inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+            ParseInt(inner, &iv))
+          num = static_cast<double>(iv);
+        str = t_.strings.Intern(inner);
+      } else if (a.raw == "null") {
+        continue;
+      } else if (a.raw == "true" || a.raw == "false") {
+        num = a.raw == "true" ? 1 : 0;
+      } else if (!ParseDouble(a.raw, &num)) {
+        // simdjson does not validate tokens it is not asked to convert.
+        Count("args with an invalid JSON value (kept as text)");
+        str = t_.strings.Intern(a.raw);
+      }
+      t_.args.Add(slice, key, str, num);
+    }
+  }
+
+  StringId InternKey(std::string_view k) {
+    auto it = key_cache_.find(k);
+    if (it != key_cache_.end()) return it->second;
+    StringId id = t_.strings.Intern(k);
+    key_cache_.emplace(t_.strings.Get(id), id);
+    return id;
+  }
+
+  void AddEvent() {
+    if (ev_.bad_number) {
+      Count("events with a malformed number or string field (skipped)");
+      return;
+    }
+    if (!ev_.has_ts) t_.source_fractional_us = true;  // as HTA's loader sees it: a float column
+    else if (ev_.ts_fractional) t_.source_fractional_us = true;
+    switch (ev_.ph) {
+      case 'X': return AddComplete();
+      case 'B':
+      case 'E': return AddBeginEnd();
+      case 'i':
+      case 'I':
+      case 'n': return AddInstant();
+      case 'C': return AddCounter();
+      case 's':
+      case 't':
+      case 'f': return AddFlow();
+      case 'M': return AddMetadata();
+      case 0: Count("events without \"ph\" (skipped)"); return;
+      default: Count(fmt::format("events of phase '{}' (not imported)", ev_.ph)); return;
+    }
+  }
+
+  // The track an event goes to: a device stream for device categories, else the thread.
+  uint32_t TrackFor(Cat cat, int64_t* device_out, int64_t* stream_out) {
+    if (IsDeviceCat(cat)) {
+      int64_t device = ev_.pid.is_str ? 0 : ev_.pid.num;
+      ArgInt(Role::kDevice, &device);
+      int64_t stream = 0;
+      bool has_stream = ArgInt(Role::kStream, &stream);
+      if (!has_stream) stream = TidKey(ev_.tid, t_.strings);
+      *device_out = device;
+      *stream_out = stream;
+      return Track(DeviceProcess(device), stream, model::TrackKind::kDeviceQueue, static_cast<int32_t>(device));
+    }
+    return Track(HostProcess(ev_.pid), TidKey(ev_.tid, t_.strings), model::TrackKind::kThread, model::kNone);
+  }
+
+  uint32_t AddSlice(Cat cat, int64_t ts, int64_t dur) {
+    int64_t device = 0, stream = 0;
+    uint32_t trk = TrackFor(cat, &device, &stream);
+    ++t_.tracks[trk].events;
+    SliceKind kind = KindOf(cat);
+    uint64_t arg = 0;
+    uint64_t step;
+    if (!IsDeviceCat(cat) && StepNumber(ev_.name, &step)) {
+      kind = SliceKind::kStep;
+      arg = step;
+    }
+    if (cat == Cat::kTrace) kind = SliceKind::kOther;
+    uint32_t s = t_.slices.Add(ts, dur, trk, Name(), kind, arg);
+    int64_t corr = 0;
+    if (IsDeviceCat(cat) && cat != Cat::kGpuAnnotation) {
+      ArgInt(Role::kCorrelation, &corr);
+      uint32_t r = t_.device.Add(s, static_cast<int32_t>(device), stream, static_cast<uint64_t>(std::max<int64_t>(corr, 0)));
+      int64_t v;
+      if (ArgInt(Role::kBytes, &v)) t_.device.bytes[r] = static_cast<uint64_t>(std::max<int64_t>(v, 0));
+      if (cat == Cat::kMemcpy) CopyKindFromName(ev_.name, &t_.device.copy_kind[r], &t_.device.pinned[r]);
+      if (cat == Cat::kKernel) {
+        if (ArgInt(Role::kSharedMem, &v)) t_.device.shared_mem[r] = static_cast<uint32_t>(v);
+        if (ArgInt(Role::kRegisters, &v)) t_.device.registers[r] = static_cast<uint32_t>(v);
+        const Arg* occ = FindArg(Role::kOccupancy);
+        double d;
+        if (occ && ParseDouble(occ->raw, &d)) t_.device.occupancy[r] = static_cast<float>(d / 100.0);
+        ReadDim3(Role::kGrid, &t_.device.grid[r]);
+        ReadDim3(Role::kBlock, &t_.device.block[r]);
+      }
+      AddArgs(s, true);
+    } else if (IsDeviceCat(cat)) {
+      AddArgs(s, true);
+    } else {
+      if ((cat == Cat::kRuntime || cat == Cat::kDriver) && ArgInt(Role::kCorrelation, &corr) && corr > 0) {
+        t_.slices.arg[s] = static_cast<uint64_t>(corr);
+        auto [it, inserted] = launch_of_corr_.try_emplace(static_cast<uint64_t>(corr), Launch{s, false});
+        if (!inserted) {
+          Count("API calls that share a correlation id with an earlier one (the last one is linked)");
+          it->second.slice = s;
+        }
+      } else if (cat == Cat::kCpuOp) {
+        int64_t seq;
+        if (ArgInt(Role::kSequence, &seq) && seq >= 0) t_.slices.arg[s] = static_cast<uint64_t>(seq);
+      }
+      AddArgs(s, false);
+    }
+    return s;
+  }
+
+  void ReadDim3(Role k, std::array<uint32_t, 3>* out) {
+    const Arg* a = FindArg(k);
+    if (!a || !a->container) return;
+    std::string_view s = a->raw;
+    int i = 0;
+    const char* p = s.data();
+    const char* e = p + s.size();
+    while (p < e && i < 3) {
+      while (p < e && (*p < '0' || *p > '9')) ++p;
+      uint32_t v = 0;
+      auto r = std::from_chars(p, e, v);
+      if (r.ec != std::errc()) break;
+      (*out)[static_cast<size_t>(i++)] = v;
+      p = r.ptr;
+    }
+  }
+
+  void AddComplete() {
+    if (!ev_.has_ts) {
+      Count("complete events without \"ts\" (skipped)");
+      return;
+    }
+    if (!ev_.has_dur) {
+      Count("complete events without \"dur\" (imported with duration 0)");
+      ev_.dur = 0;
+    }
+    if (ev_.dur < 0) {
+      Count("complete events with a negative duration (imported with duration 0)");
+      ev_.dur = 0;
+    }
+    Cat cat = Classify(ev_.cat);
+    if (cat == Cat::kFlowLaunch) cat = Cat::kOther;
+    AddSlice(cat, ev_.ts, ev_.dur);
+  }
+
+  void AddBeginEnd() {
+    if (!ev_.has_ts) {
+      Count("B/E events without \"ts\" (skipped)");
+      return;
+    }
+    Cat cat = Classify(ev_.cat);
+    int64_t device = 0, stream = 0;
+    uint32_t trk = TrackFor(cat, &device, &stream);
+    auto& stack = open_[trk];
+    if (ev_.ph == 'B') {
+      stack.push_back({ev_.ts, std::string(ev_.name), std::string(ev_.cat), ev_.args.size()});
+      // Args of B events are kept with the slice when it closes.
+      auto& saved = open_args_[trk];
+      for (const Arg& a : ev_.args) saved.push_back({std::string(a.key), std::string(a.raw), a.container});
+      return;
+    }
+    if (stack.empty()) {
+      Count("E events without a matching B (skipped)");
+      return;
+    }
+    OpenBE o = std::move(stack.back());
+    stack.pop_back();
+    auto& saved = open_args_[trk];
+    std::vector<SavedArg> args(saved.end() - static_cast<long>(o.nargs), saved.end());
+    saved.resize(saved.size() - o.nargs);
+    int64_t dur = ev_.ts - o.ts;
+    if (dur < 0) {
+      Count("E events before their B (imported with duration 0)");
+      dur = 0;
+    }
+    // Re-enter AddSlice with the B event's identity.
+    std::string name = std::move(o.name), catname = std::move(o.cat);
+    ev_.name = name;
+    ev_.cat = catname;
+    ev_.args.clear();
+    for (const SavedArg& a : args) ev_.args.push_back({a.key, a.raw, a.container});
+    AddSlice(Classify(catname), o.ts, dur);
+  }
+
+  void AddInstant() {
+    if (!ev_.has_ts) {
+      Count("instant events without \"ts\" (skipped)");
+      return;
+    }
+    uint32_t trk = Track(HostProcess(ev_.pid), TidKey(ev_.tid, t_.strings), model::TrackKind::kThread, model::kNone);
+    ++t_.tracks[trk].events;
+    if (ev_.name == "[memory]") {
+      int64_t bytes = 0, addr = 0, dtype = 0, did = -1, alloc = -1, reserved = -1;
+      ArgInt(Role::kMemBytes, &bytes);
+      ArgInt(Role::kAddr, &addr);
+      ArgInt(Role::kDeviceType, &dtype);
+      ArgInt(Role::kDeviceId, &did);
+      ArgInt(Role::kTotalAllocated, &alloc);
+      ArgInt(Role::kTotalReserved, &reserved);
+      t_.memory.Add(ev_.ts, trk, dtype != 0 && did >= 0 ? static_cast<int32_t>(did) : model::kNone,
+                    static_cast<uint64_t>(addr), bytes, alloc, reserved);
+      return;
+    }
+    t_.instants.Add(ev_.ts, trk, Name());
+  }
+
+  void AddCounter() {
+    if (!ev_.has_ts) {
+      Count("counter events without \"ts\" (skipped)");
+      return;
+    }
+    uint32_t proc = HostProcess(ev_.pid);
+    for (const Arg& a : ev_.args) {
+      double v;
+      if (a.container || !ParseDouble(a.raw, &v)) continue;
+      std::string series_name = ev_.args.size() == 1 ? std::string(ev_.name) : fmt::format("{}.{}", ev_.name, a.key);
+      StringId n = t_.strings.Intern(series_name);
+      uint64_t key = (uint64_t{proc} << 32) | n;
+      auto [it, inserted] = series_.try_emplace(key, 0);
+      if (inserted) {
+        it->second = static_cast<uint32_t>(t_.counter_series.size());
+        t_.counter_series.push_back({n, proc, 0});
+      }
+      t_.counters.Add(it->second, ev_.ts, v);
+    }
+  }
+
+  void AddFlow() {
+    if (!ev_.has_ts || ev_.id.empty()) {
+      Count("flow events without \"ts\" or \"id\" (skipped)");
+      return;
+    }
+    Cat cat = Classify(ev_.cat);
+    uint64_t key = std::hash<std::string_view>{}(ev_.cat) * 31 + std::hash<std::string_view>{}(ev_.id);
+    int64_t pid = ev_.pid.is_str ? INT64_MIN + t_.strings.Intern(ev_.pid.str) : ev_.pid.num;
+    int64_t corr = 0;
+    if (cat == Cat::kFlowLaunch) ParseInt(ev_.id, &corr);
+    flows_.push_back({key, ev_.ph, ev_.bp == "e", cat == Cat::kFlowLaunch, !ev_.pid.is_str, pid,
+                      TidKey(ev_.tid, t_.strings), ev_.ts, static_cast<uint64_t>(std::max<int64_t>(corr, 0))});
+  }
+
+  void AddMetadata() {
+    const Arg* a = FindArg(Role::kName);
+    std::string_view v;
+    if (!a || !PlainString(a->raw, &v)) return;
+    if (ev_.name == "process_name" && !ev_.pid.is_str) {
+      process_names_[ev_.pid.num] = t_.strings.Intern(v);
+    } else if (ev_.name == "thread_name" && !ev_.pid.is_str) {
+      pending_thread_names_.push_back({ev_.pid.num, TidKey(ev_.tid, t_.strings), t_.strings.Intern(Trim(v))});
+    }
+  }
+
+  void ResolveFlows() {
+    // Chrome flow semantics: "s" binds to the enclosing slice, "f" to the
+    // enclosing slice with bp=e, else to the next slice that starts.
+    std::unordered_map<uint64_t, int32_t> last_end;  // flow key -> slice of the previous step
+    // Launch flows (Kineto writes one per correlation id) that the correlation
+    // link already represents need no binding.
+    flows_.erase(std::remove_if(flows_.begin(), flows_.end(),
+                                [this](const PendingFlow& f) {
+                                  if (!f.launch || f.corr == 0) return false;
+                                  auto it = launch_of_corr_.find(f.corr);
+                                  return it != launch_of_corr_.end() && it->second.linked;
+                                }),
+                 flows_.end());
+    std::stable_sort(flows_.begin(), flows_.end(), [](const PendingFlow& a, const PendingFlow& b) {
+      if (a.key != b.key) return a.key < b.key;
+      if (a.ts != b.ts) return a.ts < b.ts;
+      return a.ph == 's' && b.ph != 's';
+    });
+    uint64_t unresolved = 0;
+    uint64_t flow_id = 0;
+    for (size_t i = 0; i < flows_.size();) {
+      size_t j = i;
+      while (j < flows_.size() && flows_[j].key == flows_[i].key) ++j;
+      if (j - i < 2) {  // a lone end (Kineto writes some for calls that launched nothing)
+        ++unresolved;
+        i = j;
+        continue;
+      }
+      int32_t prev = model::kNone;
+      ++flow_id;
+      for (size_t k = i; k < j; ++k) {
+        const PendingFlow& f = flows_[k];
+        uint32_t track = FlowTrack(f);
+        int32_t s = track == UINT32_MAX                      ? model::kNone
+                    : f.ph == 'f' && !f.bind_enclosing ? NextSliceAt(track, f.ts)
+                                                       : t_.SliceAt(track, f.ts);
+        if (s == model::kNone) {
+          ++unresolved;
+          continue;
+        }
+        if (f.ph != 's') {
+          int32_t row = prev == model::kNone ? model::kNone : t_.device_row_of_slice[static_cast<size_t>(s)];
+          if (prev == model::kNone) ++unresolved;
+          else if (f.launch && row != model::kNone && t_.device.launch[static_cast<size_t>(row)] == prev) {
+            // A launch flow: the correlation link already says it.
+          } else t_.flows.Add(flow_id, prev, s);
+        }
+        prev = s;
+      }
+      i = j;
+    }
+    if (unresolved)
+      t_.warnings.push_back(fmt::format("{} flow events have no partner or no slice to bind to (not imported)", unresolved));
+  }
+
+  // Device-side flow ends sit on (device pid, stream tid); the rest on threads.
+  uint32_t FlowTrack(const PendingFlow& f) const {
+    if (f.numeric_pid) {
+      auto dp = dev_procs_.find(f.pid);
+      if (dp != dev_procs_.end()) {
+        auto it = tracks_.find({dp->second, f.tid});
+        if (it != tracks_.end()) return it->second;
+      }
+    }
+    auto hp = host_procs_.find(f.pid);
+    if (hp == host_procs_.end()) return UINT32_MAX;
+    auto it = tracks_.find({hp->second, f.tid});
+    return it == tracks_.end() ? UINT32_MAX : it->second;
+  }
+
+  int32_t NextSliceAt(uint32_t track, int64_t ts) const {
+    if (track >= t_.track_slices.size()) return model::kNone;
+    auto [first, last] = t_.track_slices[track];
+    auto it = std::lower_bound(t_.slices.ts.begin() + first, t_.slices.ts.begin() + last, ts);
+    if (it == t_.slices.ts.begin() + last) return model::kNone;
+    return static_cast<int32_t>(it - t_.slices.ts.begin());
+  }
+
+  struct OpenBE {
+    int64_t ts;
+    std::string name, cat;
+    size_t nargs;
+  };
+  struct SavedArg {
+    std::string key, raw;
+    bool container;
+  };
+  struct PairHash {
+    size_t operator()(const std::pair<uint32_t, int64_t>& p) const {
+      return std::hash<int64_t>{}(p.second) * 1000003u ^ p.first;
+    }
+  };
+  struct PendingThreadName {
+    int64_t pid, tid;
+    StringId name;
+  };
+
+  model::Trace& t_;
+  od::parser parser_;
+  simdjson::dom::parser dom_;
+  const char* limit_ = nullptr;
+  Event ev_;
+  std::string name_copy_;
+  std::deque<std::string> escaped_args_;
+  StringId k_external_id_;
+  int64_t rank_ = -1;
+  std::unordered_map<int64_t, uint32_t> host_procs_, dev_procs_;
+  std::unordered_map<std::pair<uint32_t, int64_t>, uint32_t, PairHash> tracks_;
+  std::pair<uint32_t, int64_t> last_track_key_{UINT32_MAX, 0};
+  uint32_t last_track_ = 0;
+  struct Launch {
+    uint32_t slice;
+    bool linked;  // some device activity names this correlation id
+  };
+  std::unordered_map<uint64_t, Launch> launch_of_corr_;
+  std::unordered_map<uint64_t, uint32_t> series_;
+  std::unordered_map<std::string_view, StringId> key_cache_;
+  std::map<int64_t, StringId> process_names_;
+  std::vector<PendingThreadName> pending_thread_names_;
+  std::unordered_map<uint32_t, std::vector<OpenBE>> open_;
+  std::unordered_map<uint32_t, std::vector<SavedArg>> open_args_;
+  std::vector<PendingFlow> flows_;
+  std::map<std::string, uint64_t> counts_;
+};
+
+StatusOr<model::Trace> Load(ByteSource& src, const std::string& path, const LoadOptions& opt) {
+  model::Trace t;
+  t.path = path;
+  ProgressBar bar("importing " + path, opt.progress);
+  JsonStreamOptions so;
+  if (opt.json_window) so.window = opt.json_window;
+  if (bar.active()) so.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
+  {
+    Builder b(t);
+    b.Reserve(src.total());
+    Status st = StreamTraceEvents(src, b, so);
+    if (!st.ok()) return st.WithContext(path);
+    st = b.Finish();
+    if (!st.ok()) return st.WithContext(path);
+  }
+  bar.Finish();
+  return t;
+}
+
+}  // namespace
+}  // namespace kineto
+
+bool LooksLikeJsonTrace(std::string_view head) {
+  size_t i = 0;
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") i = 3;
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  return i < head.size() && (head[i] == '{' || head[i] == '[');
+}
+
+StatusOr<model::Trace> LoadKinetoTrace(const std::string& path, const LoadOptions& opt) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<kineto::ByteSource> src, kineto::OpenByteSource(path));
+  return kineto::Load(*src, path, opt);
+}
+
+StatusOr<model::Trace> ParseKinetoTrace(std::string_view bytes, const LoadOptions& opt) {
+  auto src = kineto::MemoryByteSource(bytes);
+  return kineto::Load(*src, "<memory>", opt);
+}
+
+}  // namespace strata::importers

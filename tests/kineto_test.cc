@@ -1,0 +1,358 @@
+// The PyTorch-profiler (Kineto) importer: a hand-written trace covering every
+// category, batch boundaries anywhere, gzip, malformed input, and the real
+// traces in shared/data/external.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "importers/kineto/kineto.h"
+#include "importers/load.h"
+#include "tests/testing.h"
+
+namespace strata {
+namespace {
+
+using model::SliceKind;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string SmallTracePath() { return testing::SourceDir() + "/tests/data/kineto/small_trace.json"; }
+
+std::string Gzip(const std::string& s) {
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&z, s.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(s.data()));
+  z.avail_in = static_cast<uInt>(s.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+int32_t FindSlice(const model::Trace& t, const std::string& name) {
+  model::StringId id = t.strings.Find(name);
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.name[i] == id) return static_cast<int32_t>(i);
+  return -1;
+}
+
+std::string ArgStr(const model::Trace& t, int32_t slice, const std::string& key) {
+  int32_t a = t.FindArg(static_cast<uint32_t>(slice), t.strings.Find(key));
+  if (a < 0) return "<none>";
+  if (!std::isnan(t.args.num[static_cast<size_t>(a)])) return std::to_string(static_cast<int64_t>(t.args.num[static_cast<size_t>(a)]));
+  return std::string(t.strings.Get(t.args.str[static_cast<size_t>(a)]));
+}
+
+TEST(Kineto, DetectsJsonTracesByContent) {
+  EXPECT_EQ(importers::DetectFormat(SmallTracePath()), importers::TraceFormat::kChromeJson);
+  EXPECT_TRUE(importers::LooksLikeJsonTrace("  \n{\"traceEvents\": []}"));
+  EXPECT_TRUE(importers::LooksLikeJsonTrace("[{\"ph\": \"X\"}]"));
+  EXPECT_FALSE(importers::LooksLikeJsonTrace("CTF"));
+  EXPECT_FALSE(importers::LooksLikeJsonTrace(""));
+}
+
+TEST(Kineto, SmallTraceEveryCategory) {
+  model::Trace t = testing::Load(SmallTracePath());
+  EXPECT_EQ(t.source, "kineto");
+  EXPECT_EQ(t.events_read, 33u);
+  EXPECT_TRUE(t.source_fractional_us);
+  EXPECT_EQ(t.clock_offset_ns, 1700000000000000000);
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.strings.Get(t.devices[0].name), "NVIDIA Test GPU");
+  EXPECT_EQ(t.devices[0].compute_units, 132u);
+  for (const auto& p : t.processes) EXPECT_EQ(p.rank, 3);
+
+  auto kind_of = [&](const std::string& n) { return t.slices.kind[static_cast<size_t>(FindSlice(t, n))]; };
+  EXPECT_EQ(kind_of("ProfilerStep#7"), SliceKind::kStep);
+  EXPECT_EQ(t.slices.arg[static_cast<size_t>(FindSlice(t, "ProfilerStep#8"))], 8u);
+  EXPECT_EQ(kind_of("aten::linear"), SliceKind::kOp);
+  EXPECT_EQ(kind_of("cudaLaunchKernel"), SliceKind::kRuntime);
+  EXPECT_EQ(kind_of("gemm_kernel"), SliceKind::kKernel);
+  EXPECT_EQ(kind_of("Memcpy HtoD (Pinned -> Device)"), SliceKind::kMemcpy);
+  EXPECT_EQ(kind_of("Memset (Device)"), SliceKind::kMemset);
+  EXPECT_EQ(kind_of("Stream Sync"), SliceKind::kDeviceSync);
+  EXPECT_EQ(kind_of("forward"), SliceKind::kAnnotation);
+  EXPECT_EQ(kind_of("train.py(10): step"), SliceKind::kPython);
+  EXPECT_EQ(kind_of("mul_kernel \"v2\""), SliceKind::kKernel);  // escaped quotes in the name
+
+  // Exact nanoseconds from fractional microseconds.
+  int32_t mul = FindSlice(t, "aten::mul");
+  EXPECT_EQ(t.slices.ts[static_cast<size_t>(mul)], 2100250);
+  EXPECT_EQ(t.slices.dur[static_cast<size_t>(mul)], 50125);
+
+  // Device rows: columns and the launch link by correlation id.
+  int32_t gemm = FindSlice(t, "gemm_kernel");
+  int32_t row = t.device_row_of_slice[static_cast<size_t>(gemm)];
+  ASSERT_GE(row, 0);
+  size_t r = static_cast<size_t>(row);
+  EXPECT_EQ(t.device.stream[r], 7);
+  EXPECT_EQ(t.device.correlation[r], 501u);
+  EXPECT_EQ(t.device.grid[r], (std::array<uint32_t, 3>{4, 2, 1}));
+  EXPECT_EQ(t.device.block[r], (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(t.device.shared_mem[r], 1024u);
+  EXPECT_EQ(t.device.registers[r], 64u);
+  EXPECT_FLOAT_EQ(t.device.occupancy[r], 0.5f);
+  ASSERT_GE(t.device.launch[r], 0);
+  size_t launch = static_cast<size_t>(t.device.launch[r]);
+  EXPECT_EQ(t.strings.Get(t.slices.name[launch]), "cudaLaunchKernel");
+  EXPECT_EQ(t.slices.ts[launch], 1030000);
+  EXPECT_EQ(t.slices.arg[launch], 501u);  // runtime calls carry their correlation id
+  // The launch call nests in aten::addmm, which nests in aten::linear.
+  int32_t parent = t.slices.parent[launch];
+  ASSERT_GE(parent, 0);
+  EXPECT_EQ(t.strings.Get(t.slices.name[static_cast<size_t>(parent)]), "aten::addmm");
+
+  int32_t copy = FindSlice(t, "Memcpy HtoD (Pinned -> Device)");
+  size_t cr = static_cast<size_t>(t.device_row_of_slice[static_cast<size_t>(copy)]);
+  EXPECT_EQ(t.device.copy_kind[cr], model::CopyKind::kHtoD);
+  EXPECT_EQ(t.device.pinned[cr], 1);
+  EXPECT_EQ(t.device.bytes[cr], 500000u);
+  for (size_t i = 0; i < t.device.size(); ++i) EXPECT_GE(t.device.launch[i], 0) << "every device row is linked";
+
+  // Args that have no column.
+  int32_t linear = FindSlice(t, "aten::linear");
+  EXPECT_EQ(ArgStr(t, linear, "External id"), "2");
+  EXPECT_EQ(ArgStr(t, linear, "Input Dims"), "[[8, 16], [32, 16]]");
+  EXPECT_EQ(t.slices.arg[static_cast<size_t>(linear)], 11u);  // sequence number
+
+  // Memory, counters, instants, flows, names.
+  ASSERT_EQ(t.memory.size(), 2u);
+  EXPECT_EQ(t.memory.bytes[0] + t.memory.bytes[1], 0);
+  EXPECT_EQ(t.memory.device[0], 0);
+  EXPECT_EQ(t.memory.total_reserved[0], 2097152);
+  ASSERT_EQ(t.counter_series.size(), 1u);
+  EXPECT_EQ(t.strings.Get(t.counter_series[0].name), "queue");
+  EXPECT_EQ(t.counters.size(), 2u);
+  EXPECT_EQ(t.instants.size(), 1u);
+  ASSERT_EQ(t.flows.size(), 1u);  // fwdbwd; the ac2g launch flow is the correlation link
+  EXPECT_EQ(t.strings.Get(t.slices.name[static_cast<size_t>(t.flows.from[0])]), "aten::addmm");
+  EXPECT_EQ(t.strings.Get(t.slices.name[static_cast<size_t>(t.flows.to[0])]), "aten::mul");
+  bool named = false;
+  for (const auto& trk : t.tracks) named |= t.strings.Get(trk.name) == "pt_autograd_0";
+  EXPECT_TRUE(named);
+  bool python3 = false;
+  for (const auto& p : t.processes) python3 |= t.strings.Get(p.name) == "python3" && p.pid == 100;
+  EXPECT_TRUE(python3);
+}
+
+void ExpectSameModel(const model::Trace& a, const model::Trace& b) {
+  ASSERT_EQ(a.slices.size(), b.slices.size());
+  EXPECT_EQ(a.slices.ts, b.slices.ts);
+  EXPECT_EQ(a.slices.dur, b.slices.dur);
+  EXPECT_EQ(a.device.launch, b.device.launch);
+  EXPECT_EQ(a.args.size(), b.args.size());
+  EXPECT_EQ(a.events_read, b.events_read);
+  EXPECT_EQ(a.flows.size(), b.flows.size());
+}
+
+TEST(Kineto, AnyBatchBoundaryGivesTheSameModel) {
+  model::Trace ref = testing::Load(SmallTracePath());
+  for (size_t w : {64, 100, 257, 1000, 4096}) {
+    importers::LoadOptions o;
+    o.json_window = w;
+    auto t = importers::LoadTrace(SmallTracePath(), o);
+    ASSERT_TRUE(t.ok()) << "window " << w << ": " << t.status().message();
+    SCOPED_TRACE("window " + std::to_string(w));
+    ExpectSameModel(ref, *t);
+  }
+}
+
+TEST(Kineto, GzipAndBareArray) {
+  std::string json = ReadAll(SmallTracePath());
+  model::Trace ref = testing::Load(SmallTracePath());
+  auto gz = importers::ParseKinetoTrace(Gzip(json));
+  ASSERT_TRUE(gz.ok()) << gz.status().message();
+  ExpectSameModel(ref, *gz);
+  // Two concatenated gzip members are one stream.
+  std::string half = json.substr(0, json.size() / 2);
+  auto two = importers::ParseKinetoTrace(Gzip(half) + Gzip(json.substr(half.size())));
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  ExpectSameModel(ref, *two);
+
+  auto arr = importers::ParseKinetoTrace(R"([{"ph": "X", "name": "a", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 5, "dur": 2}])");
+  ASSERT_TRUE(arr.ok()) << arr.status().message();
+  EXPECT_EQ(arr->slices.size(), 1u);
+  EXPECT_FALSE(arr->source_fractional_us);
+}
+
+TEST(Kineto, TruncatedGzipIsAClearError) {
+  std::string gz = Gzip(ReadAll(SmallTracePath()));
+  auto t = importers::ParseKinetoTrace(gz.substr(0, gz.size() / 2));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("truncated gzip"), std::string::npos) << t.status().message();
+  std::string corrupt = gz;
+  for (size_t i = 20; i < 60 && i < corrupt.size(); ++i) corrupt[i] = static_cast<char>(corrupt[i] ^ 0x5a);
+  auto c = importers::ParseKinetoTrace(corrupt);
+  EXPECT_FALSE(c.ok());
+}
+
+struct BadCase {
+  const char* json;
+  bool ok;
+  const char* expect;  // substring of the error, or of a warning when ok
+};
+
+TEST(Kineto, MalformedInputErrorsOrWarnsNeverCrashes) {
+  const BadCase cases[] = {
+      {"", false, "input ends"},
+      {"   ", false, "input ends"},
+      {"hello", false, "not a JSON trace"},
+      {"{}", false, "no \"traceEvents\""},
+      {"{\"traceEvents\": 5}", false, "no \"traceEvents\""},
+      {"{\"traceEvents\": [", false, "truncated"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"ts\": 1", false, "truncated"},
+      {"{\"traceEvents\": [{\"ph\": \"X\" \"ts\": 1}]}", false, "invalid JSON"},
+      {"{\"traceEvents\": [1, 2]}", false, "not an object"},
+      {"{\"traceEvents\": []} trailing", false, "after the end"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": \"x\", \"dur\": 1}]}", true,
+       "malformed number"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"dur\": 1}]}", true, "without \"ts\""},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": -5}]}", true,
+       "negative duration"},
+      {"{\"traceEvents\": [{\"ph\": \"E\", \"pid\": 1, \"tid\": 1, \"ts\": 3}]}", true, "without a matching B"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": 7, \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1}]}", true,
+       "malformed"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1e400, \"dur\": 1}]}", true,
+       "malformed"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"args\": [1], \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}",
+       true, "non-object \"args\""},
+      {"{\"traceEvents\": [{\"ph\": \"Q\", \"ts\": 1}]}", true, "phase 'Q'"},
+      {"{\"traceEvents\": [{\"ts\": 1}]}", true, "without \"ph\""},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1, \"args\": {\"x\": tru}}]}",
+       true, "invalid JSON value"},
+  };
+  for (const BadCase& c : cases) {
+    auto t = importers::ParseKinetoTrace(c.json);
+    EXPECT_EQ(t.ok(), c.ok) << c.json << ": " << (t.ok() ? "ok" : t.status().message());
+    if (!t.ok()) {
+      EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << c.json << ": " << t.status().message();
+      EXPECT_EQ(t.status().message().find('\n'), std::string::npos) << "one line";
+    } else {
+      std::string all;
+      for (const auto& w : t->warnings) all += w + "\n";
+      EXPECT_NE(all.find(c.expect), std::string::npos) << c.json << ": warnings: " << all;
+    }
+  }
+  // Deep nesting inside args: an error or a load, not a crash.
+  std::string deep = "{\"traceEvents\": [{\"ph\": \"X\", \"args\": {\"a\": " + std::string(5000, '[') +
+                     std::string(5000, ']') + "}}]}";
+  (void)importers::ParseKinetoTrace(deep);
+}
+
+TEST(Kineto, UnsortedEventsAreSorted) {
+  auto t = importers::ParseKinetoTrace(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "child", "pid": 1, "tid": 1, "ts": 20, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "parent", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+    {"ph": "B", "cat": "cpu_op", "name": "be", "pid": 1, "tid": 1, "ts": 30},
+    {"ph": "E", "pid": 1, "tid": 1, "ts": 40}]})");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->slices.size(), 3u);
+  EXPECT_EQ(t->strings.Get(t->slices.name[0]), "parent");
+  EXPECT_EQ(t->slices.parent[1], 0);
+  EXPECT_EQ(t->strings.Get(t->slices.name[2]), "be");
+  EXPECT_EQ(t->slices.dur[2], 10000);
+  EXPECT_EQ(t->slices.parent[2], 0);
+}
+
+// Every Kineto trace in shared/data/external: element counts as Python's json
+// module counts them, every device activity linked where the trace has its launch.
+TEST(Kineto, SharedTraces) {
+  std::string data = testing::ExternalDataDir();
+  if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
+  struct Want {
+    const char* path;
+    uint64_t events;
+    size_t kernels, memcpy, memset, sync;
+    size_t unlinked;
+  };
+  const Want traces[] = {
+      {"hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", 220, 14, 2, 0, 0, 0},
+      {"hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz", 1408, 79, 16, 3, 41, 0},
+      {"hta/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz", 149, 3, 0, 3, 5, 0},
+      {"hta/nccl_parser_config/nccl_data.json.gz", 40573, 2700, 960, 114, 0, 0},
+      {"hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 68692, 4350, 1600, 145, 0, 0},
+      {"hta/trace_filter/sampled_rank-0.json.gz", 4855, 1154, 40, 10, 0, 0},
+      {"hta/trace_filter/sampled_rank-1.json.gz", 4720, 1104, 40, 10, 0, 0},
+      {"hta/triton_example/triton_example.json.gz", 71, 1, 0, 0, 0, 0},
+      {"kineto/docs/traces/before_fix_trace.json", 75, 1, 0, 0, 2, 2},
+      {"kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", 75718, 8772, 12, 312, 0, 0},
+      {"tracelens/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz", 2551, 60, 1, 0, 0, 0},
+  };
+  for (const Want& w : traces) {
+    SCOPED_TRACE(w.path);
+    model::Trace t = testing::Load(data + "/" + w.path);
+    EXPECT_EQ(t.events_read, w.events);
+    size_t n[4] = {};
+    size_t unlinked = 0;
+    for (size_t r = 0; r < t.device.size(); ++r) {
+      SliceKind k = t.slices.kind[t.device.slice[r]];
+      n[0] += k == SliceKind::kKernel;
+      n[1] += k == SliceKind::kMemcpy;
+      n[2] += k == SliceKind::kMemset;
+      n[3] += k == SliceKind::kDeviceSync;
+      unlinked += t.device.launch[r] < 0;
+    }
+    EXPECT_EQ(n[0], w.kernels);
+    EXPECT_EQ(n[1], w.memcpy);
+    EXPECT_EQ(n[2], w.memset);
+    EXPECT_EQ(n[3], w.sync);
+    EXPECT_EQ(unlinked, w.unlinked);
+  }
+}
+
+// `strata report` on a Kineto file: the JSON keys the issue names.
+TEST(Kineto, ReportCommand) {
+  std::string data = testing::ExternalDataDir();
+  if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", "--json",
+                                data + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "no progress bar when stderr is not a terminal";
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["steps"]["count"], 5);
+  EXPECT_GT(j["steps"]["p50_ns"].get<int64_t>(), 0);
+  ASSERT_EQ(j["gpu"]["devices"].size(), 1u);
+  const auto& d = j["gpu"]["devices"][0];
+  double sum = 0;
+  for (const char* k : {"compute", "communication", "memory", "other", "idle"}) sum += d["breakdown_pct"][k].get<double>();
+  EXPECT_NEAR(sum, 100, 0.05);
+  for (const char* k : {"host_wait", "kernel_wait", "other"}) EXPECT_TRUE(d["idle_breakdown_pct"].contains(k));
+  ASSERT_FALSE(j["kernels"].empty());
+  for (const char* k : {"name", "count", "total_ns", "pct_gpu_time"}) EXPECT_TRUE(j["kernels"][0].contains(k)) << k;
+  ASSERT_FALSE(j["ops"].empty());
+  for (const char* k : {"name", "count", "total_ns", "self_ns", "gpu_ns"}) EXPECT_TRUE(j["ops"][0].contains(k)) << k;
+  EXPECT_GT(j["transfers"]["bytes"].get<uint64_t>(), 0u);
+  EXPECT_GT(j["launches"]["count"].get<uint64_t>(), 0u);
+}
+
+TEST(Kineto, ReportCommandBadInput) {
+  std::string dir = testing::TempDir("kineto-bad");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/bad.json") << "{\"traceEvents\": [{\"ph\": \"X\",";
+  std::ofstream(dir + "/bin.dat") << std::string("\x01\x02\x03garbage", 10);
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bad.json"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bin.dat"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unrecognized trace format"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace strata
