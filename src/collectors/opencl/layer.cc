@@ -68,8 +68,8 @@ cl_icd_dispatch g_table;                  // ours: NULL entries fall through to 
 std::atomic<bool> g_on{false};            // false until clInitLayer, and in forked children
 std::atomic<uint64_t> g_correlation{0};
 uint32_t g_api_name[kApiCount];
-uint32_t g_key_bytes, g_key_global, g_key_local, g_key_size;
-uint32_t g_name_map, g_name_unmap, g_name_migrate, g_name_native, g_name_svm_free, g_name_task;
+uint32_t g_key_bytes, g_key_global, g_key_local, g_key_size, g_key_blocking, g_key_queue;
+uint32_t g_name_map, g_name_unmap, g_name_migrate, g_name_native, g_name_svm_free;
 
 struct Counters {
   std::atomic<uint64_t> commands{0}, completed{0}, aborted{0}, unprofiled{0}, untracked{0}, forced_queues{0};
@@ -486,8 +486,12 @@ cl_int Enqueue(Api api, cl_command_queue q, cl_event* app_event, Pending proto, 
 
 void NoArgs(uint64_t, QueueRec*) {}
 
-auto BytesArg(uint64_t bytes) {
-  return [bytes](uint64_t, QueueRec*) { accel::ApiArg(g_key_bytes, bytes); };
+auto BytesArg(uint64_t bytes, bool blocking = false) {
+  return [bytes, blocking](uint64_t, QueueRec*) {
+    accel::ApiArg(g_key_bytes, bytes);
+    // The call returns only when the command has completed.
+    if (blocking) accel::ApiArg(g_key_blocking, 1);
+  };
 }
 
 Pending CopyProto(CopyKind kind, uint64_t bytes, bool blocking) {
@@ -646,12 +650,22 @@ cl_int CL_API_CALL W_clReleaseCommandQueue(cl_command_queue q) {
   return ApiCall<cl_int>(k_clReleaseCommandQueue, [&] { return g_next->clReleaseCommandQueue(q); });
 }
 
+void QueueArg(cl_command_queue q) {
+  if (QueueRec* r = FindQueue(q)) accel::ApiArg(g_key_queue, r->id);
+}
+
 cl_int CL_API_CALL W_clFlush(cl_command_queue q) {
-  return ApiCall<cl_int>(k_clFlush, [&] { return g_next->clFlush(q); });
+  return ApiCall<cl_int>(k_clFlush, [&] {
+    if (On()) QueueArg(q);
+    return g_next->clFlush(q);
+  });
 }
 
 cl_int CL_API_CALL W_clFinish(cl_command_queue q) {
-  return ApiCall<cl_int>(k_clFinish, [&] { return g_next->clFinish(q); });
+  return ApiCall<cl_int>(k_clFinish, [&] {
+    if (On()) QueueArg(q);
+    return g_next->clFinish(q);
+  });
 }
 
 cl_int CL_API_CALL W_clWaitForEvents(cl_uint n, const cl_event* evs) {
@@ -888,13 +902,13 @@ cl_int CL_API_CALL W_clEnqueueNativeKernel(cl_command_queue q, void(CL_CALLBACK*
 
 cl_int CL_API_CALL W_clEnqueueReadBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off, size_t sz, void* p,
                                          cl_uint nw, const cl_event* wl, cl_event* ev) {
-  return Enqueue(k_clEnqueueReadBuffer, q, ev, CopyProto(CopyKind::kDtoH, sz, blk), BytesArg(sz),
+  return Enqueue(k_clEnqueueReadBuffer, q, ev, CopyProto(CopyKind::kDtoH, sz, blk), BytesArg(sz, blk),
                  [&](cl_event* e) { return g_next->clEnqueueReadBuffer(q, b, blk, off, sz, p, nw, wl, e); });
 }
 
 cl_int CL_API_CALL W_clEnqueueWriteBuffer(cl_command_queue q, cl_mem b, cl_bool blk, size_t off, size_t sz,
                                           const void* p, cl_uint nw, const cl_event* wl, cl_event* ev) {
-  return Enqueue(k_clEnqueueWriteBuffer, q, ev, CopyProto(CopyKind::kHtoD, sz, blk), BytesArg(sz),
+  return Enqueue(k_clEnqueueWriteBuffer, q, ev, CopyProto(CopyKind::kHtoD, sz, blk), BytesArg(sz, blk),
                  [&](cl_event* e) { return g_next->clEnqueueWriteBuffer(q, b, blk, off, sz, p, nw, wl, e); });
 }
 
@@ -909,7 +923,7 @@ cl_int CL_API_CALL W_clEnqueueReadBufferRect(cl_command_queue q, cl_mem b, cl_bo
                                              size_t hrp, size_t hsp, void* p, cl_uint nw, const cl_event* wl,
                                              cl_event* ev) {
   uint64_t bytes = Volume(region);  // region[0] is in bytes for buffer rects
-  return Enqueue(k_clEnqueueReadBufferRect, q, ev, CopyProto(CopyKind::kDtoH, bytes, blk), BytesArg(bytes),
+  return Enqueue(k_clEnqueueReadBufferRect, q, ev, CopyProto(CopyKind::kDtoH, bytes, blk), BytesArg(bytes, blk),
                  [&](cl_event* e) {
                    return g_next->clEnqueueReadBufferRect(q, b, blk, bo, ho, region, brp, bsp, hrp, hsp, p, nw, wl, e);
                  });
@@ -920,7 +934,7 @@ cl_int CL_API_CALL W_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem b, cl_b
                                               size_t hrp, size_t hsp, const void* p, cl_uint nw, const cl_event* wl,
                                               cl_event* ev) {
   uint64_t bytes = Volume(region);
-  return Enqueue(k_clEnqueueWriteBufferRect, q, ev, CopyProto(CopyKind::kHtoD, bytes, blk), BytesArg(bytes),
+  return Enqueue(k_clEnqueueWriteBufferRect, q, ev, CopyProto(CopyKind::kHtoD, bytes, blk), BytesArg(bytes, blk),
                  [&](cl_event* e) {
                    return g_next->clEnqueueWriteBufferRect(q, b, blk, bo, ho, region, brp, bsp, hrp, hsp, p, nw, wl, e);
                  });
@@ -949,7 +963,7 @@ cl_int CL_API_CALL W_clEnqueueReadImage(cl_command_queue q, cl_mem img, cl_bool 
                                         const size_t* region, size_t rp, size_t sp, void* p, cl_uint nw,
                                         const cl_event* wl, cl_event* ev) {
   uint64_t bytes = On() ? ImageBytes(img, region) : 0;
-  return Enqueue(k_clEnqueueReadImage, q, ev, CopyProto(CopyKind::kDtoH, bytes, blk), BytesArg(bytes),
+  return Enqueue(k_clEnqueueReadImage, q, ev, CopyProto(CopyKind::kDtoH, bytes, blk), BytesArg(bytes, blk),
                  [&](cl_event* e) { return g_next->clEnqueueReadImage(q, img, blk, origin, region, rp, sp, p, nw, wl, e); });
 }
 
@@ -957,7 +971,7 @@ cl_int CL_API_CALL W_clEnqueueWriteImage(cl_command_queue q, cl_mem img, cl_bool
                                          const size_t* region, size_t rp, size_t sp, const void* p, cl_uint nw,
                                          const cl_event* wl, cl_event* ev) {
   uint64_t bytes = On() ? ImageBytes(img, region) : 0;
-  return Enqueue(k_clEnqueueWriteImage, q, ev, CopyProto(CopyKind::kHtoD, bytes, blk), BytesArg(bytes),
+  return Enqueue(k_clEnqueueWriteImage, q, ev, CopyProto(CopyKind::kHtoD, bytes, blk), BytesArg(bytes, blk),
                  [&](cl_event* e) { return g_next->clEnqueueWriteImage(q, img, blk, origin, region, rp, sp, p, nw, wl, e); });
 }
 
@@ -1011,7 +1025,7 @@ void* CL_API_CALL W_clEnqueueMapBuffer(cl_command_queue q, cl_mem b, cl_bool blk
                                        size_t sz, cl_uint nw, const cl_event* wl, cl_event* ev, cl_int* err) {
   if (!On()) return g_next->clEnqueueMapBuffer(q, b, blk, flags, off, sz, nw, wl, ev, err);
   void* mapped = nullptr;
-  cl_int rc = Enqueue(k_clEnqueueMapBuffer, q, ev, CommandProto(g_name_map, sz), BytesArg(sz), [&](cl_event* e) {
+  cl_int rc = Enqueue(k_clEnqueueMapBuffer, q, ev, CommandProto(g_name_map, sz), BytesArg(sz, blk), [&](cl_event* e) {
     cl_int local = CL_SUCCESS;
     mapped = g_next->clEnqueueMapBuffer(q, b, blk, flags, off, sz, nw, wl, e, &local);
     return local;
@@ -1027,7 +1041,7 @@ void* CL_API_CALL W_clEnqueueMapImage(cl_command_queue q, cl_mem img, cl_bool bl
   if (!On()) return g_next->clEnqueueMapImage(q, img, blk, flags, origin, region, rp, sp, nw, wl, ev, err);
   uint64_t bytes = ImageBytes(img, region);
   void* mapped = nullptr;
-  cl_int rc = Enqueue(k_clEnqueueMapImage, q, ev, CommandProto(g_name_map, bytes), BytesArg(bytes), [&](cl_event* e) {
+  cl_int rc = Enqueue(k_clEnqueueMapImage, q, ev, CommandProto(g_name_map, bytes), BytesArg(bytes, blk), [&](cl_event* e) {
     cl_int local = CL_SUCCESS;
     mapped = g_next->clEnqueueMapImage(q, img, blk, flags, origin, region, rp, sp, nw, wl, e, &local);
     return local;
@@ -1096,7 +1110,7 @@ cl_int CL_API_CALL W_clEnqueueSVMFree(cl_command_queue q, cl_uint n, void* ptrs[
 
 cl_int CL_API_CALL W_clEnqueueSVMMemcpy(cl_command_queue q, cl_bool blk, void* dst, const void* src, size_t sz,
                                         cl_uint nw, const cl_event* wl, cl_event* ev) {
-  return Enqueue(k_clEnqueueSVMMemcpy, q, ev, CopyProto(CopyKind::kUnknown, sz, blk), BytesArg(sz),
+  return Enqueue(k_clEnqueueSVMMemcpy, q, ev, CopyProto(CopyKind::kUnknown, sz, blk), BytesArg(sz, blk),
                  [&](cl_event* e) { return g_next->clEnqueueSVMMemcpy(q, blk, dst, src, sz, nw, wl, e); });
 }
 
@@ -1112,7 +1126,7 @@ cl_int CL_API_CALL W_clEnqueueSVMMemFill(cl_command_queue q, void* p, const void
 cl_int CL_API_CALL W_clEnqueueSVMMap(cl_command_queue q, cl_bool blk, cl_map_flags flags, void* p, size_t sz,
                                      cl_uint nw, const cl_event* wl, cl_event* ev) {
   if (On()) RememberMapping(p, sz);
-  return Enqueue(k_clEnqueueSVMMap, q, ev, CommandProto(g_name_map, sz), BytesArg(sz),
+  return Enqueue(k_clEnqueueSVMMap, q, ev, CommandProto(g_name_map, sz), BytesArg(sz, blk),
                  [&](cl_event* e) { return g_next->clEnqueueSVMMap(q, blk, flags, p, sz, nw, wl, e); });
 }
 
@@ -1178,12 +1192,13 @@ bool InitLayer(const cl_icd_dispatch* target) {
   g_key_global = recorder::Intern("global_size");
   g_key_local = recorder::Intern("local_size");
   g_key_size = recorder::Intern("size");
+  g_key_blocking = recorder::Intern("blocking");
+  g_key_queue = recorder::Intern("queue");
   g_name_map = recorder::Intern("Map");
   g_name_unmap = recorder::Intern("Unmap");
   g_name_migrate = recorder::Intern("Migrate");
   g_name_native = recorder::Intern("Native kernel");
   g_name_svm_free = recorder::Intern("SVM free");
-  g_name_task = recorder::Intern("Task");
   g_raw_clock = new accel::ClockMapper(CLOCK_MONOTONIC_RAW);
   g_boot_clock = new accel::ClockMapper(CLOCK_BOOTTIME);
   g_real_clock = new accel::ClockMapper(CLOCK_REALTIME);
