@@ -62,11 +62,16 @@ constexpr F kDeviceInfoFields[] = {
     {"peak_flops_f32", T::kF64},   {"peak_flops_f16", T::kF64},  {"properties", T::kString}};
 constexpr F kQueueInfoFields[] = {{"device", T::kU32}, {"queue", T::kU64}, {"name", T::kString}};
 constexpr F kRecordsLostFields[] = {{"source", T::kString}, {"total", T::kU64}};
+constexpr F kKernelMetricsFields[] = {
+    {"correlation", T::kU64},    {"device", T::kU32},     {"flops_f64", T::kF64},
+    {"flops_f32", T::kF64},      {"flops_f16", T::kF64},  {"dram_bytes", T::kF64},
+    {"achieved_occupancy", T::kF64}, {"metrics", T::kString}};
 
 constexpr EventSpec kProcessEvents[] = {
     {kDeviceInfo, "device_info", kDeviceInfoFields},
     {kQueueInfo, "queue_info", kQueueInfoFields},
     {kRecordsLost, "records_lost", kRecordsLostFields},
+    {kKernelMetrics, "kernel_metrics", kKernelMetricsFields},
 };
 
 constexpr EventSet kSets[] = {

@@ -63,6 +63,9 @@ enum AccelProcessEvent : uint32_t {
   kQueueInfo = 17,    // {u32 device, u64 queue, string name}
   kRecordsLost = 18,  // {string source, u64 total}: records a vendor runtime lost before strata saw
                       //  them (running total per source: the reader keeps the largest)
+  kKernelMetrics = 19,  // {u64 correlation, u32 device, f64 flops_f64, f64 flops_f32, f64 flops_f16,
+                        //  f64 dram_bytes, f64 achieved_occupancy (0..1), string metrics ("name=value;...")}:
+                        //  hardware metrics of the kernel with this correlation id (--gpu-metrics)
 };
 
 // api_begin.domain / api_call.domain

@@ -45,6 +45,9 @@ __attribute__((visibility("default"))) uint32_t strata_active_ = 0;
 namespace strata::recorder {
 
 __thread Chunk* t_chunk __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint64_t> g_current_step{UINT64_MAX};
+
+uint64_t CurrentStep() { return g_current_step.load(std::memory_order_relaxed); }
 
 namespace {
 

@@ -66,6 +66,10 @@ STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint
 // written at the next flush, stamped with the flush time.
 STRATA_RECORDER_API void EmitProcessEvent(uint32_t event_id, const void* payload, uint32_t size);
 
+// The number of the step the program is in (strata_step_begin .. _end), or
+// UINT64_MAX outside steps: collectors with a step window (--gpu-metrics).
+STRATA_RECORDER_API uint64_t CurrentStep();
+
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();
 

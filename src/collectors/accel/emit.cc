@@ -154,6 +154,13 @@ void EmitRecordsLost(std::string_view source, uint64_t total) {
   recorder::EmitProcessEvent(format::kRecordsLost, p.data(), p.size());
 }
 
+void EmitKernelMetrics(const KernelMetrics& m) {
+  Payload p;
+  p.Put(m.correlation).Put(m.device).Put(m.flops_f64).Put(m.flops_f32).Put(m.flops_f16).Put(m.dram_bytes);
+  p.Put(m.achieved_occupancy).Str(m.raw);
+  recorder::EmitProcessEvent(format::kKernelMetrics, p.data(), p.size());
+}
+
 namespace {
 
 uint64_t ReadNs(clockid_t c) {
@@ -186,6 +193,6 @@ int64_t MeasureClockOffset(clockid_t other, int tries) {
   return MeasureClockOffset(ReadClockArg, reinterpret_cast<void*>(static_cast<intptr_t>(other)), 1.0, tries);
 }
 
-uint64_t ClockMapper::MonotonicNow() { return ReadNs(CLOCK_MONOTONIC); }
+uint64_t ClockMapper::CoarseNow() { return ReadNs(CLOCK_MONOTONIC_COARSE); }
 
 }  // namespace strata::accel

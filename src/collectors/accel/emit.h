@@ -91,6 +91,14 @@ void EmitQueueInfo(uint32_t device, uint64_t queue, std::string_view name);
 // Running total of records `source` lost before strata saw them.
 void EmitRecordsLost(std::string_view source, uint64_t total);
 
+struct KernelMetrics {
+  uint64_t correlation = 0;
+  uint32_t device = 0;
+  double flops_f64 = 0, flops_f32 = 0, flops_f16 = 0, dram_bytes = 0, achieved_occupancy = 0;
+  std::string raw;  // "metric=value;..." as the profiler reported them
+};
+void EmitKernelMetrics(const KernelMetrics& m);
+
 // --- clocks -------------------------------------------------------------------------
 
 // CLOCK_MONOTONIC minus another clock, measured by bracketing one read of the
@@ -110,7 +118,8 @@ class ClockMapper {
     Remeasure();
   }
   uint64_t ToTrace(uint64_t t) {
-    uint64_t now = MonotonicNow();
+    // The coarse clock (a few ns, tick resolution) is plenty to know when to re-measure.
+    uint64_t now = CoarseNow();
     uint64_t last = last_.load(std::memory_order_relaxed);
     if (now - last > period_ && last_.compare_exchange_strong(last, now, std::memory_order_relaxed))
       offset_.store(MeasureClockOffset(other_), std::memory_order_relaxed);
@@ -119,11 +128,11 @@ class ClockMapper {
   int64_t offset() const { return offset_.load(std::memory_order_relaxed); }
   void Remeasure() {
     offset_.store(MeasureClockOffset(other_), std::memory_order_relaxed);
-    last_.store(MonotonicNow(), std::memory_order_relaxed);
+    last_.store(CoarseNow(), std::memory_order_relaxed);
   }
 
  private:
-  static uint64_t MonotonicNow();
+  static uint64_t CoarseNow();
   clockid_t other_;
   uint64_t period_;
   std::atomic<uint64_t> last_{0};

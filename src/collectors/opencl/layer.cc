@@ -68,7 +68,7 @@ cl_icd_dispatch g_table;                  // ours: NULL entries fall through to 
 std::atomic<bool> g_on{false};            // false until clInitLayer, and in forked children
 std::atomic<uint64_t> g_correlation{0};
 uint32_t g_api_name[kApiCount];
-uint32_t g_key_bytes, g_key_global, g_key_local, g_key_size, g_key_blocking, g_key_queue;
+uint32_t g_key_bytes, g_key_size, g_key_blocking, g_key_queue;
 uint32_t g_name_map, g_name_unmap, g_name_migrate, g_name_native, g_name_svm_free;
 
 struct Counters {
@@ -352,9 +352,59 @@ struct Pending {
   uint32_t block[3] = {0, 0, 0};
 };
 
+// Pendings are allocated on the enqueueing thread and freed on the driver's
+// callback threads: the worst pattern for malloc (every allocation misses the
+// thread cache and takes the arena lock). A fixed pool with a lock-free free
+// list instead; a tagged head index avoids ABA. Beyond the pool: plain new.
+class PendingPool {
+ public:
+  static constexpr uint32_t kSize = 1u << 16;
+  PendingPool() : slots_(new Slot[kSize]) {
+    for (uint32_t i = 0; i < kSize; ++i) slots_[i].next = i + 1;
+    head_.store(Pack(0, 0), std::memory_order_relaxed);
+  }
+  Pending* Get() {
+    uint64_t h = head_.load(std::memory_order_acquire);
+    for (;;) {
+      uint32_t i = Index(h);
+      if (i >= kSize) return new Pending();
+      uint64_t next = Pack(slots_[i].next.load(std::memory_order_relaxed), Tag(h) + 1);
+      if (head_.compare_exchange_weak(h, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        slots_[i].p = Pending();
+        return &slots_[i].p;
+      }
+    }
+  }
+  void Put(Pending* p) {
+    auto* s = reinterpret_cast<Slot*>(p);
+    if (s < slots_ || s >= slots_ + kSize) {
+      delete p;
+      return;
+    }
+    auto i = static_cast<uint32_t>(s - slots_);
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      s->next.store(Index(h), std::memory_order_relaxed);
+      if (head_.compare_exchange_weak(h, Pack(i, Tag(h) + 1), std::memory_order_release, std::memory_order_relaxed))
+        return;
+    }
+  }
+
+ private:
+  struct Slot {
+    Pending p;  // first member: a Pending* is its Slot*
+    std::atomic<uint32_t> next{0};
+  };
+  static uint64_t Pack(uint32_t index, uint32_t tag) { return (uint64_t{tag} << 32) | index; }
+  static uint32_t Index(uint64_t h) { return static_cast<uint32_t>(h); }
+  static uint32_t Tag(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
+  Slot* slots_;
+  std::atomic<uint64_t> head_;
+};
+PendingPool* g_pool = nullptr;
+
 void CL_CALLBACK OnComplete(cl_event ev, cl_int status, void* user) {
   auto* p = static_cast<Pending*>(user);
-  uint64_t now = MonoNow();
   if (status < 0) {
     g_stats.aborted.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -368,6 +418,7 @@ void CL_CALLBACK OnComplete(cl_event ev, cl_int status, void* user) {
       g_stats.unprofiled.fetch_add(1, std::memory_order_relaxed);
     } else {
       DeviceRec* d = p->queue->device;
+      uint64_t now = p->host_begin ? MonoNow() : 0;  // only needed while the device's clock is undecided
       uint64_t queued = ToTrace(d, t[0], t[0], p->host_begin, now);
       uint64_t submit = ToTrace(d, t[1], t[0], p->host_begin, now);
       uint64_t start = ToTrace(d, t[2], t[0], p->host_begin, now);
@@ -415,7 +466,7 @@ void CL_CALLBACK OnComplete(cl_event ev, cl_int status, void* user) {
     }
   }
   g_next->clReleaseEvent(ev);
-  delete p;
+  g_pool->Put(p);
   g_stats.in_flight.fetch_sub(1, std::memory_order_release);
 }
 
@@ -426,7 +477,7 @@ void Track(Pending* p, cl_event ev) {
   if (!p->queue->profiled) {
     g_stats.unprofiled.fetch_add(1, std::memory_order_relaxed);
     g_next->clReleaseEvent(ev);
-    delete p;
+    g_pool->Put(p);
     return;
   }
   g_stats.in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -435,7 +486,7 @@ void Track(Pending* p, cl_event ev) {
     g_stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
     g_stats.untracked.fetch_add(1, std::memory_order_relaxed);
     g_next->clReleaseEvent(ev);
-    delete p;
+    g_pool->Put(p);
   }
 }
 
@@ -457,7 +508,10 @@ cl_int Enqueue(Api api, cl_command_queue q, cl_event* app_event, Pending proto, 
   if (!On()) return call(app_event);
   QueueRec* qr = FindQueue(q);
   uint64_t corr = g_correlation.fetch_add(1, std::memory_order_relaxed) + 1;
-  uint64_t begin = MonoNow();
+  // The host time only matters until the device's clock is known.
+  uint64_t begin = qr && qr->device->clock.load(std::memory_order_relaxed) == static_cast<int>(DevClock::kUndecided)
+                       ? MonoNow()
+                       : 0;
   accel::ApiBegin(g_api_name[api], accel::ApiDomain::kRuntime, corr);
   args(corr, qr);
   cl_event ev = nullptr;
@@ -468,7 +522,8 @@ cl_int Enqueue(Api api, cl_command_queue q, cl_event* app_event, Pending proto, 
       g_next->clRetainEvent(ev);  // the program may release its reference right away
     }
     if (qr) {
-      auto* p = new Pending(proto);
+      Pending* p = g_pool->Get();
+      *p = proto;
       p->queue = qr;
       p->correlation = corr;
       p->host_begin = begin;
@@ -524,12 +579,6 @@ uint64_t ImageBytes(cl_mem image, const size_t* region) {
   size_t elem = 0;
   if (g_next->clGetImageInfo(image, CL_IMAGE_ELEMENT_SIZE, sizeof elem, &elem, nullptr) != CL_SUCCESS) elem = 0;
   return Volume(region) * elem;
-}
-
-std::string Dims(cl_uint dim, const size_t* v) {
-  std::string s;
-  for (cl_uint i = 0; i < dim; ++i) s += (i ? "x" : "") + std::to_string(v[i]);
-  return s;
 }
 
 // --- allocations ---------------------------------------------------------------------------
@@ -865,9 +914,8 @@ cl_int CL_API_CALL W_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_
           a.device = qr->device->number;
           a.queue = qr->id;
         }
+        // The global size is grid x block (grid alone without a local size).
         accel::ApiLaunch(a);
-        if (gws && dim <= 3) accel::ApiArgStr(g_key_global, recorder::Intern(Dims(dim, gws)));
-        if (lws && dim <= 3) accel::ApiArgStr(g_key_local, recorder::Intern(Dims(dim, lws)));
       },
       [&](cl_event* e) { return g_next->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, e); });
 }
@@ -1189,8 +1237,6 @@ bool InitLayer(const cl_icd_dispatch* target) {
   if (!recorder::Active()) return true;  // loaded outside `strata record`: pass everything through
   for (uint32_t i = 0; i < kApiCount; ++i) g_api_name[i] = recorder::Intern(kApiNames[i]);
   g_key_bytes = recorder::Intern("bytes");
-  g_key_global = recorder::Intern("global_size");
-  g_key_local = recorder::Intern("local_size");
   g_key_size = recorder::Intern("size");
   g_key_blocking = recorder::Intern("blocking");
   g_key_queue = recorder::Intern("queue");
@@ -1202,6 +1248,7 @@ bool InitLayer(const cl_icd_dispatch* target) {
   g_raw_clock = new accel::ClockMapper(CLOCK_MONOTONIC_RAW);
   g_boot_clock = new accel::ClockMapper(CLOCK_BOOTTIME);
   g_real_clock = new accel::ClockMapper(CLOCK_REALTIME);
+  g_pool = new PendingPool();
 #define STRATA_CL_WRAP(n) g_table.n = W_##n;
   STRATA_CL_APIS(STRATA_CL_WRAP)
 #undef STRATA_CL_WRAP

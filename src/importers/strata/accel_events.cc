@@ -41,6 +41,13 @@ struct RangeBegin {
   model::StringId domain;
 };
 
+struct KernelMetric {
+  uint32_t process;
+  uint64_t correlation;
+  double flops_f64, flops_f32, flops_f16, dram_bytes, occupancy;
+  model::StringId raw;
+};
+
 struct AccelState {
   // Arguments of API calls still open, by OpenSlice::ext.
   std::vector<std::vector<Arg>> open_args;
@@ -51,6 +58,7 @@ struct AccelState {
   std::map<std::pair<uint32_t, uint64_t>, RangeBegin> range_begins;
   std::map<std::pair<uint32_t, uint64_t>, int64_t> range_ends;
   std::map<std::pair<uint32_t, std::string>, uint64_t> lost;  // running totals: keep the largest
+  std::vector<KernelMetric> metrics;
   uint64_t orphan_args = 0;
   uint64_t orphan_ends = 0;
   model::StringId k_result = 0, k_kernel = 0, k_grid = 0, k_block = 0, k_shared = 0, k_queued = 0,
@@ -409,9 +417,45 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     v = std::max(v, total);
   });
 
+  r.On(kProcessStream, "kernel_metrics", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    KernelMetric m;
+    m.process = ss.process->index;
+    m.correlation = p.Get<uint64_t>();
+    p.Get<uint32_t>();  // device: the kernel's own row has it
+    m.flops_f64 = p.Get<double>();
+    m.flops_f32 = p.Get<double>();
+    m.flops_f16 = p.Get<double>();
+    m.dram_bytes = p.Get<double>();
+    m.occupancy = p.Get<double>();
+    m.raw = ctx.trace().strings.Intern(p.Str());
+    ctx.Ext<AccelState>().metrics.push_back(m);
+  });
+
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& as = ctx.Ext<AccelState>();
     model::Trace& t = ctx.trace();
+    // Hardware metrics (--gpu-metrics) onto their kernels: occupancy has a
+    // column, the rest are arguments of the kernel slice.
+    if (!as.metrics.empty()) {
+      std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*> by;
+      for (const KernelMetric& m : as.metrics) by[{m.process, m.correlation}] = &m;
+      model::StringId k64 = t.strings.Intern("flops_f64"), k32 = t.strings.Intern("flops_f32"),
+                      k16 = t.strings.Intern("flops_f16"), kdram = t.strings.Intern("dram_bytes"),
+                      kraw = t.strings.Intern("metrics");
+      for (const DeviceLink& l : as.links) {
+        auto it = by.find({l.process, l.correlation});
+        uint32_t s = t.device.slice[l.row];
+        if (it == by.end() || t.slices.kind[s] != SliceKind::kKernel) continue;
+        const KernelMetric& m = *it->second;
+        t.device.occupancy[l.row] = static_cast<float>(m.occupancy);
+        AddNumArg(t, s, k64, m.flops_f64);
+        AddNumArg(t, s, k32, m.flops_f32);
+        AddNumArg(t, s, k16, m.flops_f16);
+        AddNumArg(t, s, kdram, m.dram_bytes);
+        AddArg(t, s, {kraw, m.raw, NAN});
+      }
+    }
     uint64_t unlinked = 0;
     for (const DeviceLink& l : as.links) {
       auto it = as.api_by_corr.find({l.process, l.correlation});
