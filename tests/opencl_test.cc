@@ -314,9 +314,10 @@ TEST_F(OpenCl, ClblastGemmKernelsAppearWithTheirSizes) {
     EXPECT_EQ(t.device.grid[row],
               (std::array<uint32_t, 3>{static_cast<uint32_t>(gx / lx), static_cast<uint32_t>(gy / ly), 1}))
         << gemms[i]["m"];
+    // The enqueue call carries the same launch: grid in work-groups, block in work-items.
     auto launch = static_cast<uint32_t>(t.device.launch[row]);
-    EXPECT_EQ(ArgStr(t, launch, "global_size"), gemms[i]["global"]);
-    EXPECT_EQ(ArgStr(t, launch, "local_size"), gemms[i]["local"]);
+    EXPECT_EQ(ArgStr(t, launch, "grid"), std::to_string(gx / lx) + "x" + std::to_string(gy / ly) + "x1");
+    EXPECT_EQ(ArgStr(t, launch, "block"), gemms[i]["local"] + "x1");
     EXPECT_GT(t.slices.dur[t.device.slice[row]], 0);
   }
   // The program's uploads and downloads, byte for byte.

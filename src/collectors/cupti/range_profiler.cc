@@ -96,7 +96,7 @@ bool ParseMetricWindow(const std::string& spec, MetricWindow* w, std::string* er
     return true;
   };
   if (spec.rfind("kernels=", 0) == 0) {
-    std::string rest = spec.substr(8), n = rest, skip;
+    std::string rest = spec.substr(8), n = rest, skip = "0";
     size_t comma = rest.find(',');
     if (comma != std::string::npos) {
       n = rest.substr(0, comma);
@@ -105,7 +105,7 @@ bool ParseMetricWindow(const std::string& spec, MetricWindow* w, std::string* er
       skip = opt.substr(5);
     }
     uint64_t count = 0, first = 0;
-    if (!number(n, &count) || count == 0 || (!skip.empty() && !number(skip, &first)))
+    if (!number(n, &count) || count == 0 || !number(skip, &first))
       return *error = "kernels=N[,skip=M] needs N > 0 and M >= 0", false;
     *w = {MetricWindow::Kind::kKernels, first, first + count};
     return true;
