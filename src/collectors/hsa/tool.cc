@@ -1,4 +1,5 @@
 // libstrata_hsa.so (design: hsa_tool.h).
+#include <cxxabi.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -276,7 +277,14 @@ hsa_status_t OnSymbol(hsa_executable_t, hsa_executable_symbol_t sym, void*) {
   g_core.hsa_executable_symbol_get_info_fn(sym, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH, &len);
   std::string name(len, '\0');  // NAME is not NUL-terminated
   g_core.hsa_executable_symbol_get_info_fn(sym, HSA_EXECUTABLE_SYMBOL_INFO_NAME, name.data());
+  // Code object v3+ names the kernel descriptor "<kernel>.kd"; HIP kernels are mangled C++.
   if (name.size() > 3 && name.compare(name.size() - 3, 3, ".kd") == 0) name.resize(name.size() - 3);
+  if (name.rfind("_Z", 0) == 0) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+    if (status == 0 && d) name = d;
+    std::free(d);
+  }
   uint32_t id = recorder::Intern(name);
   std::lock_guard<std::mutex> lk(g_mu);
   g_kernels[object] = id;
