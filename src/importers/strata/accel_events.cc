@@ -3,6 +3,8 @@
 // calling thread's track, device activity becomes kKernel/kMemcpy/kMemset/
 // kDeviceSync slices on kDeviceQueue tracks with a DeviceActivityTable row each,
 // joined to the API call that caused it by (process, correlation id).
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <map>
 #include <string>
@@ -88,6 +90,14 @@ struct AccelState {
 };
 
 bool IsApi(SliceKind k) { return k == SliceKind::kRuntime || k == SliceKind::kDriver; }
+
+// Trace-clock times fit int64 (CLOCK_MONOTONIC ns); larger ones are corrupt and
+// would overflow duration arithmetic.
+bool BadTimes(LoadContext& ctx, uint64_t ts, uint64_t end) {
+  if (ts <= static_cast<uint64_t>(INT64_MAX) && end <= static_cast<uint64_t>(INT64_MAX)) return false;
+  ctx.CountWarning("accelerator events with out-of-range timestamps (skipped)");
+  return true;
+}
 
 SliceKind ApiKind(uint8_t domain) {
   return domain == static_cast<uint8_t>(format::ApiDomain::kDriver) ? SliceKind::kDriver : SliceKind::kRuntime;
@@ -176,6 +186,11 @@ struct DeviceSlice {
 DeviceSlice AddDeviceSlice(LoadContext& ctx, StreamState& ss, int64_t ts, uint64_t end, model::StringId name,
                            SliceKind kind, uint64_t correlation) {
   model::Trace& t = ctx.trace();
+  if (ts < 0 || end > static_cast<uint64_t>(INT64_MAX)) {
+    ctx.CountWarning("accelerator events with out-of-range timestamps (clamped)");
+    ts = std::max<int64_t>(ts, 0);
+    end = 0;
+  }
   int64_t e = static_cast<int64_t>(end);
   if (end == 0 || e < ts) {
     ctx.CountWarning("device activities without a valid end time (duration 0)");
@@ -195,6 +210,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   r.On(kThreadStream, "api_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto& as = ctx.Ext<AccelState>();
     as.InitKeys(ctx.trace().strings);
+    if (BadTimes(ctx, ev.ts, 0)) return;
     PayloadReader p(ev);
     model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
     SliceKind kind = ApiKind(p.Get<uint8_t>());
@@ -203,6 +219,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   });
   r.On(kThreadStream, "api_end", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     int64_t result = PayloadReader(ev).Get<int64_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
     // Closes the innermost open call, and whatever was left open inside it.
     for (size_t k = ss.stack.size(); k-- > 0;) {
       if (!IsApi(ss.stack[k].kind)) continue;
@@ -265,6 +282,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     SliceKind kind = ApiKind(p.Get<uint8_t>());
     uint64_t corr = p.Get<uint64_t>();
     int64_t result = p.Get<int64_t>();
+    if (BadTimes(ctx, ev.ts, end)) return;
     int64_t ts = static_cast<int64_t>(ev.ts);
     uint32_t slice = ctx.AddSlice({ts, name, kind, corr}, std::max<int64_t>(ts, static_cast<int64_t>(end)), ss.track,
                                   ss.stack.size());
@@ -276,17 +294,20 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     uint64_t id = p.Get<uint64_t>();
     model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
     uint32_t dom = p.Get<uint32_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
     model::StringId domain = dom ? ctx.Name(*ss.process, dom) : 0;
     ctx.Ext<AccelState>().range_begins[{ss.process->index, id}] = {ss.track, static_cast<int64_t>(ev.ts), name, domain};
   });
   r.On(kThreadStream, "range_end", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     uint64_t id = PayloadReader(ev).Get<uint64_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
     ctx.Ext<AccelState>().range_ends[{ss.process->index, id}] = static_cast<int64_t>(ev.ts);
   });
   r.On(kThreadStream, "overhead", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
     uint64_t end = p.Get<uint64_t>();
     model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    if (BadTimes(ctx, ev.ts, end)) return;
     int64_t ts = static_cast<int64_t>(ev.ts);
     ctx.AddSlice({ts, name, SliceKind::kOther, 0}, std::max<int64_t>(ts, static_cast<int64_t>(end)), ss.track,
                  ss.stack.size());
