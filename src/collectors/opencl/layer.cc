@@ -71,10 +71,17 @@ uint32_t g_api_name[kApiCount];
 uint32_t g_key_bytes, g_key_size, g_key_blocking, g_key_queue;
 uint32_t g_name_map, g_name_unmap, g_name_migrate, g_name_native, g_name_svm_free;
 
+// Enqueueing threads and the driver's callback threads each write their own
+// cache line: a counter both sides update would bounce between cores per command.
 struct Counters {
-  std::atomic<uint64_t> commands{0}, completed{0}, aborted{0}, unprofiled{0}, untracked{0}, forced_queues{0};
-  std::atomic<int64_t> in_flight{0};
-  std::atomic<uint64_t> unaligned_devices{0};
+  alignas(64) std::atomic<uint64_t> commands{0}, tracked{0}, untracked{0}, unprofiled_queues{0};  // enqueue side
+  alignas(64) std::atomic<uint64_t> finished{0}, completed{0}, aborted{0}, unprofiled{0};          // callbacks
+  alignas(64) std::atomic<uint64_t> forced_queues{0}, unaligned_devices{0};                         // cold
+  uint64_t InFlight() const {
+    uint64_t done = finished.load(std::memory_order_acquire);
+    uint64_t started = tracked.load(std::memory_order_acquire);
+    return started > done ? started - done : 0;
+  }
 } g_stats;
 
 uint64_t MonoNow() {
@@ -467,7 +474,7 @@ void CL_CALLBACK OnComplete(cl_event ev, cl_int status, void* user) {
   }
   g_next->clReleaseEvent(ev);
   g_pool->Put(p);
-  g_stats.in_flight.fetch_sub(1, std::memory_order_release);
+  g_stats.finished.fetch_add(1, std::memory_order_release);
 }
 
 // Attaches completion tracking to a command the driver accepted. `ev` is ours
@@ -475,15 +482,15 @@ void CL_CALLBACK OnComplete(cl_event ev, cl_int status, void* user) {
 void Track(Pending* p, cl_event ev) {
   g_stats.commands.fetch_add(1, std::memory_order_relaxed);
   if (!p->queue->profiled) {
-    g_stats.unprofiled.fetch_add(1, std::memory_order_relaxed);
+    g_stats.unprofiled_queues.fetch_add(1, std::memory_order_relaxed);
     g_next->clReleaseEvent(ev);
     g_pool->Put(p);
     return;
   }
-  g_stats.in_flight.fetch_add(1, std::memory_order_relaxed);
+  g_stats.tracked.fetch_add(1, std::memory_order_relaxed);
   // Everything the callback reads is in place: it may run right here.
   if (g_next->clSetEventCallback(ev, CL_COMPLETE, OnComplete, p) != CL_SUCCESS) {
-    g_stats.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    g_stats.tracked.fetch_sub(1, std::memory_order_relaxed);
     g_stats.untracked.fetch_add(1, std::memory_order_relaxed);
     g_next->clReleaseEvent(ev);
     g_pool->Put(p);
@@ -1202,7 +1209,7 @@ void OnForkChild() { g_on.store(false, std::memory_order_relaxed); }
 // then says what was recorded and what was not.
 void AtExit() {
   if (!On()) return;
-  for (int i = 0; i < 200 && g_stats.in_flight.load(std::memory_order_acquire) > 0; ++i) ::usleep(1000);
+  for (int i = 0; i < 200 && g_stats.InFlight() > 0; ++i) ::usleep(1000);
   LayerStats s = Stats();
   std::string detail = std::to_string(s.completed) + " of " + std::to_string(s.commands) +
                        " enqueued commands recorded with device times (ICD-loader layer";
@@ -1266,10 +1273,9 @@ LayerStats Stats() {
   s.commands = g_stats.commands.load();
   s.completed = g_stats.completed.load();
   s.aborted = g_stats.aborted.load();
-  s.unprofiled = g_stats.unprofiled.load();
+  s.unprofiled = g_stats.unprofiled.load() + g_stats.unprofiled_queues.load();
   s.untracked = g_stats.untracked.load();
-  int64_t f = g_stats.in_flight.load();
-  s.in_flight = f > 0 ? static_cast<uint64_t>(f) : 0;
+  s.in_flight = g_stats.InFlight();
   s.forced_queues = g_stats.forced_queues.load();
   return s;
 }
