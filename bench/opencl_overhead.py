@@ -42,7 +42,7 @@ def main():
     prog = os.path.join(a.build, "tests/programs/cl_pipeline")
     strata = os.path.join(a.build, "bin/strata")
     env = dict(os.environ)
-    env.setdefault("POCL_CACHE_DIR", os.path.join(a.build, "tests/pocl-cache"))
+    env.setdefault("POCL_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "strata-pocl-cache"))
     base, traced, base_cpu, traced_cpu = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         run([prog, "--loop", "1000"], env)  # warm PoCL's kernel cache

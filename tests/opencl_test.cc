@@ -59,9 +59,10 @@ bool HaveOpenCl() {
 }
 
 // PoCL compiles kernels on first use (seconds for CLBlast) and caches them: one
-// cache for the test run keeps the later tests fast.
+// cache shared by the test runs (and the build types) keeps later tests fast.
 std::map<std::string, std::string> ClEnv() {
-  std::string cache = std::string(STRATA_TEST_PROGRAM_DIR) + "/../pocl-cache";
+  const char* tmp = std::getenv("TMPDIR");
+  std::string cache = std::string(tmp ? tmp : "/tmp") + "/strata-pocl-cache";
   std::filesystem::create_directories(cache);
   return {{"POCL_CACHE_DIR", cache}};
 }

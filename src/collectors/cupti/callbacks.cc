@@ -281,7 +281,7 @@ void CallbackHandler::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* d) {
       return;
     case CUPTI_CBID_NVTX_nvtxRangePop:
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-      recorder::EmitThreadEvent(format::kSpanEnd, nullptr, 0);
+      recorder::EmitThreadEvent(format::kSpanEnd, &cbid, 0);  // no payload (the pointer must not be null)
       return;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
       accel::RangeBegin(range_id(), NvtxNames().Get(static_cast<const nvtxRangeStartA_params*>(p)->message, false), 0);
