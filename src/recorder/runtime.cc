@@ -80,13 +80,11 @@ struct PendingEvent {
 };
 
 // An external-stream event travels through the emitting thread's chunk as a
-// record with this id; its payload starts with a RoutedHeader.
+// record with this id. Its inline word says where it goes, (stream index << 8)
+// | event id, and its payload always follows the record, whatever its size.
 constexpr uint16_t kRoutedEvent = 0xffff;
-struct RoutedHeader {
-  uint32_t stream;    // index in Runtime::externals
-  uint32_t event_id;
-};
-static_assert(sizeof(RoutedHeader) == 8);
+constexpr uint32_t kMaxRoutedStreams = 1u << 24;
+constexpr uint32_t RoutedBytes(uint32_t payload) { return 16u + ((payload + 7u) & ~7u); }
 
 }  // namespace
 
@@ -313,20 +311,16 @@ ExternalStream* ExternalAt(Runtime& rt, std::vector<ExternalStream*>& externals,
 
 // Moves a routed record into its external stream's pending list (flusher only).
 void RouteRecord(Runtime& rt, std::vector<ExternalStream*>& externals, const Record* r, ThreadStream* from) {
-  if (r->size < sizeof(RoutedHeader)) return;
-  RoutedHeader h;
-  std::memcpy(&h, r + 1, sizeof h);
-  ExternalStream* e = ExternalAt(rt, externals, h.stream);
+  ExternalStream* e = ExternalAt(rt, externals, r->inline4 >> 8);
   if (!e) {
     // A stream from before a fork: the child never opened it.
     from->dropped.fetch_add(1, std::memory_order_relaxed);
     rt.dropped_total.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  uint32_t size = r->size - static_cast<uint32_t>(sizeof h);
-  const uint8_t* p = reinterpret_cast<const uint8_t*>(r + 1) + sizeof h;
-  e->events.push_back({r->ts, h.event_id, static_cast<uint32_t>(e->bytes.size()), size});
-  e->bytes.insert(e->bytes.end(), p, p + size);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(r + 1);
+  e->events.push_back({r->ts, r->inline4 & 0xff, static_cast<uint32_t>(e->bytes.size()), r->size});
+  e->bytes.insert(e->bytes.end(), p, p + r->size);
 }
 
 void EnsureThreadWriter(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEvent>* names_out) {
@@ -360,11 +354,12 @@ void DrainChunkRange(Runtime& rt, ThreadStream* s, Chunk* c, uint32_t end, std::
     const Record* r = reinterpret_cast<const Record*>(c->data() + pos);
     if (r->event_id == kRoutedEvent) {
       RouteRecord(rt, externals, r, s);
-    } else {
-      EnsureThreadWriter(rt, s, names_out);
-      const void* payload = r->size <= 4 ? static_cast<const void*>(&r->inline4) : static_cast<const void*>(r + 1);
-      s->writer->Append(r->event_id, ToNs(rt, r->ts), payload, r->size);
+      pos += RoutedBytes(r->size);
+      continue;
     }
+    EnsureThreadWriter(rt, s, names_out);
+    const void* payload = r->size <= 4 ? static_cast<const void*>(&r->inline4) : static_cast<const void*>(r + 1);
+    s->writer->Append(r->event_id, ToNs(rt, r->ts), payload, r->size);
     pos += RecordBytes(r->size);
   }
   c->read_pos = pos;
@@ -430,8 +425,10 @@ void EnsureExternalWriter(Runtime& rt, ExternalStream* e) {
 void DrainExternal(Runtime& rt, ExternalStream* e, uint64_t now_ns, bool final) {
   if (e->events.empty()) return;
   EnsureExternalWriter(rt, e);
-  std::stable_sort(e->events.begin(), e->events.end(),
-                   [](const PendingEvent& a, const PendingEvent& b) { return a.ts < b.ts; });
+  // In-order queues mostly deliver in order already.
+  auto by_ts = [](const PendingEvent& a, const PendingEvent& b) { return a.ts < b.ts; };
+  if (!std::is_sorted(e->events.begin(), e->events.end(), by_ts))
+    std::stable_sort(e->events.begin(), e->events.end(), by_ts);
   uint64_t window = e->window_ns.load(std::memory_order_relaxed);
   uint64_t cutoff = final || now_ns < window ? (final ? UINT64_MAX : 0) : now_ns - window;
   size_t n = e->events.size();
@@ -651,31 +648,37 @@ void AtForkChild() {
 
 // --- slow path -----------------------------------------------------------------
 
-void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts) {
-  Runtime* rt = g_rt;
-  if (!rt || LoadState() == kOff || t_is_flusher) return;
+namespace {
+
+// The calling thread's stream, registered at its first event; nullptr (the
+// event dropped) when not recording or out of memory.
+ThreadStream* CallingStream(Runtime* rt) {
+  if (!rt || LoadState() == kOff || t_is_flusher) return nullptr;
   ThreadStream* s = t_stream;
   if (!s) {
     s = RegisterThread(*rt);
-    if (!s) {
-      rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+    if (!s) rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
   }
-  uint32_t need = RecordBytes(size);
-  if (size > 0xffff || need > rt->cfg.chunk_bytes) {
-    s->dropped.fetch_add(1, std::memory_order_relaxed);
-    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  Chunk* n = TryAcquireChunk(*rt);
-  if (!n && rt->cfg.block) {
+  return s;
+}
+
+void CountDrop(Runtime& rt, ThreadStream* s) {
+  s->dropped.fetch_add(1, std::memory_order_relaxed);
+  rt.dropped_total.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Seals the thread's current chunk and makes a fresh one current; nullptr when
+// the buffers are full (drop policy, or the bounded wait of the block policy
+// ran out): the thread then points at g_full_chunk and the caller counts the drop.
+Chunk* NextChunk(Runtime& rt, ThreadStream* s) {
+  Chunk* n = TryAcquireChunk(rt);
+  if (!n && rt.cfg.block) {
     // Blocking policy: wait for the flusher to free a chunk. Bounded, so that a
     // dead flusher cannot hang the program: after 10 s we fall back to dropping.
     for (int i = 0; i < 10000 && !n; ++i) {
-      WakeFlusher(*rt);
+      WakeFlusher(rt);
       ::usleep(1000);
-      n = TryAcquireChunk(*rt);
+      n = TryAcquireChunk(rt);
     }
   }
   {
@@ -690,12 +693,42 @@ void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts
   }
   if (!n) {
     t_chunk = &g_full_chunk;
-    s->dropped.fetch_add(1, std::memory_order_relaxed);
-    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-    WakeFlusher(*rt);
-    return;
+    WakeFlusher(rt);
+    return nullptr;
   }
   t_chunk = n;
+  return n;
+}
+
+// EmitExternal's slow path: a routed record at the start of a fresh chunk.
+void SlowEmitRouted(uint32_t word, const void* payload, uint32_t size, uint64_t ts) {
+  Runtime* rt = g_rt;
+  ThreadStream* s = CallingStream(rt);
+  if (!s) return;
+  uint32_t need = RoutedBytes(size);
+  if (size > 0xffff || need > rt->cfg.chunk_bytes) return CountDrop(*rt, s);
+  Chunk* n = NextChunk(*rt, s);
+  if (!n) return CountDrop(*rt, s);
+  Record* r = reinterpret_cast<Record*>(n->data());
+  r->ts = ts;
+  r->event_id = kRoutedEvent;
+  r->size = static_cast<uint16_t>(size);
+  r->inline4 = word;
+  std::memcpy(r + 1, payload, size);
+  n->write_pos.store(need, std::memory_order_release);
+  if (PoolLow(*rt)) WakeFlusher(*rt);
+}
+
+}  // namespace
+
+void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts) {
+  Runtime* rt = g_rt;
+  ThreadStream* s = CallingStream(rt);
+  if (!s) return;
+  uint32_t need = RecordBytes(size);
+  if (size > 0xffff || need > rt->cfg.chunk_bytes) return CountDrop(*rt, s);
+  Chunk* n = NextChunk(*rt, s);
+  if (!n) return CountDrop(*rt, s);
   Record* r = reinterpret_cast<Record*>(n->data());
   r->ts = ts;
   r->event_id = static_cast<uint16_t>(event_id);
@@ -783,38 +816,25 @@ void SetReorderWindow(ExternalStream* s, uint64_t window_ns) {
 
 void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size) {
   uint32_t st = LoadState();
-  if (!s || st == kOff) return;
-  RoutedHeader h{s->index, event_id};
-  uint32_t total = static_cast<uint32_t>(sizeof h) + size;
-  uint32_t need = RecordBytes(total);
+  if (!s || st == kOff || event_id > 0xff || s->index >= kMaxRoutedStreams) return;
+  uint32_t word = (s->index << 8) | event_id;
+  uint32_t need = RoutedBytes(size);
   Chunk* c = t_chunk;
-  if (__builtin_expect(c != nullptr && total <= 0xffff, 1)) {
+  if (__builtin_expect(c != nullptr && size <= 0xffff, 1)) {
     uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
     if (__builtin_expect(pos + need <= c->capacity, 1)) {
       Record* r = reinterpret_cast<Record*>(c->data() + pos);
       r->ts = ts_ns;  // already trace-clock ns: the flusher routes it without conversion
       r->event_id = kRoutedEvent;
-      r->size = static_cast<uint16_t>(total);
-      r->inline4 = 0;
-      std::memcpy(r + 1, &h, sizeof h);
-      std::memcpy(reinterpret_cast<uint8_t*>(r + 1) + sizeof h, payload, size);
+      r->size = static_cast<uint16_t>(size);
+      r->inline4 = word;
+      std::memcpy(r + 1, payload, size);
       c->write_pos.store(pos + need, std::memory_order_release);
       return;
     }
   }
-  // First event of this thread, or a full chunk: assemble, then take the slow path.
-  if (total > 0xffff) {
-    SlowEmit(kRoutedEvent, nullptr, 0x10000, ts_ns);  // too large for a record: counted as a drop
-    return;
-  }
-  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[total]);
-  if (!buf) {
-    SlowEmit(kRoutedEvent, nullptr, 0x10000, ts_ns);
-    return;
-  }
-  std::memcpy(buf.get(), &h, sizeof h);
-  std::memcpy(buf.get() + sizeof h, payload, size);
-  SlowEmit(kRoutedEvent, buf.get(), total, ts_ns);
+  // First event of this thread, or a full chunk.
+  SlowEmitRouted(word, payload, size, ts_ns);
 }
 
 void EmitProcessEvent(uint32_t event_id, const void* payload, uint32_t size) {

@@ -23,7 +23,8 @@ constexpr uint64_t kContextQueueBase = 2ull << 32;  // + context id: context-wid
 uint32_t NameCache::Get(const char* name, bool demangle) {
   if (!name) name = "<unnamed>";
   Entry& e = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) % slots_.size()];
-  if (e.ptr == name && e.text == name) return e.id;
+  // Same address and same text (NUL included): no strlen on the hot path.
+  if (e.ptr == name && std::memcmp(e.text.c_str(), name, e.text.size() + 1) == 0) return e.id;
   e.ptr = name;
   e.text = name;
   std::string shown;
@@ -138,13 +139,14 @@ void ActivityDecoder::AddDropped(uint64_t n) {
 
 recorder::ExternalStream* ActivityDecoder::Stream(uint32_t device, uint64_t queue, const char* what) {
   uint64_t key = (uint64_t{device} << 40) ^ queue;
-  if (key == last_key_) return last_stream_;
+  for (const StreamSlot& s : recent_)
+    if (s.key == key) return s.stream;
+  auto remember = [this](uint64_t k, recorder::ExternalStream* s) {
+    recent_[next_slot_++ % std::size(recent_)] = {k, s};
+    return s;
+  };
   auto it = streams_.find(key);
-  if (it != streams_.end()) {
-    last_key_ = key;
-    last_stream_ = it->second;
-    return it->second;
-  }
+  if (it != streams_.end()) return remember(key, it->second);
   recorder::ExternalStream* s = recorder::OpenDeviceStream(device, queue);
   // Buffers are per thread and complete in any order: hold a second back.
   recorder::SetReorderWindow(s, 1'000'000'000);
@@ -154,9 +156,7 @@ recorder::ExternalStream* ActivityDecoder::Stream(uint32_t device, uint64_t queu
   else name = std::string(what) + " " + std::to_string(queue);
   accel::EmitQueueInfo(device, queue, name);
   streams_.emplace(key, s);
-  last_key_ = key;
-  last_stream_ = s;
-  return s;
+  return remember(key, s);
 }
 
 recorder::ExternalStream* ActivityDecoder::ThreadStream(uint32_t cupti_tid) {
@@ -203,7 +203,10 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
         return;
       }
       if (!emit_) return;
-      context_device_.try_emplace(k->contextId, k->deviceId);
+      if (k->contextId != last_context_) {
+        last_context_ = k->contextId;
+        context_device_.try_emplace(k->contextId, k->deviceId);
+      }
       accel::KernelActivity a;
       a.start = T(k->start);
       a.end = T(k->end);

@@ -59,7 +59,7 @@ class NameCache {
  private:
   struct Entry {
     const char* ptr = nullptr;
-    std::string text;
+    std::string text;  // with its terminating NUL, compared in one memcmp
     uint32_t id = 0;
   };
   std::vector<Entry> slots_;  // direct-mapped by pointer
@@ -122,8 +122,14 @@ class ActivityDecoder {
   std::unordered_map<uint64_t, recorder::ExternalStream*> streams_;
   std::unordered_map<uint32_t, recorder::ExternalStream*> thread_streams_;
   std::unordered_map<uint32_t, uint32_t> context_device_;
-  uint64_t last_key_ = UINT64_MAX;  // records of one buffer mostly share a stream
-  recorder::ExternalStream* last_stream_ = nullptr;
+  uint32_t last_context_ = UINT32_MAX;
+  // Records of a buffer come from a handful of streams: a small cache in front of the map.
+  struct StreamSlot {
+    uint64_t key = UINT64_MAX;
+    recorder::ExternalStream* stream = nullptr;
+  };
+  StreamSlot recent_[8];
+  uint32_t next_slot_ = 0;
   int64_t time_offset_ = 0;
   bool emit_ = true;
   DecoderStats stats_;

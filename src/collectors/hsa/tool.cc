@@ -695,7 +695,7 @@ std::atomic<bool> g_reported{false};
 void Report() {
   if (g_reported.exchange(true)) return;
   // Handlers of dispatches still running get a moment (ROCr's thread runs them).
-  for (int i = 0; i < 200 && g_stats.in_flight.load() > 0; ++i) ::usleep(1000);
+  for (int i = 0; i < 1000 && g_stats.in_flight.load() > 0; ++i) ::usleep(1000);
   ToolStats s = Stats();
   int64_t left = g_stats.in_flight.load();
   std::string detail = std::to_string(s.dispatches_timed) + " of " + std::to_string(s.dispatches) +

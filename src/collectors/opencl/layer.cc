@@ -1209,7 +1209,8 @@ void OnForkChild() { g_on.store(false, std::memory_order_relaxed); }
 // then says what was recorded and what was not.
 void AtExit() {
   if (!On()) return;
-  for (int i = 0; i < 200 && g_stats.InFlight() > 0; ++i) ::usleep(1000);
+  // Bounded: a command the program never waited for may still be running.
+  for (int i = 0; i < 1000 && g_stats.InFlight() > 0; ++i) ::usleep(1000);
   LayerStats s = Stats();
   std::string detail = std::to_string(s.completed) + " of " + std::to_string(s.commands) +
                        " enqueued commands recorded with device times (ICD-loader layer";
