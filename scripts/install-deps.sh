@@ -14,6 +14,10 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy python3-pip sqlite3
   liblttng-ust-dev lttng-tools chromium
+  # accelerator collectors: OpenCL layer (built and tested on PoCL's CPU device, CLBlast GEMMs),
+  # HSA tools library (built; its tests fake the runtime). The CUDA toolkit is not in Debian:
+  # the CUDA collector builds where /usr/local/cuda (STRATA_CUDA_ROOT) has one.
+  opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev libhsa-runtime-dev
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206

@@ -73,7 +73,7 @@ TEST(Kineto, SmallTraceEveryCategory) {
   EXPECT_TRUE(t.source_fractional_us);
   EXPECT_EQ(t.clock_offset_ns, 1700000000000000000);
   ASSERT_EQ(t.devices.size(), 1u);
-  EXPECT_EQ(t.strings.Get(t.devices[0].name), "NVIDIA Test GPU");
+  EXPECT_EQ(t.devices[0].name, "NVIDIA Test GPU");
   EXPECT_EQ(t.devices[0].compute_units, 132u);
   for (const auto& p : t.processes) EXPECT_EQ(p.rank, 3);
 

@@ -61,8 +61,10 @@ std::vector<SpanStats> SpanTable(const model::Trace& t) {
   std::vector<int64_t> self = SelfTimes(t);
   std::map<std::pair<int, model::StringId>, SpanStats> by;
   for (size_t i = 0; i < s.size(); ++i) {
-    // Device activity has its own tables; steps have theirs.
-    if (model::IsDeviceKind(s.kind[i]) || s.kind[i] == model::SliceKind::kStep) continue;
+    // Device activity (whatever its kind, e.g. an OpenCL map) has its own tables; steps have theirs.
+    if (model::IsDeviceKind(s.kind[i]) || s.kind[i] == model::SliceKind::kStep ||
+        t.tracks[s.track[i]].kind == model::TrackKind::kDeviceQueue)
+      continue;
     auto& st = by[{static_cast<int>(s.kind[i]), s.name[i]}];
     st.count++;
     st.total_ns += s.dur[i];

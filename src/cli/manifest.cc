@@ -54,6 +54,41 @@ json Environment() {
   return e;
 }
 
+int StateRank(const std::string& s) {
+  if (s == "ok") return 0;
+  if (s == "partial") return 1;
+  if (s == "unavailable") return 2;
+  return 3;  // error, or a state this strata does not know
+}
+
+void MergeCollectorStatuses(Manifest* m,
+                            const std::map<std::pair<uint64_t, std::string>, std::pair<std::string, std::string>>& st) {
+  struct Agg {
+    std::string state, detail;
+    uint64_t pid = 0;
+    int processes = 0;
+  };
+  std::map<std::string, Agg> by_name;
+  for (const auto& [key, v] : st) {
+    Agg& a = by_name[key.second];
+    ++a.processes;
+    if (a.processes == 1 || StateRank(v.first) > StateRank(a.state)) {
+      a.state = v.first;
+      a.detail = v.second;
+      a.pid = key.first;
+    }
+  }
+  for (const auto& [name, a] : by_name) {
+    std::string detail = "pid " + std::to_string(a.pid) + ": " + a.detail;
+    if (a.processes > 1) detail += " (" + std::to_string(a.processes) + " processes reported)";
+    AddCollector(m, name, a.state, detail);
+    for (auto& c : m->collectors)
+      if (c["name"] == name) c["source"] = "process";
+  }
+  for (const auto& [name, why] : m->silent_collectors)
+    if (!by_name.count(name)) AddCollector(m, name, "unavailable", why);
+}
+
 }  // namespace
 
 Manifest NewManifest(const std::vector<std::string>& command) {
@@ -122,6 +157,7 @@ Status WriteManifest(const std::string& dir, const Manifest& m) {
 Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int signal, const std::string& note) {
   json streams = json::array();
   json processes = json::array();
+  std::map<std::pair<uint64_t, std::string>, std::pair<std::string, std::string>> statuses;
   std::string ctf = JoinPath(dir, "ctf");
   auto text = ReadFile(JoinPath(ctf, "metadata"));
   m->lost = 0;
@@ -140,26 +176,33 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
         format::Packet pk;
         uint64_t lost = 0, packets = 0;
         json proc;
+        uint64_t pid = 0;
         while (r.NextPacket(&pk)) {
           ++packets;
           lost = pk.discarded;
           if (pk.stream_id != format::kProcessStream) continue;
           // Process streams are small: decode them for the process list.
           const auto& s = md->streams[pk.stream_id];
+          pid = pk.context.empty() ? 0 : pk.context[0];
           format::EventView ev;
           while (r.NextEvent(&ev)) {
             const std::string& en = s.events[ev.id].name;
-            if (en == "process_info") {
-              const uint8_t* p = ev.payload + 12;
-              const uint8_t* end = ev.payload + ev.size;
-              auto str = [&]() {
-                const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
-                size_t n = nul ? static_cast<size_t>(static_cast<const uint8_t*>(nul) - p) : static_cast<size_t>(end - p);
-                std::string out(reinterpret_cast<const char*>(p), n);
-                p += n + 1;
-                return out;
-              };
-              proc["pid"] = pk.context.empty() ? 0 : pk.context[0];
+            const uint8_t* p = ev.payload;
+            const uint8_t* end = ev.payload + ev.size;
+            auto str = [&]() {
+              if (p >= end) return std::string();
+              const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
+              size_t n = nul ? static_cast<size_t>(static_cast<const uint8_t*>(nul) - p) : static_cast<size_t>(end - p);
+              std::string out(reinterpret_cast<const char*>(p), n);
+              p += n + 1;
+              return out;
+            };
+            if (en == "collector_status") {
+              std::string cname = str(), state = str(), detail = str();
+              statuses[{pid, cname}] = {state, detail};  // a process's last word on a collector counts
+            } else if (en == "process_info" && ev.size >= 12) {
+              p = ev.payload + 12;
+              proc["pid"] = pid;
               proc["ppid"] = format::ReadLE<uint32_t>(ev.payload);
               proc["exe"] = str();
               proc["cmdline"] = str();
@@ -172,6 +215,7 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
       }
     }
   }
+  MergeCollectorStatuses(m, statuses);
   if (processes.empty()) {
     AddCollector(m, "recorder", "unavailable",
                  "no process of CMD loaded libstrata (a statically linked program, a setuid binary, or LD_PRELOAD "

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct Manifest {
   std::string trace_uuid;
   nlohmann::json options = nlohmann::json::object();
   nlohmann::json collectors = nlohmann::json::array();  // {name, state, detail}
+  // Collectors the supervisor enabled in CMD's processes, with what to record
+  // when no process reports on them (why there is no data): name -> detail.
+  std::map<std::string, std::string> silent_collectors;
   nlohmann::json extra = nlohmann::json::object();      // merged at top level
   // Filled by FinishManifest.
   uint64_t events = 0;
@@ -35,7 +39,9 @@ struct Manifest {
 Manifest NewManifest(const std::vector<std::string>& command);
 void AddCollector(Manifest* m, const std::string& name, const std::string& state, const std::string& detail);
 Status WriteManifest(const std::string& dir, const Manifest& m);
-// Adds the end time, exit status, processes and per-stream loss counts.
+// Adds the end time, exit status, processes and per-stream loss counts, and
+// what each in-process collector said (collector_status events; per collector,
+// the worst state any process reported, with that process's detail).
 Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int signal, const std::string& note);
 
 }  // namespace strata::cli

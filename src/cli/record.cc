@@ -42,8 +42,57 @@ struct RecordOptions {
   uint32_t flush_ms = 100;
   std::string clock = "auto";
   bool quiet = false;
+  std::string accel = "auto";
+  std::string gpu_metrics;
   std::vector<std::string> command;
 };
+
+// The accelerator collectors `strata record` can inject, each through its
+// vendor's own loading mechanism.
+struct AccelCollector {
+  const char* name;     // --accel and manifest name
+  const char* library;  // next to libstrata.so
+  const char* env;      // the variable the vendor runtime reads
+  const char* sep;      // how that variable joins several libraries
+};
+constexpr AccelCollector kAccelCollectors[] = {
+    {"cuda", "libstrata_cupti.so", "CUDA_INJECTION64_PATH", nullptr},
+    {"opencl", "libstrata_opencl.so", "OPENCL_LAYERS", ":"},
+    {"hsa", "libstrata_hsa.so", "HSA_TOOLS_LIB", " "},
+};
+
+bool AccelWanted(const RecordOptions& o, const std::string& name) {
+  if (o.accel == "auto" || o.accel == "all") return true;
+  if (o.accel == "none") return false;
+  size_t pos = 0;
+  while (pos <= o.accel.size()) {
+    size_t comma = o.accel.find(',', pos);
+    if (comma == std::string::npos) comma = o.accel.size();
+    if (o.accel.compare(pos, comma - pos, name) == 0) return true;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+// What the manifest says when no process of CMD reports on a collector: the
+// most likely reason there is no data, checked on this host where possible.
+std::string SilentReason(const std::string& name) {
+  if (name == "cuda") {
+    if (!PathExists("/proc/driver/nvidia/version"))
+      return "no NVIDIA driver on this host (/proc/driver/nvidia/version absent): CUDA cannot initialize, so the "
+             "CUDA driver never loaded libstrata_cupti.so; no CUDA activity was recorded";
+    return "no process of CMD initialized CUDA (made no CUDA call), so the CUDA driver never loaded "
+           "libstrata_cupti.so; no CUDA activity was recorded";
+  }
+  if (name == "opencl")
+    return "no process of CMD made an OpenCL call through an ICD loader with layer support (OPENCL_LAYERS); no "
+           "OpenCL activity was recorded";
+  if (!PathExists("/dev/kfd"))
+    return "no AMD GPU driver on this host (/dev/kfd absent): the HSA runtime cannot initialize, so it never loaded "
+           "libstrata_hsa.so; no HSA activity was recorded";
+  return "no process of CMD initialized the HSA runtime (hsa_init), so it never loaded libstrata_hsa.so; no HSA "
+         "activity was recorded";
+}
 
 volatile sig_atomic_t g_child = 0;
 
@@ -99,16 +148,53 @@ std::string AbsolutePath(const std::string& p) {
 }
 
 // Builds CMD's environment: ours plus the recorder's configuration.
-std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallPaths& paths, const std::string& dir) {
+std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallPaths& paths, const std::string& dir,
+                                          Manifest* manifest) {
   std::vector<std::string> env;
   std::string preload = paths.lib_dir + "/libstrata.so";
   std::string pythonpath;
+  // Accelerator collectors: ours first in each vendor variable, the user's kept.
+  std::vector<std::pair<std::string, std::string>> accel_env;
+  for (const AccelCollector& c : kAccelCollectors) {
+    std::string lib = paths.lib_dir + "/" + c.library;
+    if (!AccelWanted(o, c.name)) {
+      AddCollector(manifest, c.name, "off", "not requested (--accel " + o.accel + ")");
+      continue;
+    }
+    if (!PathExists(lib)) {
+      AddCollector(manifest, c.name, "unavailable",
+                   std::string("this strata was built without ") + c.library + " (its SDK was absent at build time)");
+      continue;
+    }
+    std::string value = lib;
+    if (const char* cur = std::getenv(c.env); cur && *cur) {
+      if (!c.sep) {
+        // One injection library only: the user's own wins, and we say so.
+        AddCollector(manifest, c.name, "unavailable",
+                     std::string(c.env) + " is already set to " + cur + "; strata's CUDA collector was not injected");
+        continue;
+      }
+      value += std::string(c.sep) + cur;
+    }
+    accel_env.emplace_back(c.env, value);
+    AddCollector(manifest, c.name, "enabled", std::string(c.env) + "=" + lib);
+    manifest->silent_collectors[c.name] = SilentReason(c.name);
+    if (std::string(c.name) == "cuda") {
+      // NVTX (frameworks' annotations) reaches CUPTI only when CUPTI is the NVTX
+      // injection; libstrata_cupti forwards it to the CUPTI it links.
+      if (!std::getenv("NVTX_INJECTION64_PATH")) accel_env.emplace_back("NVTX_INJECTION64_PATH", lib);
+      if (!o.gpu_metrics.empty()) accel_env.emplace_back("STRATA_GPU_METRICS", o.gpu_metrics);
+    }
+  }
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     if (kv.rfind("LD_PRELOAD=", 0) == 0) {
       preload += ":" + kv.substr(11);
       continue;
     }
+    bool replaced = false;
+    for (const auto& [k, v] : accel_env) replaced = replaced || kv.rfind(k + "=", 0) == 0;
+    if (replaced) continue;
     if (kv.rfind("STRATA_", 0) == 0 && kv.rfind("STRATA_LIB_DIR=", 0) != 0) continue;
     env.push_back(std::move(kv));
   }
@@ -119,6 +205,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   env.push_back("STRATA_BUFFER_POLICY=" + o.policy);
   env.push_back("STRATA_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.clock != "auto") env.push_back("STRATA_CLOCK=" + o.clock);
+  for (const auto& [k, v] : accel_env) env.push_back(k + "=" + v);
   return env;
 }
 
@@ -139,6 +226,20 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (cmd.empty()) {
     PrintError("record: no command given (usage: strata record [options] -- CMD [ARGS...])");
+    return 2;
+  }
+  for (size_t pos = 0; o.accel != "auto" && o.accel != "all" && o.accel != "none" && pos <= o.accel.size();) {
+    size_t comma = o.accel.find(',', pos);
+    if (comma == std::string::npos) comma = o.accel.size();
+    std::string item = o.accel.substr(pos, comma - pos);
+    if (item != "cuda" && item != "opencl" && item != "hsa") {
+      PrintError("record: --accel: unknown collector '" + item + "' (auto, none, or a list of cuda,opencl,hsa)");
+      return 2;
+    }
+    pos = comma + 1;
+  }
+  if (!o.gpu_metrics.empty() && o.gpu_metrics.rfind("kernels=", 0) != 0 && o.gpu_metrics.rfind("steps=", 0) != 0) {
+    PrintError("record: --gpu-metrics must be kernels=N[,skip=M] or steps=A-B");
     return 2;
   }
   if (o.policy != "drop" && o.policy != "block") {
@@ -184,7 +285,14 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     return 1;
   }
 
-  std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output);
+  std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output, &manifest);
+  manifest.options["accel"] = o.accel;
+  if (!o.gpu_metrics.empty()) manifest.options["gpu_metrics"] = o.gpu_metrics;
+  st = WriteManifest(o.output, manifest);
+  if (!st.ok()) {
+    PrintError(st.message());
+    return 1;
+  }
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -266,6 +374,13 @@ void AddRecordCommand(CLI::App& app) {
   cmd->add_option("--buffer-policy", opts->policy, "When buffers are full: drop (and count) or block")->capture_default_str();
   cmd->add_option("--flush-interval", opts->flush_ms, "Flush period, ms (bounds the loss if CMD is killed)")->check(CLI::Range(1, 60000))->capture_default_str();
   cmd->add_option("--clock", opts->clock, "Hot-path clock: auto, tsc or monotonic")->check(CLI::IsMember({"auto", "tsc", "monotonic"}))->capture_default_str();
+  cmd->add_option("--accel", opts->accel,
+                  "Accelerator collectors to inject: auto (every one built), none, or a list of cuda,opencl,hsa")
+      ->capture_default_str();
+  cmd->add_option("--gpu-metrics", opts->gpu_metrics,
+                  "CUDA: per-kernel hardware metrics (FLOPs, DRAM bytes, occupancy) through CUPTI's range profiler, "
+                  "for a window: kernels=N[,skip=M] or steps=A-B. Kernels are replayed, so timings in the window "
+                  "are not representative");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());

@@ -86,7 +86,7 @@ class Writer {
       std::string name(t_.strings.Get(pr.name));
       if (pr.is_device) {
         for (const model::Device& d : t_.devices)
-          if (d.id == pr.device && d.name) name += " (" + std::string(t_.strings.Get(d.name)) + ")";
+          if (d.id == pr.device && !d.name.empty()) name += " (" + d.name + ")";
       }
       pd->set_process_name(name);
       if (pr.rank >= 0) pd->add_process_labels("rank " + std::to_string(pr.rank));

@@ -144,8 +144,8 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO devices VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (const auto& d : t.devices) {
       BindInt(s, 1, d.id);
-      BindText(s, 2, sv(d.name));
-      BindText(s, 3, sv(d.vendor));
+      BindText(s, 2, d.name);
+      BindText(s, 3, d.vendor);
       BindInt(s, 4, static_cast<int64_t>(d.memory_bytes));
       BindInt(s, 5, d.compute_units);
       BindInt(s, 6, d.compute_major);

@@ -117,11 +117,23 @@ struct SliceTable {
 enum class CopyKind : uint8_t { kUnknown, kHtoD, kDtoH, kDtoD, kHtoH, kPtoP };
 const char* CopyKindName(CopyKind k);
 
-// One row per device slice (kernel, memcpy, memset, sync).
+// One row per device slice (kernel, memcpy, memset, sync, and other queue work
+// such as OpenCL maps, which are kOther slices on the device-queue track).
+//
+// How the strata importer fills it (accel_events.cc), for every source API:
+//  - the slice is on the kDeviceQueue track of (process, device, queue);
+//    kernels are kKernel named by the kernel, copies kMemcpy named
+//    "Memcpy HtoD" etc., fills kMemset "Memset", syncs kDeviceSync named by
+//    their type ("Stream Synchronize", "Barrier", ...);
+//  - `launch` is the runtime/driver API slice (kRuntime/kDriver, on the thread
+//    that made the call) with the same correlation id in the same process, and
+//    a FlowTable row (id = correlation) joins the two;
+//  - kernels' queued/submitted device times, when the source has them, are
+//    ArgTable entries "queued_ns"/"submitted_ns" of the kernel slice (trace clock).
 struct DeviceActivityTable {
   std::vector<uint32_t> slice;
-  std::vector<int32_t> device;
-  std::vector<int64_t> stream;
+  std::vector<int32_t> device;       // the source's device number (Device::id)
+  std::vector<int64_t> stream;       // queue/stream id (the track's tid)
   std::vector<uint64_t> correlation;
   std::vector<int32_t> launch;       // the runtime-API slice that caused it; kNone if unknown
   std::vector<uint64_t> bytes;       // copies and fills
@@ -232,14 +244,25 @@ struct MemoryTable {
   }
 };
 
-// An accelerator as its runtime described it. Fields a source does not give stay 0.
+// An accelerator as one process saw it. Fields are 0 / empty when unknown.
+// Strata traces: one row per (process, device number) from the collectors'
+// device descriptions; `id` is the number DeviceActivityTable.device and
+// Track.device use (numbering: format/schema_accel.h).
 struct Device {
-  int32_t id = 0;              // the runtime's device ordinal (DeviceActivityTable::device)
-  StringId name = 0;           // "NVIDIA A100-SXM4-80GB"
-  StringId vendor = 0;         // "nvidia", "amd", ...
+  uint32_t process = 0;
+  int32_t id = 0;
+  std::string api;            // "cuda", "opencl", "hsa"
+  std::string name;           // "NVIDIA H100 80GB HBM3", "pthread-skylake-avx512"
+  std::string vendor;
+  uint32_t compute_units = 0; // SMs, OpenCL compute units, CUs
+  uint32_t clock_khz = 0;
   uint64_t memory_bytes = 0;
-  uint32_t compute_units = 0;  // SMs / CUs
-  uint32_t compute_major = 0, compute_minor = 0;
+  double memory_bandwidth = 0;  // bytes/s
+  double peak_flops_f64 = 0;    // FLOP/s per precision
+  double peak_flops_f32 = 0;
+  double peak_flops_f16 = 0;
+  uint32_t compute_major = 0, compute_minor = 0;  // CUDA compute capability
+  std::string properties;     // free text: driver version, ...
 };
 
 // What a collector said about itself in one process: recorded, partial, unavailable.

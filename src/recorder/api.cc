@@ -62,12 +62,16 @@ void strata_flow_in_(uint64_t flow_id) {
 
 void strata_step_begin_(uint64_t step) {
   uint32_t st = LoadState();
-  if (st) EmitBytes(st, fmt_::kStepBegin, &step, 8);
+  if (!st) return;
+  EmitBytes(st, fmt_::kStepBegin, &step, 8);
+  g_current_step.store(step, std::memory_order_relaxed);
 }
 
 void strata_step_end_(uint64_t step) {
   uint32_t st = LoadState();
-  if (st) EmitBytes(st, fmt_::kStepEnd, &step, 8);
+  if (!st) return;
+  EmitBytes(st, fmt_::kStepEnd, &step, 8);
+  g_current_step.store(UINT64_MAX, std::memory_order_relaxed);
 }
 
 void strata_thread_name(const char* name) {

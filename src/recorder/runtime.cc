@@ -46,6 +46,9 @@ __attribute__((visibility("default"))) uint32_t strata_active_ = 0;
 namespace strata::recorder {
 
 __thread Chunk* t_chunk __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint64_t> g_current_step{UINT64_MAX};
+
+uint64_t CurrentStep() { return g_current_step.load(std::memory_order_relaxed); }
 
 namespace {
 
@@ -73,29 +76,41 @@ struct ThreadStream {
 struct PendingEvent {
   uint64_t ts;
   uint32_t id;
-  uint32_t offset;  // into ExternalStream bytes
+  uint32_t offset;  // into ExternalStream::bytes
   uint32_t size;
 };
+
+// An external-stream event travels through the emitting thread's chunk as a
+// record with this id. Its inline word says where it goes, (stream index << 8)
+// | event id, and its payload always follows the record, whatever its size.
+constexpr uint16_t kRoutedEvent = 0xffff;
+constexpr uint32_t kMaxRoutedStreams = 1u << 24;
+constexpr uint32_t RoutedBytes(uint32_t payload) { return 16u + ((payload + 7u) & ~7u); }
 
 }  // namespace
 
 class ExternalStream {
  public:
-  uint32_t device = 0;
+  uint32_t index = 0;
+  uint32_t stream_class = format::kDeviceStream;
+  uint32_t device = 0;  // device streams
   uint64_t queue = 0;
-  std::mutex mu;
+  uint32_t tid = 0;     // thread streams
+  std::atomic<uint64_t> window_ns{200'000'000};
+  // Flusher-only: events routed here and not yet written, and their payloads.
   std::vector<PendingEvent> events;
   std::vector<uint8_t> bytes;
-  uint64_t dropped = 0;  // under mu
-  std::unique_ptr<StreamWriter> writer;  // flusher only
+  std::unique_ptr<StreamWriter> writer;
   // Flusher scratch, kept to avoid reallocating each cycle.
-  std::vector<PendingEvent> drain_events;
-  std::vector<uint8_t> drain_bytes;
+  std::vector<PendingEvent> keep_events;
+  std::vector<uint8_t> keep_bytes;
 };
 
 namespace {
 
-constexpr size_t kMaxExternalPending = 4u << 20;  // events per device stream between flushes
+// Events one external stream may hold back for reordering; beyond it the
+// oldest are written even if younger than the window.
+constexpr size_t kMaxExternalPending = 4u << 20;
 
 struct Runtime {
   Config cfg;
@@ -359,27 +374,38 @@ void AppendNarrowed(StreamWriter& w, const Record* r, uint64_t ts) {
   w.Append(r->event_id, ts, payload, r->size);
 }
 
-void DrainChunkRange(Runtime& rt, StreamWriter& w, Chunk* c, uint32_t end) {
-  uint32_t pos = c->read_pos;
-  while (pos + sizeof(Record) <= end) {
-    const Record* r = reinterpret_cast<const Record*>(c->data() + pos);
-    AppendNarrowed(w, r, ToNs(rt, r->ts));
-    pos += RecordBytes(r->size);
+ExternalStream* ExternalAt(Runtime& rt, std::vector<ExternalStream*>& externals, uint32_t index) {
+  if (index >= externals.size()) {
+    std::lock_guard<std::mutex> lk(rt.registry_mu);
+    externals = rt.externals;
   }
-  c->read_pos = pos;
+  return index < externals.size() ? externals[index] : nullptr;
 }
 
-void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEvent>* names_out) {
-  if (!s->writer) {
-    const format::StreamSpec* spec = format::FindStream(format::kThreadStream);
-    s->writer = std::make_unique<StreamWriter>(
-        rt.uuid, *spec, InstanceStreamId(rt.instance, 0, (uint64_t{++rt.stream_seq} << 32) | s->tid),
-        std::vector<uint64_t>{rt.pid, s->tid, rt.instance});
-    std::string path = StreamPath(rt, "thread-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
-                                          std::to_string(s->tid));
-    Status st = s->writer->OpenUnique(path);
-    if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+// Moves a routed record into its external stream's pending list (flusher only).
+void RouteRecord(Runtime& rt, std::vector<ExternalStream*>& externals, const Record* r, ThreadStream* from) {
+  ExternalStream* e = ExternalAt(rt, externals, r->inline4 >> 8);
+  if (!e) {
+    // A stream from before a fork: the child never opened it.
+    from->dropped.fetch_add(1, std::memory_order_relaxed);
+    rt.dropped_total.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(r + 1);
+  e->events.push_back({r->ts, r->inline4 & 0xff, static_cast<uint32_t>(e->bytes.size()), r->size});
+  e->bytes.insert(e->bytes.end(), p, p + r->size);
+}
+
+void EnsureThreadWriter(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEvent>* names_out) {
+  if (s->writer) return;
+  const format::StreamSpec* spec = format::FindStream(format::kThreadStream);
+  s->writer = std::make_unique<StreamWriter>(
+      rt.uuid, *spec, InstanceStreamId(rt.instance, 0, (uint64_t{++rt.stream_seq} << 32) | s->tid),
+      std::vector<uint64_t>{rt.pid, s->tid, rt.instance});
+  std::string path = StreamPath(rt, "thread-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
+                                        std::to_string(s->tid));
+  Status st = s->writer->OpenUnique(path);
+  if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
   if (!s->named) {
     s->named = true;
     std::string comm = ThreadComm(s->tid);
@@ -390,7 +416,32 @@ void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEv
       names_out->push_back({format::kThreadName, std::move(p)});
     }
   }
-  StreamWriter& w = *s->writer;
+}
+
+// The writer (and the stream file) is created at the thread's first own event:
+// a thread that only carries external-stream records (a driver's callback
+// thread) leaves no empty thread stream behind.
+void DrainChunkRange(Runtime& rt, ThreadStream* s, Chunk* c, uint32_t end, std::vector<ExternalStream*>& externals,
+                     std::vector<Runtime::ProcEvent>* names_out) {
+  uint32_t pos = c->read_pos;
+  while (pos + sizeof(Record) <= end) {
+    const Record* r = reinterpret_cast<const Record*>(c->data() + pos);
+    if (r->event_id == kRoutedEvent) {
+      RouteRecord(rt, externals, r, s);
+      pos += RoutedBytes(r->size);
+      continue;
+    }
+    EnsureThreadWriter(rt, s, names_out);
+    AppendNarrowed(*s->writer, r, ToNs(rt, r->ts));
+    pos += RecordBytes(r->size);
+  }
+  c->read_pos = pos;
+}
+
+void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<ExternalStream*>& externals,
+                       std::vector<Runtime::ProcEvent>* names_out) {
+  // Losses must reach the trace even for a thread that wrote nothing else.
+  if (s->dropped.load(std::memory_order_relaxed) > 0) EnsureThreadWriter(rt, s, names_out);
   for (;;) {
     Chunk* c;
     {
@@ -399,14 +450,14 @@ void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEv
     }
     if (!c) break;
     uint32_t end = c->write_pos.load(std::memory_order_acquire);
-    DrainChunkRange(rt, w, c, end);
+    DrainChunkRange(rt, s, c, end, externals, names_out);
     bool done = false;
     {
       std::lock_guard<std::mutex> lk(s->mu);
       if (c->sealed.load(std::memory_order_acquire)) {
         // Sealed under this lock after the owner's last write_pos store.
         uint32_t final_end = c->write_pos.load(std::memory_order_acquire);
-        if (final_end != c->read_pos) DrainChunkRange(rt, w, c, final_end);
+        if (final_end != c->read_pos) DrainChunkRange(rt, s, c, final_end, externals, names_out);
         s->head = c->next;
         if (s->tail == c) s->tail = nullptr;
         done = true;
@@ -415,37 +466,63 @@ void DrainThreadStream(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcEv
     if (!done) break;
     ReleaseChunk(rt, c);
     // Bound the writer's memory when a thread produced a lot since the last cycle.
-    if (w.pending_bytes() > (4u << 20)) {
-      Status st = w.Flush(ToNs(rt, NowRaw()));
+    if (s->writer && s->writer->pending_bytes() > (4u << 20)) {
+      Status st = s->writer->Flush(ToNs(rt, NowRaw()));
       (void)st;
     }
   }
 }
 
-void DrainExternal(Runtime& rt, ExternalStream* e) {
-  uint64_t dropped;
-  {
-    std::lock_guard<std::mutex> lk(e->mu);
-    e->drain_events.swap(e->events);
-    e->drain_bytes.swap(e->bytes);
-    e->events.clear();
-    e->bytes.clear();
-    dropped = e->dropped;
-  }
-  if (!e->writer) {
-    const format::StreamSpec* spec = format::FindStream(format::kDeviceStream);
-    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 2, (uint64_t{++rt.stream_seq} << 32) ^ e->queue ^ (uint64_t{e->device} << 48)),
+void EnsureExternalWriter(Runtime& rt, ExternalStream* e) {
+  if (e->writer) return;
+  const format::StreamSpec* spec = format::FindStream(e->stream_class);
+  std::string path;
+  if (e->stream_class == format::kThreadStream) {
+    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec, InstanceStreamId(rt.instance, 3, (uint64_t{++rt.stream_seq} << 32) | e->tid),
+                                               std::vector<uint64_t>{rt.pid, e->tid, rt.instance});
+    path = StreamPath(rt, "thread-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
+                              std::to_string(e->tid) + "-ext");
+  } else {
+    e->writer = std::make_unique<StreamWriter>(rt.uuid, *spec,
+                                               InstanceStreamId(rt.instance, 2, (uint64_t{++rt.stream_seq} << 32) ^ e->queue ^ (uint64_t{e->device} << 48)),
                                                std::vector<uint64_t>{rt.pid, rt.instance, e->device, e->queue});
-    std::string path = StreamPath(rt, "device-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
-                                          std::to_string(e->device) + "-" + std::to_string(e->queue));
-    Status st = e->writer->OpenUnique(path);
-    if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+    path = StreamPath(rt, "device-" + std::to_string(rt.pid) + "-" + InstanceHex(rt.instance) + "-" +
+                              std::to_string(e->device) + "-" + std::to_string(e->queue));
   }
-  std::stable_sort(e->drain_events.begin(), e->drain_events.end(),
-                   [](const PendingEvent& a, const PendingEvent& b) { return a.ts < b.ts; });
-  for (const PendingEvent& p : e->drain_events)
-    e->writer->Append(p.id, p.ts, e->drain_bytes.data() + p.offset, p.size);
-  e->writer->set_discarded(dropped);
+  Status st = e->writer->OpenUnique(path);
+  if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
+}
+
+// Writes the stream's pending events older than its reorder window (all of
+// them when `final`), in timestamp order; keeps the rest for the next cycle.
+void DrainExternal(Runtime& rt, ExternalStream* e, uint64_t now_ns, bool final) {
+  if (e->events.empty()) return;
+  EnsureExternalWriter(rt, e);
+  // In-order queues mostly deliver in order already.
+  auto by_ts = [](const PendingEvent& a, const PendingEvent& b) { return a.ts < b.ts; };
+  if (!std::is_sorted(e->events.begin(), e->events.end(), by_ts))
+    std::stable_sort(e->events.begin(), e->events.end(), by_ts);
+  uint64_t window = e->window_ns.load(std::memory_order_relaxed);
+  uint64_t cutoff = final || now_ns < window ? (final ? UINT64_MAX : 0) : now_ns - window;
+  size_t n = e->events.size();
+  size_t write = 0;
+  while (write < n && e->events[write].ts <= cutoff) ++write;
+  if (n - write > kMaxExternalPending) write = n - kMaxExternalPending;
+  for (size_t i = 0; i < write; ++i) {
+    const PendingEvent& p = e->events[i];
+    e->writer->Append(p.id, p.ts, e->bytes.data() + p.offset, p.size);
+  }
+  e->keep_events.clear();
+  e->keep_bytes.clear();
+  for (size_t i = write; i < n; ++i) {
+    PendingEvent p = e->events[i];
+    const uint8_t* b = e->bytes.data() + p.offset;
+    p.offset = static_cast<uint32_t>(e->keep_bytes.size());
+    e->keep_bytes.insert(e->keep_bytes.end(), b, b + p.size);
+    e->keep_events.push_back(p);
+  }
+  e->events.swap(e->keep_events);
+  e->bytes.swap(e->keep_bytes);
 }
 
 struct FlushOptions {
@@ -473,10 +550,11 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
     rt.scratch = rt.streams;
     externals = rt.externals;
   }
-  // 1. Encode thread events into the writers' memory (not yet written).
+  // 1. Encode thread events into the writers' memory (not yet written), moving
+  //    external-stream records to their streams on the way.
   std::vector<Runtime::ProcEvent> thread_names;
-  for (ThreadStream* s : rt.scratch) DrainThreadStream(rt, s, &thread_names);
-  for (ExternalStream* e : externals) DrainExternal(rt, e);
+  for (ThreadStream* s : rt.scratch) DrainThreadStream(rt, s, externals, &thread_names);
+  for (ExternalStream* e : externals) DrainExternal(rt, e, now_ns, opt.final);
 
   // 2. Names first, then the events that use them: a process killed between the
   //    two writes leaves names without events, never events without names.
@@ -506,6 +584,7 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
   // 3. Event packets.
   uint64_t written = 0, clamped = 0;
   for (ThreadStream* s : rt.scratch) {
+    if (!s->writer) continue;
     s->writer->set_discarded(s->dropped.load(std::memory_order_relaxed));
     Status fs = s->writer->Flush(now_ns, opt.final);
     (void)fs;
@@ -513,6 +592,7 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
     clamped += s->writer->clamped();
   }
   for (ExternalStream* e : externals) {
+    if (!e->writer) continue;
     Status fs = e->writer->Flush(now_ns, opt.final);
     (void)fs;
     written += e->writer->events_total();
@@ -641,31 +721,37 @@ void AtForkChild() {
 
 // --- slow path -----------------------------------------------------------------
 
-void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts) {
-  Runtime* rt = g_rt;
-  if (!rt || LoadState() == kOff || t_is_flusher) return;
+namespace {
+
+// The calling thread's stream, registered at its first event; nullptr (the
+// event dropped) when not recording or out of memory.
+ThreadStream* CallingStream(Runtime* rt) {
+  if (!rt || LoadState() == kOff || t_is_flusher) return nullptr;
   ThreadStream* s = t_stream;
   if (!s) {
     s = RegisterThread(*rt);
-    if (!s) {
-      rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+    if (!s) rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
   }
-  uint32_t need = RecordBytes(size);
-  if (size > 0xffff || need > rt->cfg.chunk_bytes) {
-    s->dropped.fetch_add(1, std::memory_order_relaxed);
-    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  Chunk* n = TryAcquireChunk(*rt);
-  if (!n && rt->cfg.block) {
+  return s;
+}
+
+void CountDrop(Runtime& rt, ThreadStream* s) {
+  s->dropped.fetch_add(1, std::memory_order_relaxed);
+  rt.dropped_total.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Seals the thread's current chunk and makes a fresh one current; nullptr when
+// the buffers are full (drop policy, or the bounded wait of the block policy
+// ran out): the thread then points at g_full_chunk and the caller counts the drop.
+Chunk* NextChunk(Runtime& rt, ThreadStream* s) {
+  Chunk* n = TryAcquireChunk(rt);
+  if (!n && rt.cfg.block) {
     // Blocking policy: wait for the flusher to free a chunk. Bounded, so that a
     // dead flusher cannot hang the program: after 10 s we fall back to dropping.
     for (int i = 0; i < 10000 && !n; ++i) {
-      WakeFlusher(*rt);
+      WakeFlusher(rt);
       ::usleep(1000);
-      n = TryAcquireChunk(*rt);
+      n = TryAcquireChunk(rt);
     }
   }
   {
@@ -680,12 +766,42 @@ void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts
   }
   if (!n) {
     t_chunk = &g_full_chunk;
-    s->dropped.fetch_add(1, std::memory_order_relaxed);
-    rt->dropped_total.fetch_add(1, std::memory_order_relaxed);
-    WakeFlusher(*rt);
-    return;
+    WakeFlusher(rt);
+    return nullptr;
   }
   t_chunk = n;
+  return n;
+}
+
+// EmitExternal's slow path: a routed record at the start of a fresh chunk.
+void SlowEmitRouted(uint32_t word, const void* payload, uint32_t size, uint64_t ts) {
+  Runtime* rt = g_rt;
+  ThreadStream* s = CallingStream(rt);
+  if (!s) return;
+  uint32_t need = RoutedBytes(size);
+  if (size > 0xffff || need > rt->cfg.chunk_bytes) return CountDrop(*rt, s);
+  Chunk* n = NextChunk(*rt, s);
+  if (!n) return CountDrop(*rt, s);
+  Record* r = reinterpret_cast<Record*>(n->data());
+  r->ts = ts;
+  r->event_id = kRoutedEvent;
+  r->size = static_cast<uint16_t>(size);
+  r->inline4 = word;
+  std::memcpy(r + 1, payload, size);
+  n->write_pos.store(need, std::memory_order_release);
+  if (PoolLow(*rt)) WakeFlusher(*rt);
+}
+
+}  // namespace
+
+void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts) {
+  Runtime* rt = g_rt;
+  ThreadStream* s = CallingStream(rt);
+  if (!s) return;
+  uint32_t need = RecordBytes(size);
+  if (size > 0xffff || need > rt->cfg.chunk_bytes) return CountDrop(*rt, s);
+  Chunk* n = NextChunk(*rt, s);
+  if (!n) return CountDrop(*rt, s);
   Record* r = reinterpret_cast<Record*>(n->data());
   r->ts = ts;
   r->event_id = static_cast<uint16_t>(event_id);
@@ -740,30 +856,64 @@ void ReportCollectorStatus(std::string_view collector, std::string_view state, s
   QueueProcEvent(*rt, format::kCollectorStatus, std::move(p));
 }
 
-ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue) {
+namespace {
+
+ExternalStream* OpenExternal(uint32_t stream_class, uint32_t device, uint64_t queue, uint32_t tid) {
   Runtime* rt = g_rt;
   if (!rt || LoadState() == kOff) return nullptr;
   std::lock_guard<std::mutex> lk(rt->registry_mu);
   for (ExternalStream* e : rt->externals)
-    if (e->device == device && e->queue == queue) return e;
+    if (e->stream_class == stream_class && e->device == device && e->queue == queue && e->tid == tid) return e;
   auto* e = new (std::nothrow) ExternalStream();
   if (!e) return nullptr;
+  e->index = static_cast<uint32_t>(rt->externals.size());
+  e->stream_class = stream_class;
   e->device = device;
   e->queue = queue;
+  e->tid = tid;
   rt->externals.push_back(e);
   return e;
 }
 
+}  // namespace
+
+ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue) {
+  return OpenExternal(format::kDeviceStream, device, queue, 0);
+}
+
+ExternalStream* OpenThreadStreamFor(uint32_t tid) { return OpenExternal(format::kThreadStream, 0, 0, tid); }
+
+void SetReorderWindow(ExternalStream* s, uint64_t window_ns) {
+  if (s) s->window_ns.store(window_ns, std::memory_order_relaxed);
+}
+
 void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size) {
-  if (!s) return;
-  std::lock_guard<std::mutex> lk(s->mu);
-  if (s->events.size() >= kMaxExternalPending) {
-    ++s->dropped;
-    return;
+  uint32_t st = LoadState();
+  if (!s || st == kOff || event_id > 0xff || s->index >= kMaxRoutedStreams) return;
+  uint32_t word = (s->index << 8) | event_id;
+  uint32_t need = RoutedBytes(size);
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c != nullptr && size <= 0xffff, 1)) {
+    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+    if (__builtin_expect(pos + need <= c->capacity, 1)) {
+      Record* r = reinterpret_cast<Record*>(c->data() + pos);
+      r->ts = ts_ns;  // already trace-clock ns: the flusher routes it without conversion
+      r->event_id = kRoutedEvent;
+      r->size = static_cast<uint16_t>(size);
+      r->inline4 = word;
+      std::memcpy(r + 1, payload, size);
+      c->write_pos.store(pos + need, std::memory_order_release);
+      return;
+    }
   }
-  s->events.push_back({ts_ns, event_id, static_cast<uint32_t>(s->bytes.size()), size});
-  const auto* b = static_cast<const uint8_t*>(payload);
-  s->bytes.insert(s->bytes.end(), b, b + size);
+  // First event of this thread, or a full chunk.
+  SlowEmitRouted(word, payload, size, ts_ns);
+}
+
+void EmitProcessEvent(uint32_t event_id, const void* payload, uint32_t size) {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return;
+  QueueProcEvent(*rt, event_id, std::string(static_cast<const char*>(payload), size));
 }
 
 bool FlushNow() {
@@ -789,8 +939,14 @@ RecorderStats Stats() {
       out.clamped += s->writer->clamped();
     }
   }
+  for (ExternalStream* e : rt->externals) {
+    if (e->writer) {
+      out.events_written += e->writer->events_total();
+      out.clamped += e->writer->clamped();
+    }
+  }
   out.events_dropped = rt->dropped_total.load();
-  out.streams = rt->streams.size();
+  out.streams = rt->streams.size() + rt->externals.size();
   return out;
 }
 

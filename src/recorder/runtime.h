@@ -40,15 +40,40 @@ STRATA_RECORDER_API void SetThreadName(uint32_t tid, std::string_view name);
 // "unavailable" or "error"; detail says why. Also lands in the manifest.
 STRATA_RECORDER_API void ReportCollectorStatus(std::string_view collector, std::string_view state, std::string_view detail);
 
-// An out-of-thread stream (a device queue). Events carry their own trace-clock
-// timestamps; they are sorted per flush and written in time order.
+// Streams whose events carry their own trace-clock timestamps (CLOCK_MONOTONIC
+// ns) because they happen elsewhere: a device queue, or API calls a vendor
+// runtime reports after the fact for some thread.
+//
+// EmitExternal is lock-free and may be called from any thread (a driver's
+// completion callback, CUPTI's buffer thread): the record goes into the calling
+// thread's own buffer like any event (same drop-and-count policy), tagged with
+// its stream; the flusher moves it to the stream, sorts by timestamp, and writes
+// every event older than the stream's reorder window. Events that arrive later
+// than the window behind an already written one are clamped to it (counted in
+// RecorderStats::clamped). Streams live until the process exits (or forks: a
+// child must not use its parent's streams).
 class ExternalStream;
+// One per device queue (see format/schema_accel.h for the numbering).
 STRATA_RECORDER_API ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue);
+// Thread-stream events for thread `tid` of this process, written with explicit
+// times (a second stream file for that thread; readers merge them by tid).
+STRATA_RECORDER_API ExternalStream* OpenThreadStreamFor(uint32_t tid);
+// How long the flusher holds a stream's newest events for late, earlier ones
+// (default 200 ms). Raise it for sources that deliver out of order in batches.
+STRATA_RECORDER_API void SetReorderWindow(ExternalStream* s, uint64_t window_ns);
 STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size);
 
 // The supervisor's control block (tiers switchable at run time): read its fields
 // with relaxed loads, on slow paths only. Defaults when there is no supervisor.
 STRATA_RECORDER_API const format::ControlBlock& Control();
+
+// Emits an event of the process stream (device descriptions, loss totals);
+// written at the next flush, stamped with the flush time.
+STRATA_RECORDER_API void EmitProcessEvent(uint32_t event_id, const void* payload, uint32_t size);
+
+// The number of the step the program is in (strata_step_begin .. _end), or
+// UINT64_MAX outside steps: collectors with a step window (--gpu-metrics).
+STRATA_RECORDER_API uint64_t CurrentStep();
 
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();

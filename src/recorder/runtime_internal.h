@@ -2,6 +2,7 @@
 // and by tests that drive the recorder directly.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -34,5 +35,8 @@ STRATA_RECORDER_API bool EmergencyFlush();
 STRATA_RECORDER_API uint64_t DroppedTotal();
 // False in a vfork() child, which shares the parent's memory.
 STRATA_RECORDER_API bool InOwnProcess();
+
+// The step the program is in (strata_step_begin/end), for CurrentStep().
+extern std::atomic<uint64_t> g_current_step;
 
 }  // namespace strata::recorder

@@ -166,13 +166,20 @@ class CountersSection : public Section {
 class CollectorsSection : public Section {
  public:
   void Build(const model::Trace& t, const ReportOptions&) override {
-    for (const auto& c : t.collectors)
-      rows_.push_back({analysis::ProcessLabel(t, c.process), c.collector, c.state, c.detail});
+    // A collector may report more than once (at start, at exit): its last word counts.
+    for (size_t i = 0; i < t.collectors.size(); ++i) {
+      const auto& c = t.collectors[i];
+      bool superseded = false;
+      for (size_t k = i + 1; k < t.collectors.size() && !superseded; ++k)
+        superseded = t.collectors[k].process == c.process && t.collectors[k].collector == c.collector;
+      if (!superseded) rows_.push_back({analysis::ProcessLabel(t, c.process), c.collector, c.state, c.detail});
+    }
     if (!t.manifest_json.empty()) {
       json m = json::parse(t.manifest_json, nullptr, false);
       if (m.is_object() && m.contains("collectors") && m["collectors"].is_array())
         for (const auto& c : m["collectors"])
-          if (c.is_object())
+          // Entries the supervisor merged from the processes are already listed per process.
+          if (c.is_object() && c.value("source", "") != "process")
             rows_.push_back({"supervisor", c.value("name", "?"), c.value("state", "?"), c.value("detail", "")});
     }
   }

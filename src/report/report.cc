@@ -15,6 +15,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeTransfersSection());
   s.push_back(MakeOpsSection());
   s.push_back(MakeSpansSection());
+  s.push_back(MakeAcceleratorSection());
   s.push_back(MakeCriticalPathSection());
   s.push_back(MakeCountersSection());
   s.push_back(MakeCollectorsSection());

@@ -49,6 +49,9 @@ std::unique_ptr<Section> MakeLaunchesSection();
 std::unique_ptr<Section> MakeOpsSection();
 std::unique_ptr<Section> MakeTransfersSection();
 
+// Accelerator section (accel_sections.cc).
+std::unique_ptr<Section> MakeAcceleratorSection();
+
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);
 std::string FormatBytes(double bytes);

@@ -418,17 +418,17 @@ class Builder : public JsonEventSink {
         int64_t i;
         if (!d["id"].get_int64().get(i)) dev.id = static_cast<int32_t>(i);
         std::string_view s;
-        if (!d["name"].get_string().get(s)) dev.name = t_.strings.Intern(s);
+        if (!d["name"].get_string().get(s)) dev.name = std::string(s);
         if (!d["totalGlobalMem"].get_int64().get(i)) dev.memory_bytes = static_cast<uint64_t>(i);
         if (!d["numSms"].get_int64().get(i)) dev.compute_units = static_cast<uint32_t>(i);
         if (!d["computeMajor"].get_int64().get(i)) dev.compute_major = static_cast<uint32_t>(i);
         if (!d["computeMinor"].get_int64().get(i)) dev.compute_minor = static_cast<uint32_t>(i);
-        std::string_view nm = t_.strings.Get(dev.name);
-        dev.vendor = t_.strings.Intern(nm.find("NVIDIA") != std::string_view::npos || nm.find("Tesla") != std::string_view::npos
-                                           ? "nvidia"
-                                       : nm.find("AMD") != std::string_view::npos || nm.find("Instinct") != std::string_view::npos
-                                           ? "amd"
-                                           : "");
+        std::string_view nm = dev.name;
+        dev.api = "cuda";
+        dev.vendor = nm.find("NVIDIA") != std::string_view::npos || nm.find("Tesla") != std::string_view::npos ? "nvidia"
+                     : nm.find("AMD") != std::string_view::npos || nm.find("Instinct") != std::string_view::npos ? "amd"
+                                                                                                                   : "";
+        if (dev.vendor == "amd") dev.api = "hip";
         t_.devices.push_back(dev);
       }
     } else if (key == "distributedInfo" && e.is_object()) {

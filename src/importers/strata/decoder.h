@@ -110,6 +110,7 @@ class DecoderRegistry {
 
 // One line per level in decoders.cc.
 void RegisterCoreDecoders(DecoderRegistry& r);
+void RegisterAccelDecoders(DecoderRegistry& r);  // accel_events.cc
 void RegisterAllDecoders(DecoderRegistry& r);
 
 // Payload helpers for decoders: fields are byte-aligned little-endian.

@@ -1,0 +1,227 @@
+#include "collectors/accel/emit.h"
+
+#include <cstring>
+#include <limits>
+
+#include "format/schema.h"
+
+namespace strata::accel {
+namespace {
+
+// Byte-aligned little-endian fields, as format/schema.h lays them out.
+class Payload {
+ public:
+  template <typename T>
+  Payload& Put(T v) {
+    if (n_ + sizeof v <= sizeof buf_) std::memcpy(buf_ + n_, &v, sizeof v);
+    n_ += sizeof v;
+    return *this;
+  }
+  Payload& Str(std::string_view s) {
+    size_t k = std::min(s.size(), sizeof buf_ - 1 > n_ ? sizeof buf_ - 1 - n_ : 0);
+    for (size_t i = 0; i < k; ++i) buf_[n_ + i] = s[i] == '\0' ? ' ' : static_cast<uint8_t>(s[i]);
+    n_ += k;
+    if (n_ < sizeof buf_) buf_[n_++] = 0;
+    return *this;
+  }
+  const uint8_t* data() const { return buf_; }
+  uint32_t size() const { return static_cast<uint32_t>(std::min(n_, sizeof buf_)); }
+
+ private:
+  uint8_t buf_[1024];
+  size_t n_ = 0;
+};
+
+template <typename E>
+uint8_t U8(E e) {
+  return static_cast<uint8_t>(e);
+}
+
+}  // namespace
+
+void ApiBegin(uint32_t name, ApiDomain domain, uint64_t correlation) {
+  uint8_t p[13];
+  std::memcpy(p, &name, 4);
+  p[4] = U8(domain);
+  std::memcpy(p + 5, &correlation, 8);
+  recorder::EmitThreadEvent(format::kApiBegin, p, sizeof p);
+}
+
+void ApiEnd(int64_t result) { recorder::EmitThreadEvent(format::kApiEnd, &result, sizeof result); }
+
+void ApiLaunch(const LaunchArgs& a) {
+  Payload p;
+  p.Put(a.correlation).Put(a.kernel);
+  for (uint32_t v : a.grid) p.Put(v);
+  for (uint32_t v : a.block) p.Put(v);
+  p.Put(a.shared_mem).Put(a.device).Put(a.queue);
+  recorder::EmitThreadEvent(format::kApiLaunch, p.data(), p.size());
+}
+
+void ApiArg(uint32_t key, uint64_t value) {
+  uint8_t p[12];
+  std::memcpy(p, &key, 4);
+  std::memcpy(p + 4, &value, 8);
+  recorder::EmitThreadEvent(format::kApiArg, p, sizeof p);
+}
+
+void ApiArgStr(uint32_t key, uint32_t value) {
+  uint8_t p[8];
+  std::memcpy(p, &key, 4);
+  std::memcpy(p + 4, &value, 4);
+  recorder::EmitThreadEvent(format::kApiArgStr, p, sizeof p);
+}
+
+void RangeBegin(uint64_t id, uint32_t name, uint32_t domain) {
+  Payload p;
+  p.Put(id).Put(name).Put(domain);
+  recorder::EmitThreadEvent(format::kRangeBegin, p.data(), p.size());
+}
+
+void RangeEnd(uint64_t id) { recorder::EmitThreadEvent(format::kRangeEnd, &id, sizeof id); }
+
+void ApiCall(ExternalStream* s, uint64_t start, uint64_t end, uint32_t name, ApiDomain domain, uint64_t correlation,
+             int64_t result) {
+  Payload p;
+  p.Put(end).Put(name).Put(U8(domain)).Put(correlation).Put(result);
+  recorder::EmitExternal(s, format::kApiCall, start, p.data(), p.size());
+}
+
+void Overhead(ExternalStream* s, uint64_t start, uint64_t end, uint32_t name) {
+  Payload p;
+  p.Put(end).Put(name);
+  recorder::EmitExternal(s, format::kOverhead, start, p.data(), p.size());
+}
+
+// The two device events that come by the million get fixed layouts (the
+// schema's field order, byte-packed), written in one go.
+struct __attribute__((packed)) KernelPayload {
+  uint64_t end, correlation;
+  uint32_t name, grid[3], block[3], shared_static, shared_dynamic, registers;
+  uint64_t queued, submitted;
+};
+static_assert(sizeof(KernelPayload) == 8 + 8 + 4 * 10 + 8 + 8);
+
+struct __attribute__((packed)) CopyPayload {
+  uint64_t end, correlation, bytes;
+  uint8_t copy_kind, src_kind, dst_kind;
+  uint32_t src_device, dst_device;
+  uint8_t flags;
+};
+static_assert(sizeof(CopyPayload) == 8 * 3 + 3 + 8 + 1);
+
+void EmitKernel(ExternalStream* s, const KernelActivity& k) {
+  KernelPayload p;
+  p.end = k.end;
+  p.correlation = k.correlation;
+  p.name = k.name;
+  for (int i = 0; i < 3; ++i) p.grid[i] = k.grid[i], p.block[i] = k.block[i];
+  p.shared_static = k.shared_static;
+  p.shared_dynamic = k.shared_dynamic;
+  p.registers = k.registers;
+  p.queued = k.queued;
+  p.submitted = k.submitted;
+  recorder::EmitExternal(s, format::kDevKernel, k.start, &p, sizeof p);
+}
+
+void EmitCopy(ExternalStream* s, const CopyActivity& c) {
+  CopyPayload p;
+  p.end = c.end;
+  p.correlation = c.correlation;
+  p.bytes = c.bytes;
+  p.copy_kind = U8(c.kind);
+  p.src_kind = U8(c.src_kind);
+  p.dst_kind = U8(c.dst_kind);
+  p.src_device = c.src_device;
+  p.dst_device = c.dst_device;
+  p.flags = c.flags;
+  recorder::EmitExternal(s, format::kDevMemcpy, c.start, &p, sizeof p);
+}
+
+void EmitFill(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint64_t bytes, uint32_t value,
+              MemoryKind kind) {
+  Payload p;
+  p.Put(end).Put(correlation).Put(bytes).Put(value).Put(U8(kind));
+  recorder::EmitExternal(s, format::kDevMemset, start, p.data(), p.size());
+}
+
+void EmitSync(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, SyncType type) {
+  Payload p;
+  p.Put(end).Put(correlation).Put(U8(type));
+  recorder::EmitExternal(s, format::kDevSync, start, p.data(), p.size());
+}
+
+void EmitMemory(ExternalStream* s, uint64_t ts, uint64_t correlation, uint64_t address, uint64_t bytes, MemoryOp op,
+                MemoryKind kind) {
+  Payload p;
+  p.Put(correlation).Put(address).Put(bytes).Put(U8(op)).Put(U8(kind));
+  recorder::EmitExternal(s, format::kDevMemory, ts, p.data(), p.size());
+}
+
+void EmitCommand(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint32_t name, uint64_t bytes) {
+  Payload p;
+  p.Put(end).Put(correlation).Put(name).Put(bytes);
+  recorder::EmitExternal(s, format::kDevCommand, start, p.data(), p.size());
+}
+
+void EmitDeviceInfo(const DeviceInfo& d) {
+  Payload p;
+  p.Put(d.device).Str(d.api).Str(d.name).Str(d.vendor).Put(d.compute_units).Put(d.clock_khz).Put(d.memory_bytes);
+  p.Put(d.memory_bandwidth).Put(d.peak_flops_f64).Put(d.peak_flops_f32).Put(d.peak_flops_f16).Str(d.properties);
+  recorder::EmitProcessEvent(format::kDeviceInfo, p.data(), p.size());
+}
+
+void EmitQueueInfo(uint32_t device, uint64_t queue, std::string_view name) {
+  Payload p;
+  p.Put(device).Put(queue).Str(name);
+  recorder::EmitProcessEvent(format::kQueueInfo, p.data(), p.size());
+}
+
+void EmitRecordsLost(std::string_view source, uint64_t total) {
+  Payload p;
+  p.Str(source).Put(total);
+  recorder::EmitProcessEvent(format::kRecordsLost, p.data(), p.size());
+}
+
+void EmitKernelMetrics(const KernelMetrics& m) {
+  Payload p;
+  p.Put(m.correlation).Put(m.device).Put(m.flops_f64).Put(m.flops_f32).Put(m.flops_f16).Put(m.dram_bytes);
+  p.Put(m.achieved_occupancy).Str(m.raw);
+  recorder::EmitProcessEvent(format::kKernelMetrics, p.data(), p.size());
+}
+
+namespace {
+
+uint64_t ReadNs(clockid_t c) {
+  timespec ts;
+  clock_gettime(c, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+uint64_t ReadClockArg(void* arg) { return ReadNs(static_cast<clockid_t>(reinterpret_cast<intptr_t>(arg))); }
+
+}  // namespace
+
+int64_t MeasureClockOffset(uint64_t (*read)(void*), void* arg, double ns_per_tick, int tries) {
+  uint64_t best_window = std::numeric_limits<uint64_t>::max();
+  int64_t best = 0;
+  for (int i = 0; i < tries; ++i) {
+    uint64_t a = ReadNs(CLOCK_MONOTONIC);
+    uint64_t o = read(arg);
+    uint64_t b = ReadNs(CLOCK_MONOTONIC);
+    if (b - a < best_window) {
+      best_window = b - a;
+      auto other_ns = static_cast<int64_t>(static_cast<double>(o) * ns_per_tick);
+      best = static_cast<int64_t>(a + (b - a) / 2) - other_ns;
+    }
+  }
+  return best;
+}
+
+int64_t MeasureClockOffset(clockid_t other, int tries) {
+  return MeasureClockOffset(ReadClockArg, reinterpret_cast<void*>(static_cast<intptr_t>(other)), 1.0, tries);
+}
+
+uint64_t ClockMapper::CoarseNow() { return ReadNs(CLOCK_MONOTONIC_COARSE); }
+
+}  // namespace strata::accel

@@ -1,0 +1,84 @@
+// Accelerator event classes: runtime/driver API calls (thread stream), device
+// activity (device stream), device and queue descriptions (process stream).
+// Field meanings and value numbering: format/schema_accel.h.
+#include "format/schema_accel.h"
+
+#include "format/schema.h"
+
+namespace strata::format {
+namespace {
+
+using F = FieldSpec;
+using T = FieldType;
+
+constexpr F kApiBeginFields[] = {{"name", T::kU32}, {"domain", T::kU8}, {"correlation", T::kU64}};
+constexpr F kApiEndFields[] = {{"result", T::kI64}};
+constexpr F kApiLaunchFields[] = {
+    {"correlation", T::kU64}, {"kernel", T::kU32},     {"grid_x", T::kU32},  {"grid_y", T::kU32},
+    {"grid_z", T::kU32},      {"block_x", T::kU32},    {"block_y", T::kU32}, {"block_z", T::kU32},
+    {"shared_mem", T::kU32},  {"device", T::kU32},     {"queue", T::kU64}};
+constexpr F kApiArgFields[] = {{"key", T::kU32}, {"value", T::kU64}};
+constexpr F kApiArgStrFields[] = {{"key", T::kU32}, {"value", T::kU32}};
+constexpr F kRangeBeginFields[] = {{"id", T::kU64}, {"name", T::kU32}, {"domain", T::kU32}};
+constexpr F kRangeEndFields[] = {{"id", T::kU64}};
+constexpr F kOverheadFields[] = {{"end", T::kU64}, {"name", T::kU32}};
+constexpr F kApiCallFields[] = {
+    {"end", T::kU64}, {"name", T::kU32}, {"domain", T::kU8}, {"correlation", T::kU64}, {"result", T::kI64}};
+
+constexpr EventSpec kThreadEvents[] = {
+    {kApiBegin, "api_begin", kApiBeginFields},     {kApiEnd, "api_end", kApiEndFields},
+    {kApiLaunch, "api_launch", kApiLaunchFields},  {kApiArg, "api_arg", kApiArgFields},
+    {kApiArgStr, "api_arg_str", kApiArgStrFields}, {kRangeBegin, "range_begin", kRangeBeginFields},
+    {kRangeEnd, "range_end", kRangeEndFields},     {kOverhead, "overhead", kOverheadFields},
+    {kApiCall, "api_call", kApiCallFields},
+};
+
+constexpr F kKernelFields[] = {
+    {"end", T::kU64},          {"correlation", T::kU64},    {"name", T::kU32},      {"grid_x", T::kU32},
+    {"grid_y", T::kU32},       {"grid_z", T::kU32},         {"block_x", T::kU32},   {"block_y", T::kU32},
+    {"block_z", T::kU32},      {"shared_static", T::kU32},  {"shared_dynamic", T::kU32},
+    {"registers", T::kU32},    {"queued", T::kU64},         {"submitted", T::kU64}};
+constexpr F kMemcpyFields[] = {
+    {"end", T::kU64},      {"correlation", T::kU64}, {"bytes", T::kU64},      {"copy_kind", T::kU8},
+    {"src_kind", T::kU8},  {"dst_kind", T::kU8},     {"src_device", T::kU32}, {"dst_device", T::kU32},
+    {"flags", T::kU8}};
+constexpr F kMemsetFields[] = {
+    {"end", T::kU64}, {"correlation", T::kU64}, {"bytes", T::kU64}, {"value", T::kU32}, {"memory_kind", T::kU8}};
+constexpr F kSyncFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"type", T::kU8}};
+constexpr F kMemoryFields[] = {
+    {"correlation", T::kU64}, {"address", T::kU64}, {"bytes", T::kU64}, {"operation", T::kU8}, {"memory_kind", T::kU8}};
+constexpr F kCommandFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"name", T::kU32}, {"bytes", T::kU64}};
+
+constexpr EventSpec kDeviceEvents[] = {
+    {kDevKernel, "kernel", kKernelFields}, {kDevMemcpy, "memcpy", kMemcpyFields},
+    {kDevMemset, "memset", kMemsetFields}, {kDevSync, "sync", kSyncFields},
+    {kDevMemory, "memory", kMemoryFields}, {kDevCommand, "command", kCommandFields},
+};
+
+constexpr F kDeviceInfoFields[] = {
+    {"device", T::kU32},           {"api", T::kString},          {"name", T::kString},
+    {"vendor", T::kString},        {"compute_units", T::kU32},   {"clock_khz", T::kU32},
+    {"memory_bytes", T::kU64},     {"memory_bandwidth", T::kF64}, {"peak_flops_f64", T::kF64},
+    {"peak_flops_f32", T::kF64},   {"peak_flops_f16", T::kF64},  {"properties", T::kString}};
+constexpr F kQueueInfoFields[] = {{"device", T::kU32}, {"queue", T::kU64}, {"name", T::kString}};
+constexpr F kRecordsLostFields[] = {{"source", T::kString}, {"total", T::kU64}};
+constexpr F kKernelMetricsFields[] = {
+    {"correlation", T::kU64},    {"device", T::kU32},     {"flops_f64", T::kF64},
+    {"flops_f32", T::kF64},      {"flops_f16", T::kF64},  {"dram_bytes", T::kF64},
+    {"achieved_occupancy", T::kF64}, {"metrics", T::kString}};
+
+constexpr EventSpec kProcessEvents[] = {
+    {kDeviceInfo, "device_info", kDeviceInfoFields},
+    {kQueueInfo, "queue_info", kQueueInfoFields},
+    {kRecordsLost, "records_lost", kRecordsLostFields},
+    {kKernelMetrics, "kernel_metrics", kKernelMetricsFields},
+};
+
+constexpr EventSet kSets[] = {
+    {kThreadStream, kThreadEvents}, {kDeviceStream, kDeviceEvents}, {kProcessStream, kProcessEvents}};
+
+}  // namespace
+
+std::span<const EventSet> AccelEventSets() { return kSets; }
+
+}  // namespace strata::format

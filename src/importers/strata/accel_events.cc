@@ -1,0 +1,514 @@
+// Decoders of the accelerator level (format/schema_accel.h) into the model as
+// documented in model/trace.h: API calls become kRuntime/kDriver slices on the
+// calling thread's track, device activity becomes kKernel/kMemcpy/kMemset/
+// kDeviceSync slices on kDeviceQueue tracks with a DeviceActivityTable row each,
+// joined to the API call that caused it by (process, correlation id).
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "format/schema.h"
+#include "format/schema_accel.h"
+#include "importers/strata/decoder.h"
+
+namespace strata::importers::strata_ctf {
+namespace {
+
+using format::EventView;
+using format::kDeviceStream;
+using format::kProcessStream;
+using format::kThreadStream;
+using model::SliceKind;
+
+struct Arg {
+  model::StringId key;
+  model::StringId str;
+  double num;
+};
+
+struct DeviceLink {
+  uint32_t row;
+  uint32_t process;
+  uint64_t correlation;
+};
+
+struct RangeBegin {
+  uint32_t track;
+  int64_t ts;
+  model::StringId name;
+  model::StringId domain;
+};
+
+struct KernelMetric {
+  uint32_t process;
+  uint64_t correlation;
+  double flops_f64, flops_f32, flops_f16, dram_bytes, occupancy;
+  model::StringId raw;
+};
+
+struct AccelState {
+  // Arguments of API calls still open, by OpenSlice::ext.
+  std::vector<std::vector<Arg>> open_args;
+  std::vector<int32_t> free_slots;
+  // (process, correlation) -> API slice (import order; Finalize remaps).
+  std::map<std::pair<uint32_t, uint64_t>, int32_t> api_by_corr;
+  std::vector<DeviceLink> links;
+  std::map<std::pair<uint32_t, uint64_t>, RangeBegin> range_begins;
+  std::map<std::pair<uint32_t, uint64_t>, int64_t> range_ends;
+  std::map<std::pair<uint32_t, std::string>, uint64_t> lost;  // running totals: keep the largest
+  std::vector<KernelMetric> metrics;
+  uint64_t orphan_args = 0;
+  uint64_t orphan_ends = 0;
+  model::StringId k_result = 0, k_kernel = 0, k_grid = 0, k_block = 0, k_shared = 0, k_queued = 0,
+                  k_submitted = 0, k_domain = 0, k_bytes = 0;
+
+  void InitKeys(model::StringPool& sp) {
+    if (k_result) return;
+    k_result = sp.Intern("result");
+    k_kernel = sp.Intern("kernel");
+    k_grid = sp.Intern("grid");
+    k_block = sp.Intern("block");
+    k_shared = sp.Intern("shared_mem");
+    k_queued = sp.Intern("queued_ns");
+    k_submitted = sp.Intern("submitted_ns");
+    k_domain = sp.Intern("domain");
+    k_bytes = sp.Intern("bytes");
+  }
+  int32_t NewSlot() {
+    if (!free_slots.empty()) {
+      int32_t s = free_slots.back();
+      free_slots.pop_back();
+      return s;
+    }
+    open_args.emplace_back();
+    return static_cast<int32_t>(open_args.size() - 1);
+  }
+};
+
+bool IsApi(SliceKind k) { return k == SliceKind::kRuntime || k == SliceKind::kDriver; }
+
+// Trace-clock times fit int64 (CLOCK_MONOTONIC ns); larger ones are corrupt and
+// would overflow duration arithmetic.
+bool BadTimes(LoadContext& ctx, uint64_t ts, uint64_t end) {
+  if (ts <= static_cast<uint64_t>(INT64_MAX) && end <= static_cast<uint64_t>(INT64_MAX)) return false;
+  ctx.CountWarning("accelerator events with out-of-range timestamps (skipped)");
+  return true;
+}
+
+SliceKind ApiKind(uint8_t domain) {
+  return domain == static_cast<uint8_t>(format::ApiDomain::kDriver) ? SliceKind::kDriver : SliceKind::kRuntime;
+}
+
+void AddArg(model::Trace& t, uint32_t slice, const Arg& a) {
+  t.args.slice.push_back(slice);
+  t.args.key.push_back(a.key);
+  t.args.str.push_back(a.str);
+  t.args.num.push_back(a.num);
+}
+
+void AddNumArg(model::Trace& t, uint32_t slice, model::StringId key, double v) { AddArg(t, slice, {key, 0, v}); }
+
+// The innermost open API call of the thread, or nullptr.
+OpenSlice* OpenApi(StreamState& ss) {
+  for (size_t k = ss.stack.size(); k-- > 0;)
+    if (IsApi(ss.stack[k].kind)) return &ss.stack[k];
+  return nullptr;
+}
+
+void RememberApi(AccelState& as, uint32_t process, uint64_t correlation, uint32_t slice) {
+  if (correlation != 0) as.api_by_corr[{process, correlation}] = static_cast<int32_t>(slice);
+}
+
+// Closes the stack's top slice; an API call's arguments land in the arg table.
+void CloseTopSlice(LoadContext& ctx, StreamState& ss, int64_t ts, int64_t result) {
+  auto& as = ctx.Ext<AccelState>();
+  OpenSlice o = ss.stack.back();
+  uint32_t slice = ctx.AddSlice(o, ts, ss.track, ss.stack.size() - 1);
+  ss.stack.pop_back();
+  if (!IsApi(o.kind)) return;
+  RememberApi(as, ss.process->index, o.arg, slice);
+  if (result != 0) AddNumArg(ctx.trace(), slice, as.k_result, static_cast<double>(result));
+  if (o.ext >= 0 && static_cast<size_t>(o.ext) < as.open_args.size()) {
+    for (const Arg& a : as.open_args[static_cast<size_t>(o.ext)]) AddArg(ctx.trace(), slice, a);
+    as.open_args[static_cast<size_t>(o.ext)].clear();
+    as.free_slots.push_back(o.ext);
+  }
+}
+
+std::string Dim3(uint32_t x, uint32_t y, uint32_t z) {
+  return std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
+}
+
+const char* CopyName(uint8_t kind) {
+  switch (static_cast<format::CopyKind>(kind)) {
+    case format::CopyKind::kHtoD: return "Memcpy HtoD";
+    case format::CopyKind::kDtoH: return "Memcpy DtoH";
+    case format::CopyKind::kDtoD: return "Memcpy DtoD";
+    case format::CopyKind::kHtoH: return "Memcpy HtoH";
+    case format::CopyKind::kPtoP: return "Memcpy PtoP";
+    case format::CopyKind::kUnknown: break;
+  }
+  return "Memcpy";
+}
+
+const char* SyncName(uint8_t type) {
+  switch (static_cast<format::SyncType>(type)) {
+    case format::SyncType::kEventSynchronize: return "Event Synchronize";
+    case format::SyncType::kStreamWaitEvent: return "Stream Wait Event";
+    case format::SyncType::kStreamSynchronize: return "Stream Synchronize";
+    case format::SyncType::kContextSynchronize: return "Context Synchronize";
+    case format::SyncType::kBarrier: return "Barrier";
+    case format::SyncType::kMarker: return "Marker";
+    case format::SyncType::kWaitEvents: return "Wait For Events";
+    case format::SyncType::kUnknown: break;
+  }
+  return "Synchronize";
+}
+
+int8_t Pinned(uint8_t memory_kind) {
+  switch (static_cast<format::MemoryKind>(memory_kind)) {
+    case format::MemoryKind::kPinned: return 1;
+    case format::MemoryKind::kPageable: return 0;
+    default: return -1;
+  }
+}
+
+// Device-stream helpers: the stream's track carries its device and queue.
+struct DeviceSlice {
+  uint32_t slice;
+  uint32_t row;
+};
+
+DeviceSlice AddDeviceSlice(LoadContext& ctx, StreamState& ss, int64_t ts, uint64_t end, model::StringId name,
+                           SliceKind kind, uint64_t correlation) {
+  model::Trace& t = ctx.trace();
+  if (ts < 0 || end > static_cast<uint64_t>(INT64_MAX)) {
+    ctx.CountWarning("accelerator events with out-of-range timestamps (clamped)");
+    ts = std::max<int64_t>(ts, 0);
+    end = 0;
+  }
+  int64_t e = static_cast<int64_t>(end);
+  if (end == 0 || e < ts) {
+    ctx.CountWarning("device activities without a valid end time (duration 0)");
+    e = ts;
+  }
+  uint32_t slice = t.slices.Add(ts, e - ts, ss.track, name, kind, correlation);
+  const model::Track& trk = t.tracks[ss.track];
+  uint32_t row = t.device.Add(slice, trk.device, trk.tid, correlation);
+  if (correlation != 0) ctx.Ext<AccelState>().links.push_back({row, ss.process->index, correlation});
+  return {slice, row};
+}
+
+}  // namespace
+
+void RegisterAccelDecoders(DecoderRegistry& r) {
+  // --- thread stream: API calls --------------------------------------------------
+  r.On(kThreadStream, "api_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    as.InitKeys(ctx.trace().strings);
+    if (BadTimes(ctx, ev.ts, 0)) return;
+    PayloadReader p(ev);
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    SliceKind kind = ApiKind(p.Get<uint8_t>());
+    uint64_t corr = p.Get<uint64_t>();
+    ss.stack.push_back({static_cast<int64_t>(ev.ts), name, kind, corr, as.NewSlot()});
+  });
+  r.On(kThreadStream, "api_end", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    int64_t result = PayloadReader(ev).Get<int64_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
+    // Closes the innermost open call, and whatever was left open inside it.
+    for (size_t k = ss.stack.size(); k-- > 0;) {
+      if (!IsApi(ss.stack[k].kind)) continue;
+      while (ss.stack.size() > k + 1) CloseTopSlice(ctx, ss, static_cast<int64_t>(ev.ts), 0);
+      CloseTopSlice(ctx, ss, static_cast<int64_t>(ev.ts), result);
+      return;
+    }
+    ++ctx.Ext<AccelState>().orphan_ends;
+  });
+  r.On(kThreadStream, "api_launch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    OpenSlice* o = OpenApi(ss);
+    if (!o || o->ext < 0) {
+      ++as.orphan_args;
+      return;
+    }
+    PayloadReader p(ev);
+    p.Get<uint64_t>();  // correlation: the open call's own
+    model::StringId kernel = ctx.Name(*ss.process, p.Get<uint32_t>());
+    uint32_t g[3], b[3];
+    for (uint32_t& v : g) v = p.Get<uint32_t>();
+    for (uint32_t& v : b) v = p.Get<uint32_t>();
+    uint32_t shared = p.Get<uint32_t>();
+    auto& sp = ctx.trace().strings;
+    auto& args = as.open_args[static_cast<size_t>(o->ext)];
+    args.push_back({as.k_kernel, kernel, NAN});
+    args.push_back({as.k_grid, sp.Intern(Dim3(g[0], g[1], g[2])), NAN});
+    args.push_back({as.k_block, sp.Intern(Dim3(b[0], b[1], b[2])), NAN});
+    args.push_back({as.k_shared, 0, static_cast<double>(shared)});
+  });
+  r.On(kThreadStream, "api_arg", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    OpenSlice* o = OpenApi(ss);
+    if (!o || o->ext < 0) {
+      ++as.orphan_args;
+      return;
+    }
+    PayloadReader p(ev);
+    model::StringId key = ctx.Name(*ss.process, p.Get<uint32_t>());
+    as.open_args[static_cast<size_t>(o->ext)].push_back({key, 0, static_cast<double>(p.Get<uint64_t>())});
+  });
+  r.On(kThreadStream, "api_arg_str", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    OpenSlice* o = OpenApi(ss);
+    if (!o || o->ext < 0) {
+      ++as.orphan_args;
+      return;
+    }
+    PayloadReader p(ev);
+    model::StringId key = ctx.Name(*ss.process, p.Get<uint32_t>());
+    model::StringId value = ctx.Name(*ss.process, p.Get<uint32_t>());
+    as.open_args[static_cast<size_t>(o->ext)].push_back({key, value, NAN});
+  });
+  r.On(kThreadStream, "api_call", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    as.InitKeys(ctx.trace().strings);
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    SliceKind kind = ApiKind(p.Get<uint8_t>());
+    uint64_t corr = p.Get<uint64_t>();
+    int64_t result = p.Get<int64_t>();
+    if (BadTimes(ctx, ev.ts, end)) return;
+    int64_t ts = static_cast<int64_t>(ev.ts);
+    uint32_t slice = ctx.AddSlice({ts, name, kind, corr}, std::max<int64_t>(ts, static_cast<int64_t>(end)), ss.track,
+                                  ss.stack.size());
+    RememberApi(as, ss.process->index, corr, slice);
+    if (result != 0) AddNumArg(ctx.trace(), slice, as.k_result, static_cast<double>(result));
+  });
+  r.On(kThreadStream, "range_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t id = p.Get<uint64_t>();
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    uint32_t dom = p.Get<uint32_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
+    model::StringId domain = dom ? ctx.Name(*ss.process, dom) : 0;
+    ctx.Ext<AccelState>().range_begins[{ss.process->index, id}] = {ss.track, static_cast<int64_t>(ev.ts), name, domain};
+  });
+  r.On(kThreadStream, "range_end", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    uint64_t id = PayloadReader(ev).Get<uint64_t>();
+    if (BadTimes(ctx, ev.ts, 0)) return;
+    ctx.Ext<AccelState>().range_ends[{ss.process->index, id}] = static_cast<int64_t>(ev.ts);
+  });
+  r.On(kThreadStream, "overhead", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    if (BadTimes(ctx, ev.ts, end)) return;
+    int64_t ts = static_cast<int64_t>(ev.ts);
+    ctx.AddSlice({ts, name, SliceKind::kOther, 0}, std::max<int64_t>(ts, static_cast<int64_t>(end)), ss.track,
+                 ss.stack.size());
+  });
+
+  // --- device stream: activity ---------------------------------------------------
+  r.On(kDeviceStream, "kernel", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    auto& as = ctx.Ext<AccelState>();
+    as.InitKeys(ctx.trace().strings);
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    uint64_t corr = p.Get<uint64_t>();
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    int64_t ts = static_cast<int64_t>(ev.ts);
+    DeviceSlice d = AddDeviceSlice(ctx, ss, ts, end, name, SliceKind::kKernel, corr);
+    model::DeviceActivityTable& dev = ctx.trace().device;
+    for (uint32_t& v : dev.grid[d.row]) v = p.Get<uint32_t>();
+    for (uint32_t& v : dev.block[d.row]) v = p.Get<uint32_t>();
+    uint32_t shared_static = p.Get<uint32_t>();
+    uint32_t shared_dynamic = p.Get<uint32_t>();
+    dev.shared_mem[d.row] = shared_static + shared_dynamic;
+    dev.registers[d.row] = p.Get<uint32_t>();
+    uint64_t queued = p.Get<uint64_t>();
+    uint64_t submitted = p.Get<uint64_t>();
+    if (queued) AddNumArg(ctx.trace(), d.slice, as.k_queued, static_cast<double>(queued));
+    if (submitted) AddNumArg(ctx.trace(), d.slice, as.k_submitted, static_cast<double>(submitted));
+  });
+  r.On(kDeviceStream, "memcpy", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    uint64_t corr = p.Get<uint64_t>();
+    uint64_t bytes = p.Get<uint64_t>();
+    uint8_t kind = p.Get<uint8_t>();
+    uint8_t src_kind = p.Get<uint8_t>();
+    uint8_t dst_kind = p.Get<uint8_t>();
+    model::StringId name = ctx.trace().strings.Intern(CopyName(kind));
+    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, name, SliceKind::kMemcpy, corr);
+    model::DeviceActivityTable& dev = ctx.trace().device;
+    dev.bytes[d.row] = bytes;
+    dev.copy_kind[d.row] = kind <= static_cast<uint8_t>(model::CopyKind::kPtoP) ? static_cast<model::CopyKind>(kind)
+                                                                               : model::CopyKind::kUnknown;
+    // The host side of the copy decides pinned vs pageable.
+    if (kind == static_cast<uint8_t>(format::CopyKind::kHtoD) || kind == static_cast<uint8_t>(format::CopyKind::kHtoH))
+      dev.pinned[d.row] = Pinned(src_kind);
+    else if (kind == static_cast<uint8_t>(format::CopyKind::kDtoH))
+      dev.pinned[d.row] = Pinned(dst_kind);
+  });
+  r.On(kDeviceStream, "memset", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    uint64_t corr = p.Get<uint64_t>();
+    uint64_t bytes = p.Get<uint64_t>();
+    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, ctx.trace().strings.Intern("Memset"),
+                                   SliceKind::kMemset, corr);
+    ctx.trace().device.bytes[d.row] = bytes;
+  });
+  r.On(kDeviceStream, "sync", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    uint64_t corr = p.Get<uint64_t>();
+    uint8_t type = p.Get<uint8_t>();
+    AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, ctx.trace().strings.Intern(SyncName(type)),
+                   SliceKind::kDeviceSync, corr);
+  });
+  r.On(kDeviceStream, "command", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    uint64_t end = p.Get<uint64_t>();
+    uint64_t corr = p.Get<uint64_t>();
+    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
+    uint64_t bytes = p.Get<uint64_t>();
+    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, name, SliceKind::kOther, corr);
+    ctx.trace().device.bytes[d.row] = bytes;
+  });
+  r.On(kDeviceStream, "memory", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    p.Get<uint64_t>();  // correlation
+    uint64_t address = p.Get<uint64_t>();
+    uint64_t bytes = p.Get<uint64_t>();
+    uint8_t op = p.Get<uint8_t>();
+    model::Trace& t = ctx.trace();
+    model::MemoryTable& m = t.memory;
+    m.ts.push_back(static_cast<int64_t>(ev.ts));
+    m.track.push_back(ss.track);
+    m.device.push_back(t.tracks[ss.track].device);
+    m.addr.push_back(address);
+    int64_t b = static_cast<int64_t>(bytes);
+    m.bytes.push_back(op == static_cast<uint8_t>(format::MemoryOp::kFree) ? -b : b);
+    m.total_allocated.push_back(-1);
+    m.total_reserved.push_back(-1);
+  });
+
+  // --- process stream: devices, queues, losses -----------------------------------
+  r.On(kProcessStream, "device_info", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    model::Device d;
+    d.process = ss.process->index;
+    d.id = static_cast<int32_t>(p.Get<uint32_t>());
+    d.api = std::string(p.Str());
+    d.name = std::string(p.Str());
+    d.vendor = std::string(p.Str());
+    d.compute_units = p.Get<uint32_t>();
+    d.clock_khz = p.Get<uint32_t>();
+    d.memory_bytes = p.Get<uint64_t>();
+    d.memory_bandwidth = p.Get<double>();
+    d.peak_flops_f64 = p.Get<double>();
+    d.peak_flops_f32 = p.Get<double>();
+    d.peak_flops_f16 = p.Get<double>();
+    d.properties = std::string(p.Str());
+    for (model::Device& e : ctx.trace().devices)
+      if (e.process == d.process && e.id == d.id) {
+        e = std::move(d);
+        return;
+      }
+    ctx.trace().devices.push_back(std::move(d));
+  });
+  r.On(kProcessStream, "queue_info", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    auto device = static_cast<int32_t>(p.Get<uint32_t>());
+    auto queue = static_cast<int64_t>(p.Get<uint64_t>());
+    uint32_t t = ctx.Track(ss.process->index, model::TrackKind::kDeviceQueue, queue, device);
+    ctx.trace().tracks[t].name = ctx.trace().strings.Intern(p.Str());
+  });
+  r.On(kProcessStream, "records_lost", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    std::string source(p.Str());
+    uint64_t total = p.Get<uint64_t>();
+    uint64_t& v = ctx.Ext<AccelState>().lost[{ss.process->index, source}];
+    v = std::max(v, total);
+  });
+
+  r.On(kProcessStream, "kernel_metrics", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    KernelMetric m;
+    m.process = ss.process->index;
+    m.correlation = p.Get<uint64_t>();
+    p.Get<uint32_t>();  // device: the kernel's own row has it
+    m.flops_f64 = p.Get<double>();
+    m.flops_f32 = p.Get<double>();
+    m.flops_f16 = p.Get<double>();
+    m.dram_bytes = p.Get<double>();
+    m.occupancy = p.Get<double>();
+    m.raw = ctx.trace().strings.Intern(p.Str());
+    ctx.Ext<AccelState>().metrics.push_back(m);
+  });
+
+  r.BeforeFinalize([](LoadContext& ctx) {
+    auto& as = ctx.Ext<AccelState>();
+    model::Trace& t = ctx.trace();
+    // Hardware metrics (--gpu-metrics) onto their kernels: occupancy has a
+    // column, the rest are arguments of the kernel slice.
+    if (!as.metrics.empty()) {
+      std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*> by;
+      for (const KernelMetric& m : as.metrics) by[{m.process, m.correlation}] = &m;
+      model::StringId k64 = t.strings.Intern("flops_f64"), k32 = t.strings.Intern("flops_f32"),
+                      k16 = t.strings.Intern("flops_f16"), kdram = t.strings.Intern("dram_bytes"),
+                      kraw = t.strings.Intern("metrics");
+      for (const DeviceLink& l : as.links) {
+        auto it = by.find({l.process, l.correlation});
+        uint32_t s = t.device.slice[l.row];
+        if (it == by.end() || t.slices.kind[s] != SliceKind::kKernel) continue;
+        const KernelMetric& m = *it->second;
+        t.device.occupancy[l.row] = static_cast<float>(m.occupancy);
+        AddNumArg(t, s, k64, m.flops_f64);
+        AddNumArg(t, s, k32, m.flops_f32);
+        AddNumArg(t, s, k16, m.flops_f16);
+        AddNumArg(t, s, kdram, m.dram_bytes);
+        AddArg(t, s, {kraw, m.raw, NAN});
+      }
+    }
+    uint64_t unlinked = 0;
+    for (const DeviceLink& l : as.links) {
+      auto it = as.api_by_corr.find({l.process, l.correlation});
+      if (it == as.api_by_corr.end()) {
+        ++unlinked;
+        continue;
+      }
+      t.device.launch[l.row] = it->second;
+      t.flows.Add(l.correlation, it->second, static_cast<int32_t>(t.device.slice[l.row]));
+    }
+    if (unlinked > 0)
+      ctx.Warn(std::to_string(unlinked) + " device activities have no recorded API call with their correlation id");
+    uint64_t open_ranges = 0;
+    for (const auto& [key, b] : as.range_begins) {
+      auto it = as.range_ends.find(key);
+      if (it == as.range_ends.end()) {
+        ++open_ranges;
+        continue;
+      }
+      uint32_t s = t.slices.Add(b.ts, std::max<int64_t>(0, it->second - b.ts), b.track, b.name, SliceKind::kSpan, key.second);
+      if (b.domain) AddArg(t, s, {as.k_domain ? as.k_domain : t.strings.Intern("domain"), b.domain, NAN});
+    }
+    if (open_ranges > 0) ctx.Warn(std::to_string(open_ranges) + " ranges were started but never ended (not shown)");
+    for (const auto& [key, n] : as.lost) {
+      if (n == 0) continue;
+      t.events_lost += n;
+      ctx.Warn(std::to_string(n) + " " + key.second + " records lost before strata received them (process " +
+               std::to_string(t.processes[key.first].pid) + ")");
+    }
+    if (as.orphan_args > 0) ctx.Warn(std::to_string(as.orphan_args) + " API arguments outside any API call (ignored)");
+    if (as.orphan_ends > 0) ctx.Warn(std::to_string(as.orphan_ends) + " API call ends had no matching begin");
+  });
+}
+
+}  // namespace strata::importers::strata_ctf

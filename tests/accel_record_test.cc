@@ -1,0 +1,81 @@
+// `strata record` with the accelerator collectors: what it injects into the
+// program's environment, and what the manifest and report say when a collector
+// has nothing to record (a CUDA program on a host without an NVIDIA driver).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "base/files.h"
+#include "tests/testing.h"
+
+namespace strata {
+namespace {
+
+using testing::Record;
+using testing::RunCommand;
+using testing::StrataBin;
+using testing::TempDir;
+using testing::TestProgram;
+
+std::string LibDir() { return std::filesystem::path(StrataBin()).parent_path().parent_path().string() + "/lib"; }
+
+nlohmann::json Collector(const std::string& dir, const std::string& name) {
+  auto text = ReadFile(dir + "/strata.json");
+  EXPECT_TRUE(text.ok());
+  auto m = nlohmann::json::parse(*text);
+  for (const auto& c : m["collectors"])
+    if (c["name"] == name) return c;
+  return nullptr;
+}
+
+TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
+  std::string dir = TempDir("accel_env");
+  auto r = Record(dir, {"sh", "-c", "echo CUDA=$CUDA_INJECTION64_PATH; echo NVTX=$NVTX_INJECTION64_PATH; "
+                                    "echo CL=$OPENCL_LAYERS; echo HSA=$HSA_TOOLS_LIB"},
+                  {}, {{"OPENCL_LAYERS", "/opt/user/layer.so"}, {"HSA_TOOLS_LIB", "/opt/user/tool.so"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  struct Lib {
+    const char* name;
+    const char* file;
+    std::string want;
+  };
+  const Lib libs[] = {
+      {"cuda", "libstrata_cupti.so", "CUDA=" + LibDir() + "/libstrata_cupti.so\nNVTX=" + LibDir() + "/libstrata_cupti.so\n"},
+      {"opencl", "libstrata_opencl.so", "CL=" + LibDir() + "/libstrata_opencl.so:/opt/user/layer.so\n"},
+      {"hsa", "libstrata_hsa.so", "HSA=" + LibDir() + "/libstrata_hsa.so /opt/user/tool.so\n"},
+  };
+  for (const Lib& l : libs) {
+    auto c = Collector(dir, l.name);
+    ASSERT_FALSE(c.is_null()) << l.name;
+    if (!std::filesystem::exists(LibDir() + "/" + l.file)) {
+      // Not built here: the manifest says so, and the user's variable is left alone.
+      EXPECT_EQ(c["state"], "unavailable") << c.dump();
+      EXPECT_NE(c["detail"].get<std::string>().find("built without"), std::string::npos) << c.dump();
+      continue;
+    }
+    EXPECT_NE(r.out.find(l.want), std::string::npos) << l.name << "\n" << r.out;
+    // sh made no accelerator call: the manifest says why there is no data.
+    EXPECT_EQ(c["state"], "unavailable") << c.dump();
+    EXPECT_NE(c["detail"].get<std::string>().find("no "), std::string::npos) << c.dump();
+  }
+  // --accel none: nothing injected, the user's own settings untouched.
+  std::string off = TempDir("accel_off");
+  auto n = Record(off, {"sh", "-c", "echo CL=$OPENCL_LAYERS; echo CUDA=$CUDA_INJECTION64_PATH"}, {"--accel", "none"},
+                  {{"OPENCL_LAYERS", "/opt/user/layer.so"}});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_NE(n.out.find("CL=/opt/user/layer.so\n"), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("CUDA=\n"), std::string::npos) << n.out;
+  EXPECT_EQ(Collector(off, "cuda")["state"], "off");
+  // Bad values are one-line errors before anything runs.
+  auto bad = RunCommand({StrataBin(), "record", "--accel", "cuda,vulkan", "--", "true"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("vulkan"), std::string::npos);
+  auto bad2 = RunCommand({StrataBin(), "record", "--gpu-metrics", "everything", "--", "true"});
+  EXPECT_EQ(bad2.exit_code, 2);
+  EXPECT_NE(bad2.err.find("--gpu-metrics"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata
