@@ -37,7 +37,7 @@ int RunReport(const ReportArgs& a) {
   // The model and the report are left for the OS to reclaim at exit: freeing
   // millions of rows one by one would only delay the exit.
   auto* t = new model::Trace(std::move(trace).value());
-  ProgressBar bar("analysing", true);  // drawn only on a terminal
+  ProgressBar bar("analysing", true, /*bytes=*/false);  // drawn only on a terminal
   auto* rep = new report::Report(*t, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
   report::Report& r = *rep;
   bar.Finish();
