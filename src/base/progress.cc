@@ -14,7 +14,7 @@ int64_t MonoNs() {
 }
 }  // namespace
 
-ProgressBar::ProgressBar(std::string label, bool wanted) : label_(std::move(label)) {
+ProgressBar::ProgressBar(std::string label, bool wanted, bool bytes) : label_(std::move(label)), bytes_(bytes) {
   active_ = wanted && ::isatty(2) == 1;
   start_ns_ = MonoNs();
 }
@@ -37,7 +37,11 @@ void ProgressBar::Update(uint64_t done, uint64_t total) {
     int filled = static_cast<int>(f * kWidth);
     for (int i = 0; i < kWidth; ++i) bar[i] = i < filled ? '#' : '-';
     bar[kWidth] = 0;
-    std::snprintf(line, sizeof line, "\r%s [%s] %5.1f%%  %.0f MiB  %.1f s", label_.c_str(), bar, f * 100, mib, secs);
+    if (bytes_)
+      std::snprintf(line, sizeof line, "\r%s [%s] %5.1f%%  %.0f MiB  %.1f s", label_.c_str(), bar, f * 100, mib, secs);
+    else
+      std::snprintf(line, sizeof line, "\r%s [%s] %llu/%llu  %.1f s", label_.c_str(), bar,
+                    static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), secs);
   } else {
     std::snprintf(line, sizeof line, "\r%s  %.0f MiB  %.1f s", label_.c_str(), mib, secs);
   }

@@ -9,7 +9,8 @@ namespace strata {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string label, bool wanted);
+  // `bytes`: the amounts are bytes (shown in MiB), else counts (shown as done/total).
+  ProgressBar(std::string label, bool wanted, bool bytes = true);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -23,6 +24,7 @@ class ProgressBar {
  private:
   std::string label_;
   bool active_ = false;
+  bool bytes_ = true;
   int64_t last_draw_ns_ = 0;
   int64_t start_ns_ = 0;
 };

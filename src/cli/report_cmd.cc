@@ -66,8 +66,12 @@ int RunReport(const ReportArgs& a) {
   opt.analysis.hta_compat = a.hta;
   opt.analysis.batch_size = a.batch_size;
   opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
-  ProgressBar bar("analysing", true);  // drawn only on a terminal
-  report::Report r(*trace, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
+  // The model and the report are left for the OS to reclaim at exit: freeing
+  // millions of rows one by one would only delay the exit.
+  auto* t = new model::Trace(std::move(trace).value());
+  ProgressBar bar("analysing", true, /*bytes=*/false);  // drawn only on a terminal
+  auto* rep = new report::Report(*t, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
+  report::Report& r = *rep;
   bar.Finish();
   if (!a.html.empty()) {
     int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace));

@@ -174,7 +174,7 @@ class Streamer {
   }
 
   Status Run() {
-    STRATA_RETURN_IF_ERROR(Fill(begin_));
+    STRATA_RETURN_IF_ERROR(Fill(1));
     // A UTF-8 byte order mark is allowed before the document.
     if (end_ - pos_ >= 3 && std::memcmp(buf_.get() + pos_, "\xEF\xBB\xBF", 3) == 0) pos_ += 3;
     STRATA_ASSIGN_OR_RETURN(char c, NextNonWs());
@@ -248,14 +248,14 @@ class Streamer {
   }
 
   // Scans one whole value starting at pos_; on return [start, pos_) is the value.
-  Status ScanValue(size_t& start, bool keep_from_start) {
+  Status ScanValue(size_t& start) {
     start = pos_;
     scan_.Start(pos_);
     elem_start_ = start;
     while (!scan_.Scan(buf_.get(), end_)) {
       if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside a value that starts at byte {}",
                            Offset(end_), Offset(elem_start_));
-      STRATA_RETURN_IF_ERROR(Fill(keep_from_start ? elem_start_ : elem_start_));
+      STRATA_RETURN_IF_ERROR(Fill(elem_start_));
     }
     start = elem_start_;
     pos_ = scan_.pos;
@@ -276,7 +276,7 @@ class Streamer {
       }
       if (c != '"') return Err(StatusCode::kCorrupt, "invalid JSON: expected a member name at byte {}", Offset(pos_));
       size_t kstart;
-      STRATA_RETURN_IF_ERROR(ScanValue(kstart, true));
+      STRATA_RETURN_IF_ERROR(ScanValue(kstart));
       std::string key(buf_.get() + kstart + 1, pos_ - kstart - 2);
       STRATA_ASSIGN_OR_RETURN(c, NextNonWs());
       if (c != ':') return Err(StatusCode::kCorrupt, "invalid JSON: expected ':' after \"{}\" at byte {}", key, Offset(pos_));
@@ -289,7 +289,7 @@ class Streamer {
         continue;
       }
       size_t vstart;
-      STRATA_RETURN_IF_ERROR(ScanValue(vstart, true));
+      STRATA_RETURN_IF_ERROR(ScanValue(vstart));
       size_t len = pos_ - vstart;
       if (len > kMaxMeta) {
         sink_.Warn(fmt::format("top-level member \"{}\" ({} bytes) ignored: larger than {} bytes", key, len, kMaxMeta));
@@ -373,7 +373,7 @@ class Streamer {
   const JsonStreamOptions& opt_;
   size_t cap_;
   std::unique_ptr<char[]> buf_;  // buf_[0] is spare so a batch can always be framed with '['
-  size_t begin_ = 1, pos_ = 1, end_ = 1;
+  size_t pos_ = 1, end_ = 1;
   uint64_t base_ = 0;  // input offset of buf_[1]
   bool eof_ = false;
   bool saw_events_ = false;

@@ -36,7 +36,7 @@ class JsonEventSink {
 };
 
 struct JsonStreamOptions {
-  size_t window = 4u << 20;  // bytes decompressed and scanned per batch
+  size_t window = 1u << 20;  // bytes decompressed and scanned per batch (stays in cache)
   std::function<void(uint64_t consumed, uint64_t total)> progress;
 };
 

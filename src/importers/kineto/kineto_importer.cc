@@ -33,6 +33,10 @@ inline std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// Times beyond +-2^61 ns (73 years; epoch microseconds reach it in 2043) are
+// malformed: starts, ends and their differences must not overflow int64 downstream.
+constexpr uint64_t kMaxMicros = (uint64_t{1} << 61) / 1000;
+
 // "123", "-5", "1712195495505543.2", "1.5e3" (microseconds) -> nanoseconds.
 // Up to three fraction digits are exact; further ones round half up.
 bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
@@ -52,7 +56,7 @@ bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
     ip = ip * 10 + static_cast<uint64_t>(*p - '0');
     ++p;
   }
-  if (p - digits_start > 16 || ip > 9223372036854775ull) goto slow;  // beyond int64 nanoseconds
+  if (p - digits_start > 16 || ip > kMaxMicros) return false;
   {
     int64_t frac = 0;
     *fractional = false;
@@ -77,7 +81,8 @@ bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
 slow: {
   double d;
   auto r = std::from_chars(s.data(), s.data() + s.size(), d);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(d) || std::fabs(d) > 9.2e15) return false;
+  if (r.ec != std::errc() || r.ptr != s.data() + s.size() || !std::isfinite(d) || std::fabs(d) > static_cast<double>(kMaxMicros))
+    return false;
   *fractional = d != std::floor(d) || s.find_first_of(".eE") != std::string_view::npos;
   *ns = static_cast<int64_t>(std::llround(d * 1000.0));
   return true;
