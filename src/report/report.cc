@@ -9,6 +9,7 @@ namespace strata::report {
 std::vector<std::unique_ptr<Section>> MakeSections() {
   std::vector<std::unique_ptr<Section>> s;
   s.push_back(MakeOverviewSection());
+  s.push_back(MakeFindingsSection());
   s.push_back(MakeStepsSection());
   s.push_back(MakeGpuSection());
   s.push_back(MakeLaunchesSection());

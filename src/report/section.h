@@ -41,6 +41,7 @@ std::unique_ptr<Section> MakeCountersSection();
 std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
 std::unique_ptr<Section> MakeCriticalPathSection();
+std::unique_ptr<Section> MakeFindingsSection();
 
 // Device activity sections (gpu_sections.cc): GPU time breakdown, kernels,
 // launches, ops with their GPU time, transfers.

@@ -223,7 +223,8 @@
       el("span", { class: "gain", text: "≈ " + pct(x.estimated_gain_pct) + " of step time" }, d);
       el("div", { class: "cat", text: x.category }, d);
       el("div", { class: "title", text: x.title }, d);
-      el("pre", { text: typeof x.evidence === "string" ? x.evidence : JSON.stringify(x.evidence, null, 2) }, d);
+      const ev = x.evidence || {};
+      el("pre", { text: typeof ev === "string" ? ev : (ev.summary || "") + (ev.involved && ev.involved.length ? "\ninvolved: " + ev.involved.slice(0, 8).join(", ") : "") }, d);
       el("div", { text: "Suggestion: " + x.suggestion }, d);
     });
   }

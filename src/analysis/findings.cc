@@ -1,0 +1,415 @@
+#include "analysis/findings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "analysis/critical_path.h"
+#include "analysis/findings_context.h"
+#include "analysis/gpu.h"
+#include "analysis/summary.h"
+
+namespace strata::analysis {
+
+// --- context ------------------------------------------------------------------
+
+FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptions& options) : t(trace), opt(options) {
+  CriticalPathOptions cpo;
+  cpo.max_steps = 1u << 30;
+  paths = CriticalPaths(t, cpo);
+  has_steps = !paths.empty() && paths[0].step_slice != model::kNone;
+  if (paths.size() >= 3) {
+    size_t skip = std::min(opt.skip_steps, paths.size() - 1);
+    paths.erase(paths.begin(), paths.begin() + static_cast<ptrdiff_t>(skip));
+  }
+  for (const auto& p : paths) {
+    windows.push_back({p.start, p.end, p.step_slice == model::kNone ? UINT32_MAX : t.slices.track[static_cast<size_t>(p.step_slice)]});
+    total_step_ns += p.end - p.start;
+  }
+  steps = windows.size();
+  step_ns = steps ? static_cast<double>(total_step_ns) / static_cast<double>(steps) : 0;
+  self = SelfTimes(t);
+}
+
+int FindingsContext::WindowOf(int64_t ts) const {
+  auto it = std::upper_bound(windows.begin(), windows.end(), ts,
+                             [](int64_t v, const Window& w) { return v < w.start; });
+  if (it == windows.begin()) return -1;
+  --it;
+  return ts < it->end ? static_cast<int>(it - windows.begin()) : -1;
+}
+
+bool FindingsContext::InSteps(size_t slice) const { return WindowOf(t.slices.ts[slice]) >= 0; }
+
+std::string_view FindingsContext::Name(size_t slice) const { return t.strings.Get(t.slices.name[slice]); }
+
+double FindingsContext::PerStep(double total_ns) const { return steps ? total_ns / static_cast<double>(steps) : 0; }
+
+double FindingsContext::Pct(double per_step_ns) const { return step_ns > 0 ? 100.0 * per_step_ns / step_ns : 0; }
+
+int64_t FindingsContext::PathTime(const std::function<bool(const PathSegment&)>& pred) const {
+  int64_t sum = 0;
+  for (const auto& p : paths)
+    for (const auto& s : p.segments)
+      if (pred(s)) sum += s.end - s.start;
+  return sum;
+}
+
+int64_t FindingsContext::PathTimeInside(const std::function<bool(size_t)>& is_target) const {
+  // Time on the path spent in slices that are, or are nested in, a target slice.
+  const auto& sl = t.slices;
+  std::vector<int8_t> memo(sl.size(), -1);
+  std::function<bool(int32_t)> inside = [&](int32_t s) -> bool {
+    if (s == model::kNone) return false;
+    auto& m = memo[static_cast<size_t>(s)];
+    if (m >= 0) return m;
+    bool r = is_target(static_cast<size_t>(s)) || inside(sl.parent[static_cast<size_t>(s)]);
+    m = r ? 1 : 0;
+    return r;
+  };
+  return PathTime([&](const PathSegment& g) { return g.slice != model::kNone && inside(g.slice); });
+}
+
+// --- rules over the core model --------------------------------------------------
+
+namespace {
+
+bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+bool IsDataLoading(std::string_view n) {
+  return Contains(n, "DataLoader") || Contains(n, "_next_data") || Contains(n, "data_wait") ||
+         Contains(n, "load_batch") || Contains(n, "next_batch") || Contains(n, "fetch_batch") ||
+         n == "strata::data_wait" || Contains(n, "input_pipeline");
+}
+
+bool IsSyncCall(std::string_view n) {
+  return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
+         Contains(n, "hsa_signal_wait") || n == "aten::item" || n == "aten::_local_scalar_dense";
+}
+
+bool IsAllocationOp(std::string_view n) {
+  return n == "aten::empty" || n == "aten::zeros" || n == "aten::ones" || n == "aten::empty_like" ||
+         n == "aten::zeros_like" || n == "aten::ones_like" || n == "aten::full" || n == "aten::empty_strided" ||
+         n == "aten::new_empty" || n == "aten::new_zeros" || n == "aten::rand" || n == "aten::randn";
+}
+
+std::string Ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+std::string Us(double ns) { return fmt::format("{:.1f} us", ns / 1e3); }
+
+void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
+  // Time the step's own thread spends inside data-loading scopes.
+  const auto& sl = c.t.slices;
+  double wait = 0;
+  std::map<std::string, double> by_name;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (model::IsDeviceKind(sl.kind[i]) || !IsDataLoading(c.Name(i))) continue;
+    int w = c.WindowOf(sl.ts[i]);
+    if (w < 0) continue;
+    if (c.windows[static_cast<size_t>(w)].track != UINT32_MAX && sl.track[i] != c.windows[static_cast<size_t>(w)].track) continue;
+    // Outermost data-loading scope only.
+    bool nested = false;
+    for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
+      if (IsDataLoading(c.Name(static_cast<size_t>(p)))) nested = true;
+    if (nested) continue;
+    int64_t end = std::min(sl.end(i), c.windows[static_cast<size_t>(w)].end);
+    wait += static_cast<double>(end - sl.ts[i]);
+    by_name[std::string(c.Name(i))] += static_cast<double>(end - sl.ts[i]);
+  }
+  double per_step = c.PerStep(wait);
+  double pct = c.Pct(per_step);
+  if (pct < 5) return;
+  // Loading in background workers overlaps with the rest of the step: the step
+  // then takes max(loading, rest), so a fix saves min(loading, rest).
+  double rest = c.step_ns - per_step;
+  double gain = c.Pct(std::min(per_step, std::max(0.0, rest)));
+  Finding f;
+  f.category = "input_pipeline";
+  f.title = fmt::format("The training loop waits for its input: {:.0f}% of each step loads data", pct);
+  f.evidence = fmt::format("{} of the {} mean step is spent inside data loading on the step's thread, in line with the "
+                           "model's work instead of beside it ({} steps measured).",
+                           Ms(per_step), Ms(c.step_ns), c.steps);
+  f.metrics = {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}};
+  for (auto& [n, v] : by_name) f.involved.push_back(n);
+  f.estimated_gain_pct = gain;
+  f.suggestion = "Load batches in background worker processes (PyTorch: DataLoader(num_workers=N, pin_memory=True, "
+                 "persistent_workers=True); TensorFlow: dataset.prefetch/interleave with AUTOTUNE) so that loading "
+                 "overlaps with compute; cache or pre-decode expensive samples.";
+  out->push_back(std::move(f));
+}
+
+void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
+  // Many tiny framework ops per step: each pays the framework's dispatch cost
+  // (argument checks, allocation, kernel selection) for a few microseconds of math.
+  const auto& sl = c.t.slices;
+  constexpr int64_t kTiny = 20000;  // ns
+  double tiny_self = 0, tiny_count = 0, ops = 0;
+  std::map<std::string, double> by_name;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (sl.kind[i] != model::SliceKind::kOp || !c.InSteps(i)) continue;
+    // Leaf ops only: a composite op's duration includes its children's.
+    ops += 1;
+    if (sl.dur[i] >= kTiny) continue;
+    bool leaf = true;
+    size_t j = i + 1;
+    if (j < sl.size() && sl.parent[j] == static_cast<int32_t>(i)) leaf = false;
+    if (!leaf) continue;
+    tiny_count += 1;
+    tiny_self += static_cast<double>(c.self[i]);
+    by_name[std::string(c.Name(i))] += 1;
+  }
+  double per_step_count = c.PerStep(tiny_count);
+  double per_step_ns = c.PerStep(tiny_self);
+  double pct = c.Pct(per_step_ns);
+  if (per_step_count < 100 || pct < 10) return;
+  // Vectorizing many small ops into a few large ones removes the per-op
+  // overhead; the arithmetic itself stays. Framework dispatch dominates ops
+  // this small, so most of their time goes.
+  double gain = 0.7 * pct;
+  Finding f;
+  f.category = "dispatch_overhead";
+  f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
+  f.evidence = fmt::format("{:.0f} ops per step run shorter than {} each (mean {}), {} of a {} step: mostly per-op "
+                           "dispatch cost, not math. {:.0f} ops per step in all.",
+                           per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_self / tiny_count : 0), Ms(per_step_ns),
+                           Ms(c.step_ns), c.PerStep(ops));
+  f.metrics = {{"tiny_ops_per_step", per_step_count}, {"tiny_op_ns_per_step", per_step_ns}, {"step_ns", c.step_ns}};
+  std::vector<std::pair<double, std::string>> top;
+  for (auto& [n, v] : by_name) top.emplace_back(v, n);
+  std::sort(top.rbegin(), top.rend());
+  for (size_t k = 0; k < top.size() && k < 8; ++k) f.involved.push_back(top[k].second);
+  f.estimated_gain_pct = gain;
+  f.suggestion = "Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
+                 "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid Python "
+                 "loops over tensor elements or small tensors.";
+  out->push_back(std::move(f));
+}
+
+void HostSync(FindingsContext& c, std::vector<Finding>* out) {
+  // Synchronizations in the step: the host blocks until the device drains,
+  // then the device idles until the host has launched the next work.
+  const auto& sl = c.t.slices;
+  double count = 0, blocked = 0, drained_idle = 0;
+  std::map<std::string, double> by_name;
+  // Device activity start times, sorted, to find the first work after each sync.
+  std::vector<int64_t> starts;
+  for (size_t r = 0; r < c.t.device.size(); ++r) {
+    auto k = c.t.slices.kind[c.t.device.slice[r]];
+    if (k == model::SliceKind::kKernel || k == model::SliceKind::kMemcpy || k == model::SliceKind::kMemset)
+      starts.push_back(c.t.slices.ts[c.t.device.slice[r]]);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncCall(c.Name(i))) continue;
+    int w = c.WindowOf(sl.ts[i]);
+    if (w < 0) continue;
+    count += 1;
+    blocked += static_cast<double>(sl.dur[i]);
+    by_name[std::string(c.Name(i))] += 1;
+    auto it = std::lower_bound(starts.begin(), starts.end(), sl.end(i));
+    if (it != starts.end() && *it < c.windows[static_cast<size_t>(w)].end) drained_idle += static_cast<double>(*it - sl.end(i));
+  }
+  if (count == 0 || starts.empty()) return;
+  double per_step_syncs = c.PerStep(count);
+  double idle = c.PerStep(drained_idle);
+  double gain = c.Pct(idle);
+  if (gain < 1) return;
+  Finding f;
+  f.category = "host_sync";
+  f.title = fmt::format("{:.1f} host synchronizations per step leave the device idle {:.0f}% of the step", per_step_syncs,
+                        gain);
+  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; after each, the device has nothing "
+                           "queued until the host launches again: {} of device idle per step of {}.",
+                           Ms(c.PerStep(blocked)), Ms(idle), Ms(c.step_ns));
+  f.metrics = {{"syncs_per_step", per_step_syncs},
+               {"blocked_ns_per_step", c.PerStep(blocked)},
+               {"device_idle_after_sync_ns_per_step", idle}};
+  for (auto& [n, v] : by_name) f.involved.push_back(n);
+  f.estimated_gain_pct = gain;
+  f.suggestion = "Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking reads "
+                 "inside the loop), use non-blocking copies and events, and synchronize once per step (or every N "
+                 "steps) so that the host keeps the device's queue full.";
+  out->push_back(std::move(f));
+}
+
+void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
+  // Fresh tensors allocated (and usually zero-filled) every step.
+  const auto& sl = c.t.slices;
+  double ns = 0, count = 0;
+  std::map<std::string, double> by_name;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOp(c.Name(i)) || !c.InSteps(i)) continue;
+    bool nested = false;
+    for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
+      if (IsAllocationOp(c.Name(static_cast<size_t>(p)))) nested = true;
+    if (nested) continue;
+    ns += static_cast<double>(sl.dur[i]);
+    count += 1;
+    by_name[std::string(c.Name(i))] += static_cast<double>(sl.dur[i]);
+  }
+  // What the step pays: allocation ops on its critical path (off the path, on
+  // another thread, they cost nothing to the step).
+  double per_step = c.PerStep(static_cast<double>(
+      c.PathTimeInside([&](size_t s) { return sl.kind[s] == model::SliceKind::kOp && IsAllocationOp(c.Name(s)); })));
+  double pct = c.Pct(per_step);
+  // Bytes allocated per step, when the allocator's events were recorded.
+  double bytes = 0;
+  for (size_t i = 0; i < c.t.memory.size(); ++i)
+    if (c.t.memory.bytes[i] > 0 && c.WindowOf(c.t.memory.ts[i]) >= 0) bytes += static_cast<double>(c.t.memory.bytes[i]);
+  if (pct < 5) return;
+  Finding f;
+  f.category = "memory_allocation";
+  f.title = fmt::format("Allocating tensors takes {:.0f}% of each step", pct);
+  std::string names;
+  for (auto& [n, x] : by_name) names += (names.empty() ? "" : ", ") + n;
+  f.evidence = fmt::format("{:.0f} allocation ops per step ({}) take {} per step, {} of it on the critical path of a {} "
+                           "step{}.",
+                           c.PerStep(count), names, Ms(c.PerStep(ns)), Ms(per_step), Ms(c.step_ns),
+                           bytes > 0 ? fmt::format("; {:.1f} MiB allocated per step", c.PerStep(bytes) / 1048576.0) : "");
+  f.metrics = {{"allocation_ns_per_step", per_step}, {"allocations_per_step", c.PerStep(count)},
+               {"bytes_allocated_per_step", c.PerStep(bytes)}};
+  for (auto& [n, v] : by_name) f.involved.push_back(n);
+  // Reusing preallocated buffers removes the allocation and first-touch cost;
+  // a fill the program needs stays, so not all of it goes.
+  f.estimated_gain_pct = 0.8 * pct;
+  f.suggestion = "Allocate large buffers once and reuse them across steps (out= arguments, in-place ops, a "
+                 "preallocated workspace); avoid torch.zeros/empty of step-sized tensors inside the loop.";
+  out->push_back(std::move(f));
+}
+
+void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
+  double on_path = c.PathTime([&](const PathSegment& s) {
+    return s.type == SegmentType::kDevice && c.t.slices.kind[static_cast<size_t>(s.slice)] == model::SliceKind::kMemcpy;
+  });
+  double per_step = c.PerStep(on_path);
+  double pct = c.Pct(per_step);
+  if (pct < 3) return;
+  double bytes = 0, pageable = 0, copies = 0;
+  for (size_t r = 0; r < c.t.device.size(); ++r) {
+    size_t s = c.t.device.slice[r];
+    if (c.t.slices.kind[s] != model::SliceKind::kMemcpy || !c.InSteps(s)) continue;
+    copies += 1;
+    bytes += static_cast<double>(c.t.device.bytes[r]);
+    if (c.t.device.pinned[r] == 0) pageable += 1;
+  }
+  Finding f;
+  f.category = "memcpy";
+  f.title = fmt::format("Copies between host and device are on the critical path: {:.0f}% of the step", pct);
+  f.evidence = fmt::format("{} per step of copies sit on the critical path; {:.0f} copies per step move {:.1f} MiB, {:.0f} "
+                           "of them from pageable host memory.",
+                           Ms(per_step), c.PerStep(copies), c.PerStep(bytes) / 1048576.0, c.PerStep(pageable));
+  f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
+               {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)}};
+  // Pinned, asynchronous copies overlap with compute: what is on the path can hide.
+  f.estimated_gain_pct = pageable > 0 ? 0.7 * pct : 0.5 * pct;
+  f.suggestion = "Use pinned host memory (pin_memory=True) and non-blocking copies (tensor.to(device, non_blocking=True)) "
+                 "on a separate stream so that transfers overlap with compute; keep data resident on the device across "
+                 "steps; copy fewer, larger buffers.";
+  out->push_back(std::move(f));
+}
+
+void Communication(FindingsContext& c, std::vector<Finding>* out) {
+  double exposed = c.PathTime([&](const PathSegment& s) {
+    return s.type == SegmentType::kDevice && ClassifyByName(c.t.strings.Get(c.t.slices.name[static_cast<size_t>(s.slice)])) ==
+                                                 WorkType::kCommunication;
+  });
+  double per_step = c.PerStep(exposed);
+  double pct = c.Pct(per_step);
+  if (pct < 3) return;
+  Finding f;
+  f.category = "communication";
+  f.title = fmt::format("Collective communication is exposed on the critical path: {:.0f}% of the step", pct);
+  f.evidence = fmt::format("{} per step of communication kernels are not overlapped by computation.", Ms(per_step));
+  f.metrics = {{"exposed_communication_ns_per_step", per_step}};
+  f.estimated_gain_pct = 0.6 * pct;
+  f.suggestion = "Overlap communication with the backward pass (DDP gradient bucketing: tune bucket_cap_mb, "
+                 "gradient_as_bucket_view), launch collectives on a separate stream, compress or reduce gradients less "
+                 "often (gradient accumulation).";
+  out->push_back(std::move(f));
+}
+
+void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
+  AnalysisOptions ao = c.opt.analysis;
+  GpuWorkSet ws = CollectGpuWork(c.t, ao);
+  for (const GpuGroup& g : ws.groups) {
+    TimeBreakdown b = TemporalBreakdown(g);
+    if (!b.valid) continue;
+    double idle_pct = b.Pct(b.idle_ns);
+    if (idle_pct < 30) continue;
+    IdleBreakdown ib = IdleTimeBreakdown(g, ao);
+    Finding f;
+    f.category = "gpu_idle";
+    f.title = fmt::format("{} is idle {:.0f}% of the time", g.label, idle_pct);
+    f.evidence = fmt::format("Over {} of device activity, {} are busy. Of the idle time between kernels, {:.0f}% is host "
+                             "wait (the next kernel was launched after the previous ended), {:.0f}% kernel wait, {:.0f}% "
+                             "other.",
+                             Ms(static_cast<double>(b.span_ns)), Ms(static_cast<double>(b.busy_ns)),
+                             ib.Pct(ib.host_wait_ns), ib.Pct(ib.kernel_wait_ns), ib.Pct(ib.other_ns));
+    f.metrics = {{"idle_pct", idle_pct}, {"host_wait_pct", ib.Pct(ib.host_wait_ns)}, {"kernel_wait_pct", ib.Pct(ib.kernel_wait_ns)}};
+    f.involved.push_back(g.label);
+    // A symptom more than a cause: when the host is the bottleneck, making it
+    // launch faster (larger batches, CUDA graphs) recovers part of the idle time.
+    f.estimated_gain_pct = 0.5 * idle_pct * ib.Pct(ib.host_wait_ns) / 100.0;
+    f.suggestion = "The device waits for the host: give each launch more work (larger batch), capture the step in a "
+                   "CUDA graph, or move host work (data preparation, Python logic) off the step's critical path.";
+    out->push_back(std::move(f));
+  }
+}
+
+void Placement(FindingsContext& c, std::vector<Finding>* out) {
+  // Heavy host compute ops that launched no device work, in a trace with a device.
+  if (c.t.device.size() == 0) return;
+  const auto& sl = c.t.slices;
+  std::vector<bool> launched(sl.size(), false);
+  for (size_t r = 0; r < c.t.device.size(); ++r) {
+    int32_t l = c.t.device.launch[r];
+    for (int32_t s = l; s != model::kNone; s = sl.parent[static_cast<size_t>(s)]) launched[static_cast<size_t>(s)] = true;
+  }
+  static const std::set<std::string_view> kCompute = {"aten::mm",     "aten::matmul", "aten::addmm",  "aten::bmm",
+                                                      "aten::conv2d", "aten::linear", "aten::conv1d", "aten::conv3d",
+                                                      "aten::convolution"};
+  double ns = 0;
+  std::set<std::string> names;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (sl.kind[i] != model::SliceKind::kOp || launched[i] || !kCompute.count(c.Name(i)) || !c.InSteps(i)) continue;
+    ns += static_cast<double>(sl.dur[i]);
+    names.insert(std::string(c.Name(i)));
+  }
+  double pct = c.Pct(c.PerStep(ns));
+  if (pct < 5) return;
+  Finding f;
+  f.category = "placement";
+  f.title = fmt::format("Compute-heavy ops run on the CPU while a device is available: {:.0f}% of the step", pct);
+  f.evidence = fmt::format("{} per step in matrix/convolution ops that launched no device work.", Ms(c.PerStep(ns)));
+  f.metrics = {{"host_compute_ns_per_step", c.PerStep(ns)}};
+  f.involved.assign(names.begin(), names.end());
+  f.estimated_gain_pct = 0.8 * pct;
+  f.suggestion = "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device); "
+                 "check for tensors created on the CPU by default inside the model.";
+  out->push_back(std::move(f));
+}
+
+}  // namespace
+
+std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt) {
+  FindingsContext c(t, opt);
+  std::vector<Finding> out;
+  if (c.steps == 0 || c.step_ns <= 0) return out;
+  InputPipeline(c, &out);
+  DispatchOverheadHost(c, &out);
+  HostSync(c, &out);
+  AllocationOps(c, &out);
+  Memcpy(c, &out);
+  Communication(c, &out);
+  GpuIdle(c, &out);
+  Placement(c, &out);
+  std::erase_if(out, [&](const Finding& f) { return f.estimated_gain_pct < opt.min_gain_pct; });
+  for (auto& f : out) f.estimated_gain_pct = std::min(f.estimated_gain_pct, 95.0);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Finding& a, const Finding& b) { return a.estimated_gain_pct > b.estimated_gain_pct; });
+  return out;
+}
+
+}  // namespace strata::analysis

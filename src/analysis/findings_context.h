@@ -1,0 +1,47 @@
+// What the diagnosis rules share: the measured steps, their critical paths, and
+// helpers to express a cost per step. Internal to analysis/findings*.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "analysis/critical_path.h"
+#include "analysis/findings.h"
+#include "model/trace.h"
+
+namespace strata::analysis {
+
+struct FindingsContext {
+  FindingsContext(const model::Trace& trace, const DiagnosisOptions& options);
+
+  const model::Trace& t;
+  DiagnosisOptions opt;
+
+  // The measured steps (warm-up skipped), or the whole trace as one window.
+  struct Window {
+    int64_t start, end;
+    uint32_t track;  // the thread that ran the step (UINT32_MAX: no steps)
+  };
+  std::vector<Window> windows;  // sorted by start
+  std::vector<StepCriticalPath> paths;
+  bool has_steps = false;
+  size_t steps = 0;
+  int64_t total_step_ns = 0;
+  double step_ns = 0;  // mean
+  std::vector<int64_t> self;  // SelfTimes(t)
+
+  // Index of the window containing ts, or -1.
+  int WindowOf(int64_t ts) const;
+  bool InSteps(size_t slice) const;
+  std::string_view Name(size_t slice) const;
+  double PerStep(double total_ns) const;
+  double Pct(double per_step_ns) const;  // of the mean step
+  // Time on the measured steps' critical paths in segments matching pred.
+  int64_t PathTime(const std::function<bool(const PathSegment&)>& pred) const;
+  // Time on the critical paths inside slices (or their descendants) matching is_target.
+  int64_t PathTimeInside(const std::function<bool(size_t)>& is_target) const;
+};
+
+}  // namespace strata::analysis

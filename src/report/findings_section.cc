@@ -1,0 +1,60 @@
+// Report section: findings (analysis/findings.h), most important first.
+#include <fmt/format.h>
+
+#include "analysis/findings.h"
+#include "report/section.h"
+
+namespace strata::report {
+namespace {
+
+using nlohmann::json;
+
+class FindingsSection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions& opt) override {
+    analysis::DiagnosisOptions d;
+    d.analysis = opt.analysis;
+    findings_ = analysis::Diagnose(t, d);
+  }
+  void RenderText(std::string& out, const ReportOptions&) const override {
+    if (findings_.empty()) {
+      out += "Findings: none (no rule found a cause worth 2% of the step)\n";
+      return;
+    }
+    out += "Findings (most important first)\n";
+    for (size_t i = 0; i < findings_.size(); ++i) {
+      const auto& f = findings_[i];
+      out += fmt::format("  {}. [{}] {}  (est. gain {:.1f}% of step time)\n", i + 1, f.category, f.title,
+                         f.estimated_gain_pct);
+      out += "     evidence: " + f.evidence + "\n";
+      if (!f.involved.empty()) {
+        std::string inv;
+        for (size_t k = 0; k < f.involved.size() && k < 6; ++k) inv += (k ? ", " : "") + Truncate(f.involved[k], 48);
+        out += "     involved: " + inv + "\n";
+      }
+      out += "     suggestion: " + f.suggestion + "\n";
+    }
+  }
+  void RenderJson(json& j, const ReportOptions&) const override {
+    json a = json::array();
+    for (const auto& f : findings_) {
+      json metrics = json::object();
+      for (const auto& [k, v] : f.metrics) metrics[k] = v;
+      a.push_back({{"category", f.category},
+                   {"title", f.title},
+                   {"evidence", {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}}},
+                   {"estimated_gain_pct", f.estimated_gain_pct},
+                   {"suggestion", f.suggestion}});
+    }
+    j["findings"] = a;
+  }
+
+ private:
+  std::vector<analysis::Finding> findings_;
+};
+
+}  // namespace
+
+std::unique_ptr<Section> MakeFindingsSection() { return std::make_unique<FindingsSection>(); }
+
+}  // namespace strata::report
