@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/files.h"
+#include "cli/host_probe.h"
 #include "format/ctf_reader.h"
 #include "format/schema.h"
 #include "format/tsdl.h"
@@ -102,6 +103,8 @@ Manifest NewManifest(const std::vector<std::string>& command) {
   m.start_realtime_ns = static_cast<int64_t>(RealtimeNs());
   m.start_monotonic_ns = static_cast<int64_t>(MonotonicNs());
   AddCollector(&m, "recorder", "ok", "in-process recorder (libstrata) preloaded into CMD and its children");
+  // Peaks for rooflines of host work: measured once per machine, then cached.
+  m.host_peaks = ProbeHost(CpuModel(), static_cast<unsigned>(::sysconf(_SC_NPROCESSORS_ONLN)));
   return m;
 }
 
@@ -136,7 +139,10 @@ json ToJson(const Manifest& m) {
         {"cpu_model", CpuModel()},
         {"cpu_count", ::sysconf(_SC_NPROCESSORS_ONLN)},
         {"memory_bytes", static_cast<uint64_t>(si.totalram) * si.mem_unit},
-        {"clocksource", TscIsReliable() ? "tsc" : "monotonic"}}},
+        {"clocksource", TscIsReliable() ? "tsc" : "monotonic"},
+        {"peak_flops_f32", m.host_peaks.flops_f32},
+        {"memory_bandwidth", m.host_peaks.memory_bandwidth},
+        {"vector_isa", m.host_peaks.isa}}},
       {"environment", Environment()},
       {"clock",
        {{"trace_clock", "CLOCK_MONOTONIC"},

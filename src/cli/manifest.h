@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "cli/host_probe.h"
 
 namespace strata::cli {
 
@@ -24,6 +25,7 @@ struct Manifest {
   int64_t start_realtime_ns = 0;
   int64_t start_monotonic_ns = 0;
   std::string trace_uuid;
+  HostPeaks host_peaks;
   nlohmann::json options = nlohmann::json::object();
   nlohmann::json collectors = nlohmann::json::array();  // {name, state, detail}
   // Collectors the supervisor enabled in CMD's processes, with what to record
