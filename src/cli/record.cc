@@ -1,9 +1,12 @@
 // `strata record [options] -- CMD ARGS...`: the supervisor.
 //
-// It prepares the trace directory (CTF metadata + manifest), starts CMD with
-// libstrata preloaded (children inherit it through the environment, so fork
-// and exec are followed), forwards termination signals, waits, completes the
-// manifest (exit status, per-stream losses) and exits with CMD's status.
+// It prepares the trace directory (CTF metadata + manifest), forks CMD's
+// process and parks it on a pipe while the OS collector opens its kernel
+// events on it (they arm at exec), then lets it exec CMD with libstrata
+// preloaded (children inherit it through the environment, so fork and exec are
+// followed). It forwards termination signals, waits, stops the OS collector,
+// completes the manifest (exit status, per-stream losses, what each collector
+// could not do) and exits with CMD's status.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +29,7 @@
 #include "base/files.h"
 #include "cli/commands.h"
 #include "cli/manifest.h"
+#include "collectors/os/os_collector.h"
 #include "format/tsdl.h"
 
 extern char** environ;
@@ -42,6 +47,17 @@ struct RecordOptions {
   std::string clock = "auto";
   bool quiet = false;
   std::vector<std::string> command;
+  // OS level (collectors/os).
+  bool os = true;
+  bool syscalls = false;
+  uint32_t sample_hz = 99;
+  std::string unwind = "fp";
+  uint32_t stack_bytes = 8192;
+  bool page_faults = false;
+  bool block_io = false;
+  bool python_stacks = true;
+  uint32_t proc_hz = 10;
+  uint32_t os_buffer_kb = 0;
 };
 
 volatile sig_atomic_t g_child = 0;
@@ -121,6 +137,30 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   return env;
 }
 
+collectors::os::OsOptions OsOptionsFrom(const RecordOptions& o) {
+  collectors::os::OsOptions x;
+  x.syscalls = o.syscalls;
+  x.sample_hz = o.sample_hz;
+  x.unwind = o.unwind == "dwarf" ? collectors::os::Unwind::kDwarf : collectors::os::Unwind::kFramePointer;
+  x.dwarf_stack_bytes = o.stack_bytes;
+  x.page_faults = o.page_faults;
+  x.block_io = o.block_io;
+  x.python = o.python_stacks;
+  x.proc_hz = o.proc_hz;
+  x.ring_kb = o.os_buffer_kb;
+  x.flush_ms = o.flush_ms;
+  return x;
+}
+
+// The OS collector's notes go to the manifest; what is missing is also said on stderr.
+void AddOsNotes(Manifest* m, const collectors::os::OsCollector& os, bool quiet) {
+  for (const auto& n : os.notes()) {
+    AddCollector(m, n.name, n.state, n.detail);
+    if (!quiet && (n.state == "partial" || n.state == "unavailable"))
+      std::fprintf(stderr, "strata: %s %s: %s\n", n.name.c_str(), n.state.c_str(), n.detail.c_str());
+  }
+}
+
 int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   // CMD follows "--", or is the first argument that is not an option of ours.
   std::vector<std::string> cmd = remaining;
@@ -142,6 +182,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (o.policy != "drop" && o.policy != "block") {
     PrintError("record: --buffer-policy must be 'drop' or 'block'");
+    return 2;
+  }
+  if (o.unwind != "fp" && o.unwind != "dwarf") {
+    PrintError("record: --unwind must be 'fp' or 'dwarf'");
     return 2;
   }
   if (o.output.empty()) o.output = DefaultOutput();
@@ -168,7 +212,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   if (st.ok()) {
     manifest.options = {{"buffer_bytes", o.buffer_mb << 20}, {"chunk_bytes", o.chunk_kb << 10},
                         {"buffer_policy", o.policy},        {"flush_ms", o.flush_ms},
-                        {"clock", o.clock}};
+                        {"clock", o.clock},                 {"os", o.os},
+                        {"syscalls", o.syscalls},           {"sample_hz", o.sample_hz},
+                        {"unwind", o.unwind},               {"page_faults", o.page_faults},
+                        {"block_io", o.block_io},           {"proc_hz", o.proc_hz}};
     manifest.trace_uuid = format::UuidToString(id.uuid);
     st = WriteManifest(o.output, manifest);
   }
@@ -185,9 +232,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   for (auto& s : cmd) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  // A close-on-exec pipe tells us whether exec succeeded.
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+  // A close-on-exec pipe tells us whether exec succeeded; a second one holds the
+  // child before exec until the OS collector's events are open on it.
+  int pipefd[2], gofd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0 || ::pipe2(gofd, O_CLOEXEC) != 0) {
     PrintError(std::string("pipe: ") + std::strerror(errno));
     return 1;
   }
@@ -198,6 +246,9 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 
+  std::unique_ptr<collectors::os::OsCollector> os;
+  if (o.os) os = std::make_unique<collectors::os::OsCollector>(OsOptionsFrom(o), JoinPath(o.output, "ctf"), id.uuid);
+
   if (!o.quiet) std::fprintf(stderr, "strata: recording to %s\n", o.output.c_str());
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -206,7 +257,13 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (pid == 0) {
     ::close(pipefd[0]);
+    ::close(gofd[1]);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+    // Wait for the go byte. EOF (the supervisor died) also lets CMD run: the
+    // program must never be held back by strata.
+    char go;
+    while (::read(gofd[0], &go, 1) < 0 && errno == EINTR) {
+    }
     ::execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
     ssize_t w = ::write(pipefd[1], &err, sizeof err);
@@ -215,6 +272,18 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   g_child = pid;
   ::close(pipefd[1]);
+  ::close(gofd[0]);
+  if (os) {
+    os->Open(pid);
+    AddOsNotes(&manifest, *os, o.quiet);
+    os->Start();
+    st = WriteManifest(o.output, manifest);
+    if (!st.ok()) PrintError(st.message());
+  }
+  ssize_t gw;
+  do gw = ::write(gofd[1], "g", 1);
+  while (gw < 0 && errno == EINTR);
+  ::close(gofd[1]);
   int exec_errno = 0;
   ssize_t n;
   do n = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
@@ -225,6 +294,18 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  if (os) {
+    st = os->Stop();
+    if (!st.ok()) PrintError("OS collector: " + st.message());
+    AddOsNotes(&manifest, *os, /*quiet=*/true);
+    collectors::os::OsStats os_stats = os->stats();
+    manifest.extra["os"] = {{"cpus", os_stats.cpus},           {"ring_kb", os_stats.ring_kb},
+                            {"records", os_stats.records},     {"events", os_stats.events},
+                            {"lost_records", os_stats.lost},   {"throttled", os_stats.throttled},
+                            {"malformed", os_stats.malformed}, {"bytes_read", os_stats.bytes_read},
+                            {"cpu_samples", os_stats.samples}, {"python_samples", os_stats.python_samples},
+                            {"proc_samples", os_stats.proc_samples}};
+  }
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     PrintError("cannot run '" + cmd[0] + "': " + std::strerror(exec_errno));
     (void)FinishManifest(o.output, &manifest, exec_errno == ENOENT ? 127 : 126, 0, "exec failed");
@@ -260,6 +341,31 @@ void AddRecordCommand(CLI::App& app) {
   cmd->add_option("--flush-interval", opts->flush_ms, "Flush period, ms (bounds the loss if CMD is killed)")->check(CLI::Range(1, 60000))->capture_default_str();
   cmd->add_option("--clock", opts->clock, "Hot-path clock: auto, tsc or monotonic")->check(CLI::IsMember({"auto", "tsc", "monotonic"}))->capture_default_str();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
+  cmd->add_flag("--os,!--no-os", opts->os,
+                "OS level: context switches, CPU samples, /proc counters; with root or CAP_PERFMON also sleep states "
+                "and wakeups (on by default: nearly free)");
+  cmd->add_flag("--syscalls", opts->syscalls,
+                "Trace every system call of CMD (needs root or CAP_PERFMON; about +1.3 us per call)");
+  cmd->add_option("--sample-hz", opts->sample_hz, "CPU sampling frequency per thread, Hz (0: off)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--unwind", opts->unwind, "Stack unwinding for CPU samples: fp (frame pointers) or dwarf (libdw)")
+      ->check(CLI::IsMember({"fp", "dwarf"}))
+      ->capture_default_str();
+  cmd->add_option("--stack-size", opts->stack_bytes, "User stack bytes copied per sample with --unwind dwarf")
+      ->check(CLI::Range(512, 65528))
+      ->capture_default_str();
+  cmd->add_flag("--page-faults", opts->page_faults, "Record every page fault (address and faulting code)");
+  cmd->add_flag("--block-io", opts->block_io, "Record block I/O requests issued by CMD (needs root or CAP_PERFMON)");
+  cmd->add_flag("--python-stacks,!--no-python-stacks", opts->python_stacks,
+                "Read CPython 3.11 stacks for samples of Python threads")
+      ->capture_default_str();
+  cmd->add_option("--proc-hz", opts->proc_hz, "/proc counter sampling frequency, Hz (0: off)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--os-buffer", opts->os_buffer_kb, "Kernel ring size per CPU, KiB (0: automatic)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());
     throw CLI::RuntimeError(rc);

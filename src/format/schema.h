@@ -36,7 +36,7 @@
 namespace strata::format {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 0;
+inline constexpr int kSchemaMinor = 1;
 inline constexpr uint32_t kCtfMagic = 0xC1FC1FC1u;
 inline constexpr uint32_t kCompactMaxId = 30;
 inline constexpr uint32_t kExtendedId = 31;
@@ -115,6 +115,7 @@ struct EventSet {
   std::span<const EventSpec> events;
 };
 std::span<const EventSet> CoreEventSets();
+std::span<const EventSet> OsEventSets();  // schema_os.cc
 const StreamSpec* FindStream(uint32_t id);
 const EventSpec* FindEvent(const StreamSpec& stream, uint32_t id);
 

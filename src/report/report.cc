@@ -11,6 +11,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeOverviewSection());
   s.push_back(MakeStepsSection());
   s.push_back(MakeSpansSection());
+  s.push_back(MakeOsSection());
   s.push_back(MakeCountersSection());
   s.push_back(MakeCollectorsSection());
   s.push_back(MakeWarningsSection());

@@ -38,6 +38,8 @@ std::unique_ptr<Section> MakeSpansSection();
 std::unique_ptr<Section> MakeCountersSection();
 std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
+// OS level (os_sections.cc).
+std::unique_ptr<Section> MakeOsSection();
 
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);

@@ -86,6 +86,7 @@ class LoadContext {
   std::unordered_map<uint64_t, uint32_t> series_;
   std::map<std::string, uint64_t> counted_warnings_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
+  ProcessState os_process_{model::kNoProcess, {}};  // cpu streams: tracks of no process
 };
 
 class DecoderRegistry {
@@ -108,6 +109,7 @@ class DecoderRegistry {
 
 // One line per level in decoders.cc.
 void RegisterCoreDecoders(DecoderRegistry& r);
+void RegisterOsDecoders(DecoderRegistry& r);  // os_events.cc
 void RegisterAllDecoders(DecoderRegistry& r);
 
 // Payload helpers for decoders: fields are byte-aligned little-endian.
