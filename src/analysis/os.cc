@@ -195,7 +195,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   });
 
   // ---- samples ----
-  std::map<std::pair<model::StringId, model::StringId>, FunctionSamples> funcs;
+  std::map<std::pair<model::StringId, model::StringId>, FunctionSamples> funcs, pyfuncs;
   std::map<std::pair<int, model::StringId>, std::map<std::string, uint64_t>> op_funcs;
   std::map<uint32_t, std::map<std::string, uint64_t>> thread_funcs;
   std::unordered_set<uint64_t> seen;
@@ -206,19 +206,30 @@ OsSummary AnalyzeOs(const model::Trace& t) {
       uint32_t lf = t.callsites.frame[static_cast<size_t>(c)];
       leaf = FrameLabel(t, lf);
       seen.clear();
+      bool python_leaf_seen = false;
       for (int32_t k = c; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
         uint32_t f = t.callsites.frame[static_cast<size_t>(k)];
         auto key = std::make_pair(t.frames.function[f], t.frames.module[f]);
         uint64_t h = (uint64_t{key.first} << 32) | key.second;
-        FunctionSamples& fs = funcs[key];
-        if (fs.total == 0 && fs.self == 0) {
-          fs.function = FrameLabel(t, f);
-          fs.module = Str(t, key.second);
-          fs.kind = model::FrameKindName(t.frames.kind[f]);
+        bool python = t.frames.kind[f] == model::FrameKind::kPython;
+        for (auto* table : {&funcs, &pyfuncs}) {
+          if (table == &pyfuncs && !python) continue;
+          FunctionSamples& fs = (*table)[key];
+          if (fs.total == 0 && fs.self == 0) {
+            fs.function = FrameLabel(t, f);
+            fs.module = Str(t, key.second);
+            fs.kind = model::FrameKindName(t.frames.kind[f]);
+          }
+          if (!seen.count(h)) ++fs.total;  // recursion counts once
+          if (table == &funcs ? k == c : !python_leaf_seen) ++fs.self;
         }
-        if (seen.insert(h).second) ++fs.total;  // recursion counts once
-        if (k == c) ++fs.self;
+        seen.insert(h);
+        if (python && !python_leaf_seen) {
+          python_leaf_seen = true;
+          leaf = FrameLabel(t, f);
+        }
       }
+      if (python_leaf_seen) ++o.python_samples;
     }
     thread(cs.track[i]).samples++;
     ++thread_funcs[cs.track[i]][leaf];
@@ -228,10 +239,13 @@ OsSummary AnalyzeOs(const model::Trace& t) {
                                                  : std::make_pair(-1, model::StringId{0});
     ++op_funcs[key][leaf];
   }
-  for (auto& [k, f] : funcs) o.functions.push_back(f);
-  std::sort(o.functions.begin(), o.functions.end(), [](const FunctionSamples& a, const FunctionSamples& b) {
+  auto by_self = [](const FunctionSamples& a, const FunctionSamples& b) {
     return a.self != b.self ? a.self > b.self : a.total != b.total ? a.total > b.total : a.function < b.function;
-  });
+  };
+  for (auto& [k, f] : funcs) o.functions.push_back(f);
+  std::sort(o.functions.begin(), o.functions.end(), by_self);
+  for (auto& [k, f] : pyfuncs) o.python_functions.push_back(f);
+  std::sort(o.python_functions.begin(), o.python_functions.end(), by_self);
   auto top = [](const std::map<std::string, uint64_t>& m, std::string* name, uint64_t* n) {
     uint64_t total = 0;
     for (auto& [f, c] : m) {

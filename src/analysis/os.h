@@ -92,6 +92,8 @@ struct OpSamples {
   uint64_t top_function_samples = 0;
 };
 
+// Per-thread and per-op "top function" is the innermost Python frame when the
+// stack has one (the interpreter's own C frames say little), else the innermost frame.
 struct ThreadSamples {
   std::string process, thread;
   int64_t tid = 0;
@@ -110,6 +112,8 @@ struct OsSummary {
   std::vector<StepOs> steps;            // in step order
   uint64_t samples = 0;
   std::vector<FunctionSamples> functions;  // by self samples
+  uint64_t python_samples = 0;               // samples with Python frames
+  std::vector<FunctionSamples> python_functions;  // self = innermost Python frame
   std::vector<OpSamples> ops;              // by samples
   std::vector<ThreadSamples> sample_threads;
   uint64_t page_faults = 0;

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       "\nRun 'strata COMMAND --help' for a command's options.");
   strata::cli::AddRecordCommand(app);
   strata::cli::AddReportCommand(app);
+  strata::cli::AddFlamegraphCommand(app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return 0;

@@ -15,6 +15,7 @@ struct ReportArgs {
   std::string trace;
   bool json = false;
   size_t top = 20;
+  std::string flamegraph;
 };
 
 int RunReport(const ReportArgs& a) {
@@ -22,6 +23,11 @@ int RunReport(const ReportArgs& a) {
   if (!trace.ok()) {
     PrintError(trace.status().message());
     return 1;
+  }
+  if (!a.flamegraph.empty()) {
+    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true);
+    if (rc != 0) return rc;
+    if (a.flamegraph == "-") return 0;
   }
   report::ReportOptions opt;
   opt.top = a.top;
@@ -45,6 +51,7 @@ void AddReportCommand(CLI::App& app) {
   cmd->add_option("trace", args->trace, "A strata trace directory")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
   cmd->add_option("--top", args->top, "Rows in each table")->capture_default_str();
+  cmd->add_option("--flamegraph", args->flamegraph, "Also write the CPU samples as folded stacks to FILE (- for stdout only)");
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 

@@ -91,7 +91,13 @@ class OsSection : public Section {
     for (const auto& s : o_.sample_threads)
       sthreads.push_back({{"process", s.process}, {"thread", s.thread}, {"tid", s.tid}, {"samples", s.samples},
                           {"top_function", s.top_function}, {"top_function_samples", s.top_function_samples}});
-    os["samples"] = {{"total", o_.samples}, {"functions", funcs}, {"ops", ops}, {"threads", sthreads}};
+    json pyfuncs = json::array();
+    for (size_t i = 0; i < o_.python_functions.size() && i < opt.max_rows; ++i) {
+      const auto& f = o_.python_functions[i];
+      pyfuncs.push_back({{"function", f.function}, {"file", f.module}, {"self", f.self}, {"total", f.total}});
+    }
+    os["samples"] = {{"total", o_.samples},           {"functions", funcs},       {"python_samples", o_.python_samples},
+                     {"python_functions", pyfuncs},   {"ops", ops},               {"threads", sthreads}};
     os["page_faults"] = o_.page_faults;
     os["block_io"] = {{"requests", o_.block_requests}, {"bytes", o_.block_bytes}};
     root["os"] = os;
@@ -171,6 +177,15 @@ class OsSection : public Section {
       if (f.self == 0) break;
       out += fmt::format("  {:<48} {:<18} {:>8} {:>7} {:>8} {:>7}\n", Truncate(f.function, 48), Truncate(f.module, 18),
                          f.self, share(f.self), f.total, share(f.total));
+    }
+    if (!o_.python_functions.empty()) {
+      out += fmt::format("\n  Python function (innermost Python frame: {} samples)\n", o_.python_samples);
+      for (size_t i = 0; i < o_.python_functions.size() && i < opt.top; ++i) {
+        const auto& f = o_.python_functions[i];
+        if (f.self == 0) break;
+        out += fmt::format("  {:<67} {:>8} {:>7} {:>8} {:>7}\n", Truncate(f.function, 67), f.self, share(f.self), f.total,
+                           share(f.total));
+      }
     }
     if (o_.ops.size() > 1 || (o_.ops.size() == 1 && o_.ops[0].name != "(no span)")) {
       out += fmt::format("\n  by innermost span/op          {:>8} {:>7}  top function\n", "samples", "");

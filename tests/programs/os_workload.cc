@@ -2,9 +2,9 @@
 //
 //   os_workload sleep COUNT MS      a thread "sleeper" calls nanosleep(MS) COUNT times
 //   os_workload pipe MS             a thread "reader" blocks in read() on a pipe; main writes after MS
-//   os_workload spin2 MS            threads "spinA" and "spinB", both pinned to CPU 0, spin for MS each
+//   os_workload spin2 MS            threads "spinA" and "spinB", both pinned to CPU 0, each burns MS of CPU
 //   os_workload syscalls N          N getppid() and N/10 write() to /dev/null, then prints the counts
-//   os_workload hot MS              spends ~90% of MS in strata_test_hot_function, ~10% in a cold one
+//   os_workload hot MS              burns MS of CPU, ~90% in strata_test_hot_function, ~10% in a cold one
 //   os_workload forkexec N          forks; the child execs "os_workload syscalls N"; the parent waits
 //   os_workload steps N MS          N steps, each: span "compute" (busy MS) then span "wait" (sleep MS)
 //   os_workload orphan MS           forks a grandchild that sleeps MS and exits; exits at once itself
@@ -27,8 +27,6 @@
 #include "strata/strata.hpp"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 void SleepMs(long ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000};
@@ -63,9 +61,17 @@ extern "C" __attribute__((noinline)) double strata_test_cold_function(long n) {
 
 namespace {
 
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+// Burns `ms` of this thread's CPU time (not wall time: the test machine may be
+// busy, and what the tests count is CPU time).
 void BusyMs(long ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(ms);
-  while (Clock::now() < end) g_sink = strata_test_hot_function(20000);
+  int64_t end = ThreadCpuNs() + ms * 1000000ll;
+  while (ThreadCpuNs() < end) g_sink = strata_test_hot_function(20000);
 }
 
 }  // namespace
@@ -125,8 +131,8 @@ int main(int argc, char** argv) {
     std::printf("getppid %ld write %ld\n", n, n / 10);
   } else if (mode == "hot") {
     long ms = arg(2, 300);
-    auto end = Clock::now() + std::chrono::milliseconds(ms);
-    while (Clock::now() < end) {
+    int64_t end = ThreadCpuNs() + ms * 1000000ll;
+    while (ThreadCpuNs() < end) {
       g_sink = strata_test_hot_function(900000);
       g_sink = strata_test_cold_function(100000);
     }
@@ -158,6 +164,9 @@ int main(int argc, char** argv) {
     long ms = arg(2, 1000);
     if (fork() == 0) {
       if (fork() == 0) {
+        // Like a daemon: let go of the caller's stdio, which waits for EOF.
+        int null = open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
         SleepMs(ms);
         _exit(0);
       }

@@ -155,7 +155,9 @@ bool ElfSymbols::ReadElf(Elf* e, bool want_loads) {
       if (!name || !*name) continue;
       if (type == STT_FUNC || type == STT_GNU_IFUNC) {
         funcs_.push_back({sym.st_value, sym.st_value + sym.st_size, static_cast<uint32_t>(names_.size())});
-        names_.append(name);
+        // "pthread_mutex_lock@@GLIBC_2.2.5": the version is noise in a profile.
+        const char* at = std::strchr(name, '@');
+        names_.append(name, at ? static_cast<size_t>(at - name) : std::strlen(name));
         names_.push_back('\0');
       } else if (type == STT_OBJECT && (std::strcmp(name, "_PyRuntime") == 0 || std::strcmp(name, "Py_Version") == 0)) {
         objects_[name] = sym.st_value;

@@ -97,8 +97,8 @@ StatusOr<TracepointFormat> ParseTracepointFormat(std::string_view text) {
       }
       size_t start = d.size();
       while (start > 0 && (std::isalnum(static_cast<unsigned char>(d[start - 1])) || d[start - 1] == '_')) --start;
-      if (start == d.size())
-        return Err(StatusCode::kCorrupt, "tracepoint format line {}: field without a name", line_no);
+      if (start == d.size() || std::isdigit(static_cast<unsigned char>(d[start])))
+        return Err(StatusCode::kCorrupt, "tracepoint format line {}: cannot read the field's name", line_no);
       fld.name = std::string(d.substr(start));
       f.fields.push_back(std::move(fld));
     }

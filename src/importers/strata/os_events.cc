@@ -684,6 +684,9 @@ void RegisterOsDecoders(DecoderRegistry& r) {
     st.comms.emplace_back(p.Str());
     Push(ctx, ss, ev, Ev::kComm, pid, tid, st.comms.size() - 1, exec);
   });
+  // Mappings let a later strata re-symbolize (debug info installed afterwards);
+  // the writer already resolved every frame it saw, so nothing to do today.
+  r.On(kCpuStream, "mmap", [](LoadContext&, StreamState&, const EventView&) {});
   r.On(kCpuStream, "frame", [](LoadContext& ctx, StreamState&, const EventView& ev) {
     PayloadReader p(ev);
     uint32_t id = p.Get<uint32_t>();
