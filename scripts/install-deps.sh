@@ -10,9 +10,13 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
   # libraries strata builds against
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
+  # OS level: DWARF unwinding and ELF symbols; CPython 3.11 internals for Python stacks
+  libdw-dev libelf-dev python3.11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy
   liblttng-ust-dev lttng-tools
+  # OS level: syscall-count reference in tests, peers in bench/os_overhead.sh, setpriv for the unprivileged test
+  strace linux-perf util-linux
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206
