@@ -145,6 +145,28 @@ TEST(Os, SleepingThreadIsOffCpuInNanosleep) {
   testing::ExpectBabeltraceAgrees(dir);
 }
 
+// Without --syscalls (the default), the user stack sched_switch captures names
+// the libc function a thread blocked in.
+TEST(Os, OffCpuCauseWithoutSyscallTracingComesFromTheBlockedStack) {
+  REQUIRE_ROOT();
+  std::string dir = TempDir("os_sleep_stack");
+  auto r = Record(dir, {TestProgram("os_workload"), "sleep", "10", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  REQUIRE_COLLECTOR(dir, "os.sched");
+  analysis::OsSummary o = analysis::AnalyzeOs(Load(dir));
+  const analysis::ThreadOs* s = FindThread(o, "sleeper");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->syscalls, 0u);
+  uint64_t count = 0;
+  int64_t ns = CauseNs(*s, "in clock_nanosleep", &count) + CauseNs(*s, "in nanosleep");
+  EXPECT_GE(ns, 98'000'000);
+  EXPECT_EQ(count, 10u);
+  auto fg = RunCommand({testing::StrataBin(), "flamegraph", "--off-cpu", dir});
+  ASSERT_EQ(fg.exit_code, 0) << fg.err;
+  EXPECT_NE(fg.out.find("sleeper-"), std::string::npos) << fg.out;
+  EXPECT_NE(fg.out.find("nanosleep"), std::string::npos) << fg.out;
+}
+
 TEST(Os, PipeReaderIsOffCpuInRead) {
   REQUIRE_ROOT();
   std::string dir = TempDir("os_pipe");

@@ -1,6 +1,7 @@
 #include "analysis/os.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,6 +49,38 @@ std::string FrameLabel(const model::Trace& t, uint32_t frame) {
   return f;
 }
 
+// "__GI___clock_nanosleep" -> "clock_nanosleep", "__libc_read" -> "read": the
+// libc wrapper a thread blocked in, named like the system call it makes.
+std::string WrapperName(std::string f) {
+  for (bool again = true; again;) {
+    again = false;
+    for (const char* p : {"__GI_", "__libc_", "__"})
+      if (f.rfind(p, 0) == 0 && f.size() > std::strlen(p)) {
+        f = f.substr(std::strlen(p));
+        again = true;
+      }
+  }
+  // Versioned aliases: __clock_nanosleep_2.
+  size_t u = f.rfind('_');
+  if (u != std::string::npos && u + 1 < f.size() && f.find_first_not_of("0123456789", u + 1) == std::string::npos)
+    f = f.substr(0, u);
+  return f;
+}
+
+// The kind of wait a blocking function name suggests (no syscall was traced).
+std::string WaitCategory(const std::string& f) {
+  auto has = [&f](const char* k) { return f.find(k) != std::string::npos; };
+  if (has("sleep") || has("pause")) return "sleep";  // before "lock": clock_nanosleep
+  if (has("futex") || has("mutex") || has("cond") || has("sem_") || has("lll_lock") || has("_lock") || has("spin"))
+    return "lock";
+  if (has("poll") || has("select")) return "poll";
+  if (has("wait4") || has("waitpid") || has("waitid")) return "wait";
+  if (has("read") || has("write") || has("recv") || has("send") || has("accept") || has("connect") || has("sync") ||
+      has("io_") || has("ioctl") || has("splice"))
+    return "io";
+  return "blocked";
+}
+
 }  // namespace
 
 std::string SyscallCategory(std::string_view n) {
@@ -81,6 +114,15 @@ OffCpuCause OffCpuCauseOf(const model::Trace& t, size_t row) {
   } else if (ts.syscall[row] >= 0) {
     c.cause = Str(t, t.syscalls.name[static_cast<size_t>(ts.syscall[row])]);
     c.category = SyscallCategory(c.cause);
+    if (s == ThreadState::kDiskSleep) c.cause += " (D)";
+  } else if (ts.callsite[row] >= 0) {
+    // No syscall trace, but the user stack it blocked in: its innermost native frame.
+    int32_t k = ts.callsite[row];
+    while (k >= 0 && t.frames.kind[t.callsites.frame[static_cast<size_t>(k)]] != model::FrameKind::kNative)
+      k = t.callsites.parent[static_cast<size_t>(k)];
+    std::string f = k >= 0 ? Str(t, t.frames.function[t.callsites.frame[static_cast<size_t>(k)]]) : "[unknown]";
+    c.cause = "in " + WrapperName(f);
+    c.category = WaitCategory(c.cause);
     if (s == ThreadState::kDiskSleep) c.cause += " (D)";
   } else if (s == ThreadState::kSleeping) {
     c.cause = "sleeping (S)";
@@ -364,11 +406,28 @@ std::string FoldedStacks(const model::Trace& t, const FoldedOptions& opt) {
     return s;
   };
   std::map<std::string, uint64_t> lines;
-  const auto& cs = t.cpu_samples;
+  // Rows to fold: CPU samples (weight 1), or blocked intervals with the stack
+  // they blocked in (weight: microseconds off CPU).
+  struct Row {
+    uint32_t track;
+    int64_t ts;
+    int32_t callsite;
+    uint64_t weight;
+  };
+  std::vector<Row> rows;
+  if (opt.off_cpu) {
+    const auto& st = t.thread_states;
+    for (size_t i = 0; i < st.size(); ++i)
+      if (st.callsite[i] >= 0 && st.state[i] != model::ThreadState::kRunning && st.dur[i] >= 1000)
+        rows.push_back({st.track[i], st.ts[i], st.callsite[i], static_cast<uint64_t>(st.dur[i] / 1000)});
+  } else {
+    const auto& cs = t.cpu_samples;
+    for (size_t i = 0; i < cs.size(); ++i) rows.push_back({cs.track[i], cs.ts[i], cs.callsite[i], 1});
+  }
   std::vector<std::string> parts;
-  for (size_t i = 0; i < cs.size(); ++i) {
+  for (const Row& row : rows) {
     parts.clear();
-    const model::Track& trk = t.tracks[cs.track[i]];
+    const model::Track& trk = t.tracks[row.track];
     if (opt.process_and_thread) {
       std::string pname;
       if (trk.process < t.processes.size()) {
@@ -383,19 +442,19 @@ std::string FoldedStacks(const model::Trace& t, const FoldedOptions& opt) {
     }
     if (opt.spans) {
       std::vector<std::string> spans;
-      for (int32_t s = t.SliceAt(cs.track[i], cs.ts[i]); s >= 0; s = t.slices.parent[static_cast<size_t>(s)])
+      for (int32_t s = t.SliceAt(row.track, row.ts); s >= 0; s = t.slices.parent[static_cast<size_t>(s)])
         spans.push_back("[" + std::string(model::SliceKindName(t.slices.kind[static_cast<size_t>(s)])) + "] " +
                         Str(t, t.slices.name[static_cast<size_t>(s)]));
       for (auto it = spans.rbegin(); it != spans.rend(); ++it) parts.push_back(clean(*it));
     }
     std::vector<std::string> frames;
-    for (int32_t c = cs.callsite[i]; c >= 0; c = t.callsites.parent[static_cast<size_t>(c)])
+    for (int32_t c = row.callsite; c >= 0; c = t.callsites.parent[static_cast<size_t>(c)])
       frames.push_back(FrameLabel(t, t.callsites.frame[static_cast<size_t>(c)]));
     if (frames.empty()) frames.push_back("[unknown]");
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) parts.push_back(clean(*it));
     std::string line;
     for (size_t k = 0; k < parts.size(); ++k) line += (k ? ";" : "") + parts[k];
-    ++lines[line];
+    lines[line] += row.weight;
   }
   std::string out;
   for (auto& [line, n] : lines) out += line + " " + std::to_string(n) + "\n";

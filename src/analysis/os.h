@@ -13,7 +13,8 @@ namespace strata::analysis {
 
 // Why a thread was off CPU, as a reader would say it.
 struct OffCpuCause {
-  std::string cause;     // a syscall name ("read", "futex"), "preempted", "sleeping (S)", "disk sleep (D)", "blocked"
+  std::string cause;     // a syscall name ("read", "futex"); without syscall tracing, "in <function>" the thread
+                         // blocked in (libc wrapper, from its stack); "preempted"; "sleeping (S)"; "disk sleep (D)"
   std::string category;  // preempted, lock, sleep, io, poll, wait, syscall, blocked, disk, stopped
   uint64_t count = 0;
   int64_t total_ns = 0;
@@ -126,9 +127,11 @@ OsSummary AnalyzeOs(const model::Trace& t);
 struct FoldedOptions {
   bool process_and_thread = true;  // start each stack with "process;thread"
   bool spans = false;              // then the slices open at the sample (ops, spans, steps), outermost first
+  bool off_cpu = false;            // fold where threads blocked (weight: microseconds off CPU) instead of CPU samples
 };
 // CPU samples as folded stacks ("frame;frame;frame COUNT" per line, outermost
-// first), the input of flamegraph.pl, inferno and speedscope.
+// first), the input of flamegraph.pl, inferno and speedscope. With off_cpu, the
+// stacks threads blocked in (needs root or CAP_PERFMON at record time).
 std::string FoldedStacks(const model::Trace& t, const FoldedOptions& o);
 
 }  // namespace strata::analysis

@@ -29,7 +29,7 @@ std::vector<std::string>& TrailingCommand();
 bool& TrailingCommandGiven();
 
 // Writes `t`'s CPU samples as folded stacks to `path` ("-" or empty: stdout).
-int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads);
+int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu = false);
 
 // Prints "strata: <message>" on stderr.
 void PrintError(const std::string& message);

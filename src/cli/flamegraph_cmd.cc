@@ -13,12 +13,15 @@
 
 namespace strata::cli {
 
-int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads) {
+int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu) {
   analysis::FoldedOptions o;
   o.spans = spans;
+  o.off_cpu = off_cpu;
   o.process_and_thread = threads;
   std::string folded = analysis::FoldedStacks(t, o);
-  if (t.cpu_samples.size() == 0)
+  if (off_cpu && folded.empty())
+    std::fprintf(stderr, "strata: the trace has no off-CPU stacks (they need root or CAP_PERFMON at record time)\n");
+  else if (!off_cpu && t.cpu_samples.size() == 0)
     std::fprintf(stderr, "strata: the trace has no CPU samples (recorded with --sample-hz 0, --no-os, or the kernel refused sampling)\n");
   if (path.empty() || path == "-") {
     std::fwrite(folded.data(), 1, folded.size(), stdout);
@@ -39,6 +42,7 @@ struct FlamegraphArgs {
   std::string output;
   bool spans = false;
   bool no_threads = false;
+  bool off_cpu = false;
 };
 
 int RunFlamegraph(const FlamegraphArgs& a) {
@@ -47,7 +51,7 @@ int RunFlamegraph(const FlamegraphArgs& a) {
     PrintError(trace.status().message());
     return 1;
   }
-  return WriteFlamegraph(*trace, a.output, a.spans, !a.no_threads);
+  return WriteFlamegraph(*trace, a.output, a.spans, !a.no_threads, a.off_cpu);
 }
 
 }  // namespace
@@ -59,6 +63,8 @@ void AddFlamegraphCommand(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Output file (default: stdout)");
   cmd->add_flag("--spans", args->spans, "Put the spans/ops open at each sample between the thread and its frames");
   cmd->add_flag("--no-threads", args->no_threads, "Do not start stacks with process and thread");
+  cmd->add_flag("--off-cpu", args->off_cpu,
+                "Fold the stacks threads blocked in, weighted by microseconds off CPU (recorded as root)");
   cmd->callback([args]() { throw CLI::RuntimeError(RunFlamegraph(*args)); });
 }
 

@@ -14,7 +14,7 @@ constexpr F kSwitchInFields[] = {{"pid", T::kU32}, {"tid", T::kU32}};
 constexpr F kSysEnterFields[] = {{"pid", T::kU32}, {"tid", T::kU32}, {"nr", T::kU32}};
 constexpr F kSysExitFields[] = {{"pid", T::kU32}, {"tid", T::kU32}, {"nr", T::kU32}, {"ret", T::kI64}};
 constexpr F kSchedSwitchFields[] = {
-    {"pid", T::kU32}, {"tid", T::kU32}, {"prev_state", T::kU64}, {"next_tid", T::kU32}};
+    {"pid", T::kU32}, {"tid", T::kU32}, {"prev_state", T::kU64}, {"next_tid", T::kU32}, {"stack", T::kU32}};
 constexpr F kSchedWakeupFields[] = {
     {"waker_pid", T::kU32}, {"waker_tid", T::kU32}, {"tid", T::kU32}, {"target_cpu", T::kU32}};
 constexpr F kCpuSampleFields[] = {{"pid", T::kU32}, {"tid", T::kU32}, {"stack", T::kU32}};

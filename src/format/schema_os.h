@@ -28,7 +28,8 @@ enum CpuEvent : uint32_t {
   kSwitchIn = 1,       // {u32 pid, u32 tid}
   kSysEnter = 2,       // {u32 pid, u32 tid, u32 nr}
   kSysExit = 3,        // {u32 pid, u32 tid, u32 nr, i64 ret}
-  kSchedSwitch = 4,    // {u32 pid, u32 tid, u64 prev_state, u32 next_tid}: tracepoint, prev = tid
+  kSchedSwitch = 4,    // {u32 pid, u32 tid, u64 prev_state, u32 next_tid, u32 stack}: tracepoint, prev = tid;
+                       //   stack = the user stack the thread blocked in (0: none)
   kSchedWakeup = 5,    // {u32 waker_pid, u32 waker_tid, u32 tid, u32 target_cpu}
   kCpuSample = 6,      // {u32 pid, u32 tid, u32 stack}: stack = the leaf callsite id
   kPageFault = 7,      // {u32 pid, u32 tid, u64 addr, u32 stack}

@@ -35,6 +35,7 @@ struct ThreadStateTable {
   std::vector<int16_t> cpu;      // where it ran (running) or which CPU it left (off CPU); -1 unknown
   std::vector<int32_t> syscall;  // off CPU inside a system call: its SyscallTable row; kNone otherwise
   std::vector<int32_t> waker;    // off CPU: the track of the thread that woke it (when traced); kNone
+  std::vector<int32_t> callsite; // blocked: the user stack it blocked in (CallsiteTable row); kNone
   size_t size() const { return ts.size(); }
   uint32_t Add(int64_t t, int64_t d, uint32_t trk, ThreadState s, int16_t c) {
     ts.push_back(t);
@@ -44,6 +45,7 @@ struct ThreadStateTable {
     cpu.push_back(c);
     syscall.push_back(-1);
     waker.push_back(-1);
+    callsite.push_back(-1);
     return static_cast<uint32_t>(ts.size() - 1);
   }
 };

@@ -212,8 +212,8 @@ bool OsCollector::Impl::OpenLeaders(std::string* error) {
 
 void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
   std::string sched_detail_ok =
-      "context switches (on/off CPU, preemption), sleep state (S/D) from sched:sched_switch, wakeups from "
-      "sched:sched_wakeup (only those done by traced tasks)";
+      "context switches (on/off CPU, preemption), sleep state (S/D) and the user stack where each wait began from "
+      "sched:sched_switch, wakeups from sched:sched_wakeup (only those done by traced tasks)";
   std::string tracefs, tf_error;
   if (why_priv.empty()) {
     bool mounted = false;
@@ -224,7 +224,8 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
     tf_error = why_priv;
   }
   TracepointFields f;
-  auto tp_open = [&](const char* sys, const char* name, EventKind kind, const std::vector<std::pair<const char*, TracepointField*>>& fields) -> Status {
+  auto tp_open = [&](const char* sys, const char* name, EventKind kind,
+                     const std::vector<std::pair<const char*, TracepointField*>>& fields, uint64_t extra = 0) -> Status {
     if (tracefs.empty()) return Status(StatusCode::kUnavailable, tf_error);
     auto fmt = ReadTracepointFormat(tracefs, sys, name);
     if (!fmt.ok()) return fmt.status();
@@ -236,7 +237,7 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
     perf_event_attr a = BaseAttr(false);
     a.type = PERF_TYPE_TRACEPOINT;
     a.config = fmt->id;
-    a.sample_type |= PERF_SAMPLE_RAW;
+    a.sample_type |= PERF_SAMPLE_RAW | extra;
     std::vector<std::pair<uint64_t, EventInfo>> ids;
     std::string what = std::string(sys) + ":" + name;
     STRATA_RETURN_IF_ERROR(OpenOnAllCpus(a, what.c_str(), kind, &ids));
@@ -245,8 +246,10 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
   };
 
   // Scheduling: context-switch records come from the leaders in every mode.
+  // The user call chain of sched_switch says where a thread blocked (off-CPU stacks).
   Status sw = tp_open("sched", "sched_switch", EventKind::kSchedSwitch,
-                      {{"prev_pid", &f.switch_prev_pid}, {"prev_state", &f.switch_prev_state}, {"next_pid", &f.switch_next_pid}});
+                      {{"prev_pid", &f.switch_prev_pid}, {"prev_state", &f.switch_prev_state}, {"next_pid", &f.switch_next_pid}},
+                      PERF_SAMPLE_CALLCHAIN);
   Status wk = tp_open("sched", "sched_wakeup", EventKind::kSchedWakeup,
                       {{"pid", &f.wakeup_pid}, {"target_cpu", &f.wakeup_target_cpu}});
   if (sw.ok() && wk.ok()) {

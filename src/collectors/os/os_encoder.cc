@@ -372,7 +372,10 @@ void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
     case EventKind::kSchedSwitch: {
       auto state = static_cast<uint64_t>(ReadRawField(s.raw, s.raw_size, tp_.switch_prev_state));
       auto next = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.switch_next_pid));
-      Payload(buf_).Put(s.pid).Put(s.tid).Put(state).Put(next);
+      // Where the thread blocked (user stack); not for preemptions, whose stack is
+      // wherever the timer tick found it.
+      uint32_t stack = (state & 0xff) != 0 && s.chain_len > 0 ? StackOf(ring, SpaceOf(s.pid), s, true) : 0;
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(state).Put(next).Put(stack);
       Emit(ring, format::kSchedSwitch, s.time);
       break;
     }

@@ -141,6 +141,8 @@ class Replay {
     bool pending_state = false;
     uint64_t prev_state = 0;
     int64_t prev_state_ts = 0;
+    int32_t pending_stack = -1;
+    int32_t off_stack = -1;
     // the open system call
     int32_t sys_row = -1;
     bool exited = false;
@@ -220,18 +222,20 @@ class Replay {
     return threads_.emplace(tid, th).first->second;
   }
 
-  void AddState(Thread& th, int64_t from, int64_t to, ThreadState s, int16_t cpu, int32_t sys, int32_t waker) {
+  void AddState(Thread& th, int64_t from, int64_t to, ThreadState s, int16_t cpu, int32_t sys, int32_t waker,
+                int32_t stack = -1) {
     if (to <= from) return;
     uint32_t r = t_.thread_states.Add(from, to - from, th.track, s, cpu);
     t_.thread_states.syscall[r] = sys;
     t_.thread_states.waker[r] = waker;
+    t_.thread_states.callsite[r] = stack;
   }
 
   void Close(Thread& th, int64_t ts, bool exited) {
     if (th.mode == Thread::kOn) {
       AddState(th, th.since, ts, ThreadState::kRunning, th.cpu, -1, -1);
     } else if (th.mode == Thread::kOff) {
-      AddState(th, th.since, ts, th.off_state, th.cpu, th.sys_row, th.waker);
+      AddState(th, th.since, ts, th.off_state, th.cpu, th.sys_row, th.waker, th.off_stack);
     } else if (th.first < ts) {
       // Never switched: it ran the whole time (a thread that never blocked) or we
       // cannot tell. Only context-switch records say; without any, unknown.
@@ -279,6 +283,7 @@ class Replay {
     th.pending_state = true;
     th.prev_state = e.a;
     th.prev_state_ts = e.ts;
+    th.pending_stack = CallsiteRow(e.c);
   }
 
   static ThreadState StateOf(uint64_t prev_state) {
@@ -303,12 +308,16 @@ class Replay {
     th.cpu = e.cpu;
     th.waker = -1;
     th.off_state = e.a ? ThreadState::kRunnable : ThreadState::kBlocked;
+    th.off_stack = -1;
     constexpr int64_t kPairWindow = 2000000;  // a sched_switch and its switch record are microseconds apart
     if (th.pending_state && e.ts - th.prev_state_ts <= kPairWindow) {
       ThreadState s = StateOf(th.prev_state);
       // The preempt bit of the switch record and the tracepoint agree; when they
       // do not (a race with a wakeup), the record's view of "still runnable" wins.
-      if (!(e.a && s != ThreadState::kRunnable)) th.off_state = s;
+      if (!(e.a && s != ThreadState::kRunnable)) {
+        th.off_state = s;
+        th.off_stack = th.pending_stack;
+      }
     }
     th.pending_state = false;
   }
@@ -316,7 +325,7 @@ class Replay {
   void OnSwitchIn(const OsEvent& e) {
     Thread& th = ThreadOf(e);
     if (th.mode == Thread::kOff) {
-      AddState(th, th.since, e.ts, th.off_state, th.cpu, th.sys_row, th.waker);
+      AddState(th, th.since, e.ts, th.off_state, th.cpu, th.sys_row, th.waker, th.off_stack);
     } else if (th.mode == Thread::kNone && th.first < e.ts) {
       // Created, then waited for a CPU; or an existing thread we know nothing of before.
       AddState(th, th.first, e.ts, th.created ? ThreadState::kRunnable : ThreadState::kUnknown, -1, -1, -1);
@@ -593,6 +602,7 @@ class Replay {
     Permute(ts.cpu, to);
     Permute(ts.syscall, to);
     Permute(ts.waker, to);
+    Permute(ts.callsite, to);
     auto& cs = t_.cpu_samples;
     std::vector<uint32_t> co = ByTrackTime(cs);
     Permute(cs.ts, co);
@@ -631,7 +641,9 @@ void RegisterOsDecoders(DecoderRegistry& r) {
   r.On(kCpuStream, "sched_switch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
     uint32_t pid = p.Get<uint32_t>(), tid = p.Get<uint32_t>();
-    Push(ctx, ss, ev, Ev::kSchedSwitch, pid, tid, p.Get<uint64_t>());
+    uint64_t state = p.Get<uint64_t>();
+    p.Get<uint32_t>();  // next_tid
+    Push(ctx, ss, ev, Ev::kSchedSwitch, pid, tid, state, 0, p.Get<uint32_t>());
   });
   r.On(kCpuStream, "sched_wakeup", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
