@@ -76,7 +76,7 @@ std::string WaitCategory(const std::string& f) {
   if (has("poll") || has("select")) return "poll";
   if (has("wait4") || has("waitpid") || has("waitid")) return "wait";
   if (has("read") || has("write") || has("recv") || has("send") || has("accept") || has("connect") || has("sync") ||
-      has("io_") || has("ioctl") || has("splice"))
+      has("io_") || has("ioctl") || has("splice") || has("open") || has("stat"))
     return "io";
   return "blocked";
 }
@@ -123,7 +123,10 @@ OffCpuCause OffCpuCauseOf(const model::Trace& t, size_t row) {
     std::string f = k >= 0 ? Str(t, t.frames.function[t.callsites.frame[static_cast<size_t>(k)]]) : "[unknown]";
     c.cause = "in " + WrapperName(f);
     c.category = WaitCategory(c.cause);
-    if (s == ThreadState::kDiskSleep) c.cause += " (D)";
+    if (s == ThreadState::kDiskSleep) {
+      c.cause += " (D)";
+      if (c.category == "blocked") c.category = "disk";  // uninterruptible: a page fault or disk I/O
+    }
   } else if (s == ThreadState::kSleeping) {
     c.cause = "sleeping (S)";
     c.category = "blocked";
@@ -172,6 +175,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
     return it->second;
   };
   std::map<std::pair<uint32_t, std::string>, OffCpuCause> thread_causes;
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> wakers;
   std::map<std::string, OffCpuCause> all_causes;
   for (size_t i = 0; i < st.size(); ++i) {
     ThreadOs& x = thread(st.track[i]);
@@ -185,6 +189,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
       continue;
     }
     OffCpuCause c = OffCpuCauseOf(t, i);
+    if (st.waker[i] >= 0) ++wakers[st.track[i]][static_cast<uint32_t>(st.waker[i])];
     x.off_cpu_ns += d;
     ++x.switches;
     if (st.state[i] == ThreadState::kRunnable) {
@@ -205,6 +210,13 @@ OsSummary AnalyzeOs(const model::Trace& t) {
     }
   }
   for (auto& [key, c] : thread_causes) thread(key.first).causes.push_back(c);
+  for (auto& [trk, m] : wakers) {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (auto& [w, n] : m) v.emplace_back(ThreadLabel(t, w), n);
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (v.size() > 5) v.resize(5);
+    thread(trk).wakers = std::move(v);
+  }
   for (auto& [k, c] : all_causes) o.off_cpu.push_back(c);
   auto by_total = [](const OffCpuCause& a, const OffCpuCause& b) { return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.cause < b.cause; };
   std::sort(o.off_cpu.begin(), o.off_cpu.end(), by_total);

@@ -43,6 +43,9 @@ struct ThreadOs {
   int64_t syscall_ns = 0;
   uint64_t samples = 0;
   std::vector<OffCpuCause> causes;  // by total time
+  // Traced threads that woke this one, with how often (sched_wakeup; wakeups by
+  // untraced tasks and interrupts are not seen). Most frequent first, at most 5.
+  std::vector<std::pair<std::string, uint64_t>> wakers;
   std::string top_function;         // most sampled innermost function
   uint64_t top_function_samples = 0;
 };

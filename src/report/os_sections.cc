@@ -43,6 +43,8 @@ class OsSection : public Section {
       const auto& x = o_.threads[i];
       json causes = json::array();
       for (const auto& c : x.causes) causes.push_back(CauseJson(c));
+      json wakers = json::array();
+      for (const auto& [w, n] : x.wakers) wakers.push_back({{"thread", w}, {"count", n}});
       threads.push_back({{"process", x.process},         {"thread", x.thread},
                          {"pid", x.pid},                 {"tid", x.tid},
                          {"on_cpu_ns", x.on_cpu_ns},     {"off_cpu_ns", x.off_cpu_ns},
@@ -51,7 +53,7 @@ class OsSection : public Section {
                          {"switches", x.switches},       {"preemptions", x.preemptions},
                          {"syscalls", x.syscalls},       {"syscall_ns", x.syscall_ns},
                          {"samples", x.samples},         {"top_function", x.top_function},
-                         {"off_cpu_causes", causes}});
+                         {"off_cpu_causes", causes},     {"woken_by", wakers}});
     }
     os["threads"] = threads;
     json causes = json::array();

@@ -166,14 +166,15 @@ bool OsCollector::Impl::OpenLeaders(std::string* error) {
     a.build_id = build_id;
     a.watermark = 1;
     a.wakeup_watermark = static_cast<uint32_t>(ring_pages * page / 4);
-    auto fd = PerfEventOpen(a, child, static_cast<int>(cpu), "dummy+context_switch");
-    if (!fd.ok() && build_id && fd.status().message().find("Invalid argument") != std::string::npos) {
+    int err = 0;
+    auto fd = PerfEventOpen(a, child, static_cast<int>(cpu), "dummy+context_switch", &err);
+    if (!fd.ok() && build_id && err == EINVAL) {
       build_id = false;  // MMAP2 build ids need Linux 5.12
       a.build_id = 0;
-      fd = PerfEventOpen(a, child, static_cast<int>(cpu), "dummy+context_switch");
+      fd = PerfEventOpen(a, child, static_cast<int>(cpu), "dummy+context_switch", &err);
     }
     if (!fd.ok()) {
-      if (fd.status().message().find("No such device") != std::string::npos) continue;  // offline CPU
+      if (err == ENODEV) continue;  // an offline CPU
       *error = fd.status().message();
       for (auto& r : rings)
         for (int f : r.fds) ::close(f);
@@ -270,10 +271,10 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
                         : en;
     if (en.ok() && ex.ok())
       Note("os.syscalls", "ok", "every system call's entry and exit (raw_syscalls), named from strata's x86-64 table");
+    else if (en.ok())
+      Note("os.syscalls", "partial", "system call entries only (counts, no durations): " + ex.message());
     else
-      Note("os.syscalls", "unavailable", "system calls not recorded: " + (en.ok() ? ex : en).message());
-    // A half-open pair would only produce unmatched records.
-    if (en.ok() && !ex.ok()) Note("os.syscalls.warning", "partial", "sys_enter open without sys_exit");
+      Note("os.syscalls", "unavailable", "system calls not recorded: " + en.message());
   }
 
   if (!opt.block_io) {

@@ -37,9 +37,10 @@ perf_event_attr BaseAttr(bool exclude_kernel) {
   return a;
 }
 
-StatusOr<int> PerfEventOpen(const perf_event_attr& attr, pid_t pid, int cpu, std::string_view what) {
+StatusOr<int> PerfEventOpen(const perf_event_attr& attr, pid_t pid, int cpu, std::string_view what, int* err) {
   perf_event_attr a = attr;
   long fd = ::syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  if (err) *err = fd < 0 ? errno : 0;
   if (fd < 0)
     return ErrnoErr(errno, "perf_event_open({}, pid={}, cpu={})", what, static_cast<int>(pid), cpu);
   return static_cast<int>(fd);

@@ -24,7 +24,8 @@ namespace strata::collectors::os {
 perf_event_attr BaseAttr(bool exclude_kernel);
 
 // Opens one event; `what` names it in errors. Returns the fd (close-on-exec).
-StatusOr<int> PerfEventOpen(const perf_event_attr& attr, pid_t pid, int cpu, std::string_view what);
+// `*err` (optional) receives the errno of a failure, for callers that retry.
+StatusOr<int> PerfEventOpen(const perf_event_attr& attr, pid_t pid, int cpu, std::string_view what, int* err = nullptr);
 
 // PERF_EVENT_IOC_ID of an open event.
 StatusOr<uint64_t> PerfEventId(int fd);
