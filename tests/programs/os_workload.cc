@@ -7,7 +7,7 @@
 //   os_workload hot MS              burns MS of CPU, ~90% in strata_test_hot_function, ~10% in a cold one
 //   os_workload forkexec N          forks; the child execs "os_workload syscalls N"; the parent waits
 //   os_workload steps N MS          N steps, each: span "compute" (busy MS) then span "wait" (sleep MS)
-//   os_workload orphan MS           forks a grandchild that sleeps MS and exits; exits at once itself
+//   os_workload orphan MS           forks a grandchild that sleeps MS (and prints its pid); exits at once itself
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -163,13 +163,16 @@ int main(int argc, char** argv) {
   } else if (mode == "orphan") {
     long ms = arg(2, 1000);
     if (fork() == 0) {
-      if (fork() == 0) {
+      pid_t g = fork();
+      if (g == 0) {
         // Like a daemon: let go of the caller's stdio, which waits for EOF.
         int null = open("/dev/null", O_RDWR);
         for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
         SleepMs(ms);
         _exit(0);
       }
+      std::printf("grandchild %d\n", static_cast<int>(g));
+      std::fflush(stdout);
       _exit(0);
     }
     wait(nullptr);
