@@ -123,9 +123,10 @@ uint64_t SyscallCount(const model::Trace& t, const std::string& name, int64_t pi
 TEST(Os, SleepingThreadIsOffCpuInNanosleep) {
   REQUIRE_ROOT();
   std::string dir = TempDir("os_sleep");
-  auto r = Record(dir, {TestProgram("os_workload"), "sleep", "10", "10"}, {"--syscalls"});
+  auto r = Record(dir, {TestProgram("os_workload"), "sleep", "10", "10"}, {"--syscalls", "--sched"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   REQUIRE_COLLECTOR(dir, "os.syscalls");
+  REQUIRE_COLLECTOR(dir, "os.sched_detail");
   model::Trace t = Load(dir);
   analysis::OsSummary o = analysis::AnalyzeOs(t);
   const analysis::ThreadOs* s = FindThread(o, "sleeper");
@@ -145,14 +146,14 @@ TEST(Os, SleepingThreadIsOffCpuInNanosleep) {
   testing::ExpectBabeltraceAgrees(dir);
 }
 
-// Without --syscalls (the default), the user stack sched_switch captures names
-// the libc function a thread blocked in.
+// Without --syscalls, the user stack that --sched takes at each blocking switch
+// names the libc function a thread blocked in.
 TEST(Os, OffCpuCauseWithoutSyscallTracingComesFromTheBlockedStack) {
   REQUIRE_ROOT();
   std::string dir = TempDir("os_sleep_stack");
-  auto r = Record(dir, {TestProgram("os_workload"), "sleep", "10", "10"});
+  auto r = Record(dir, {TestProgram("os_workload"), "sleep", "10", "10"}, {"--sched"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  REQUIRE_COLLECTOR(dir, "os.sched");
+  REQUIRE_COLLECTOR(dir, "os.sched_detail");
   analysis::OsSummary o = analysis::AnalyzeOs(Load(dir));
   const analysis::ThreadOs* s = FindThread(o, "sleeper");
   ASSERT_NE(s, nullptr);
@@ -418,18 +419,21 @@ TEST(Os, UnprivilegedRecordingSaysWhatIsMissing) {
     GTEST_SKIP() << "this user has CAP_PERFMON or perf_event_paranoid < 2: nothing to fall back from";
   }
   for (std::string a : {testing::StrataBin(), std::string("record"), std::string("-o"), dir, std::string("-f"),
-                        std::string("--syscalls"), std::string("--"), TestProgram("os_workload"), std::string("sleep"),
-                        std::string("5"), std::string("10")})
+                        std::string("--syscalls"), std::string("--sched"), std::string("--"), TestProgram("os_workload"),
+                        std::string("sleep"), std::string("5"), std::string("10")})
     argv.push_back(a);
   auto r = RunCommand(argv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Said at record start...
   EXPECT_NE(r.err.find("os.syscalls unavailable"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("os.sched partial"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("os.sched_detail unavailable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("os.samples partial"), std::string::npos) << r.err;  // no kernel-mode samples
   // ... in the manifest ...
   auto m = Manifest(dir);
   EXPECT_EQ(CollectorState(m, "os.syscalls"), "unavailable");
-  EXPECT_EQ(CollectorState(m, "os.sched"), "partial");
+  EXPECT_EQ(CollectorState(m, "os.sched_detail"), "unavailable");
+  EXPECT_EQ(CollectorState(m, "os.sched"), "ok");
+  EXPECT_EQ(CollectorState(m, "os.samples"), "partial");
   EXPECT_EQ(CollectorState(m, "os.proc"), "ok");
   // ... and in the report.
   auto rep = RunCommand({testing::StrataBin(), "report", dir});

@@ -49,6 +49,7 @@ struct RecordOptions {
   std::vector<std::string> command;
   // OS level (collectors/os).
   bool os = true;
+  bool sched_detail = false;
   bool syscalls = false;
   uint32_t sample_hz = 99;
   std::string unwind = "fp";
@@ -139,6 +140,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
 
 collectors::os::OsOptions OsOptionsFrom(const RecordOptions& o) {
   collectors::os::OsOptions x;
+  x.sched_detail = o.sched_detail;
   x.syscalls = o.syscalls;
   x.sample_hz = o.sample_hz;
   x.unwind = o.unwind == "dwarf" ? collectors::os::Unwind::kDwarf : collectors::os::Unwind::kFramePointer;
@@ -213,7 +215,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     manifest.options = {{"buffer_bytes", o.buffer_mb << 20}, {"chunk_bytes", o.chunk_kb << 10},
                         {"buffer_policy", o.policy},        {"flush_ms", o.flush_ms},
                         {"clock", o.clock},                 {"os", o.os},
-                        {"syscalls", o.syscalls},           {"sample_hz", o.sample_hz},
+                        {"sched", o.sched_detail},          {"syscalls", o.syscalls},
+                        {"sample_hz", o.sample_hz},
                         {"unwind", o.unwind},               {"page_faults", o.page_faults},
                         {"block_io", o.block_io},           {"proc_hz", o.proc_hz}};
     manifest.trace_uuid = format::UuidToString(id.uuid);
@@ -342,10 +345,12 @@ void AddRecordCommand(CLI::App& app) {
   cmd->add_option("--clock", opts->clock, "Hot-path clock: auto, tsc or monotonic")->check(CLI::IsMember({"auto", "tsc", "monotonic"}))->capture_default_str();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
   cmd->add_flag("--os,!--no-os", opts->os,
-                "OS level: context switches, CPU samples, /proc counters; with root or CAP_PERFMON also sleep states "
-                "and wakeups (on by default: nearly free)");
+                "OS level: context switches, CPU samples, /proc counters (on by default: nearly free)");
+  cmd->add_flag("--sched", opts->sched_detail,
+                "Also the sleep state (S/D) and user stack of every wait, and wakeups (needs root or CAP_PERFMON; "
+                "about 1-3 us per context switch)");
   cmd->add_flag("--syscalls", opts->syscalls,
-                "Trace every system call of CMD (needs root or CAP_PERFMON; about +1.3 us per call)");
+                "Trace every system call of CMD (needs root or CAP_PERFMON; about 1-2 us per call)");
   cmd->add_option("--sample-hz", opts->sample_hz, "CPU sampling frequency per thread, Hz (0: off)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();

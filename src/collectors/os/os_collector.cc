@@ -99,7 +99,8 @@ struct OsCollector::Impl {
   }
 
   // Opens `attr` on every CPU with a ring and routes it there. All or nothing.
-  Status OpenOnAllCpus(perf_event_attr attr, const char* what, EventKind kind, std::vector<std::pair<uint64_t, EventInfo>>* ids) {
+  Status OpenOnAllCpus(perf_event_attr attr, const char* what, EventKind kind, std::vector<std::pair<uint64_t, EventInfo>>* ids,
+                       const std::string& filter = "") {
     std::vector<std::pair<size_t, int>> opened;
     EventInfo info{kind, attr.sample_type, attr.sample_regs_user};
     Status st;
@@ -110,6 +111,8 @@ struct OsCollector::Impl {
         break;
       }
       opened.emplace_back(i, *fd);
+      // A filter is an optimization: without it (old kernel) the decoder sees more, not less.
+      if (!filter.empty()) (void)PerfSetFilter(*fd, filter);
       st = PerfSetOutput(*fd, rings[i].leader);
       if (!st.ok()) break;
       auto id = PerfEventId(*fd);
@@ -212,11 +215,12 @@ bool OsCollector::Impl::OpenLeaders(std::string* error) {
 }
 
 void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
-  std::string sched_detail_ok =
-      "context switches (on/off CPU, preemption), sleep state (S/D) and the user stack where each wait began from "
-      "sched:sched_switch, wakeups from sched:sched_wakeup (only those done by traced tasks)";
+  // Context-switch records come from the leaders, privileged or not.
+  Note("os.sched", "ok", "context switches: on/off-CPU intervals of every thread, preempted vs blocked");
   std::string tracefs, tf_error;
-  if (why_priv.empty()) {
+  if (!(opt.sched_detail || opt.syscalls || opt.block_io)) {
+    // Nothing below needs tracefs: do not mount it.
+  } else if (why_priv.empty()) {
     bool mounted = false;
     auto t = FindTracefs(true, &mounted);
     if (t.ok()) tracefs = *t;
@@ -226,7 +230,8 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
   }
   TracepointFields f;
   auto tp_open = [&](const char* sys, const char* name, EventKind kind,
-                     const std::vector<std::pair<const char*, TracepointField*>>& fields, uint64_t extra = 0) -> Status {
+                     const std::vector<std::pair<const char*, TracepointField*>>& fields, uint64_t extra = 0,
+                     const std::string& filter = "") -> Status {
     if (tracefs.empty()) return Status(StatusCode::kUnavailable, tf_error);
     auto fmt = ReadTracepointFormat(tracefs, sys, name);
     if (!fmt.ok()) return fmt.status();
@@ -241,26 +246,33 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
     a.sample_type |= PERF_SAMPLE_RAW | extra;
     std::vector<std::pair<uint64_t, EventInfo>> ids;
     std::string what = std::string(sys) + ":" + name;
-    STRATA_RETURN_IF_ERROR(OpenOnAllCpus(a, what.c_str(), kind, &ids));
+    STRATA_RETURN_IF_ERROR(OpenOnAllCpus(a, what.c_str(), kind, &ids, filter));
     Register(ids);
     return OkStatus();
   };
 
-  // Scheduling: context-switch records come from the leaders in every mode.
-  // The user call chain of sched_switch says where a thread blocked (off-CPU stacks).
-  Status sw = tp_open("sched", "sched_switch", EventKind::kSchedSwitch,
-                      {{"prev_pid", &f.switch_prev_pid}, {"prev_state", &f.switch_prev_state}, {"next_pid", &f.switch_next_pid}},
-                      PERF_SAMPLE_CALLCHAIN);
-  Status wk = tp_open("sched", "sched_wakeup", EventKind::kSchedWakeup,
-                      {{"pid", &f.wakeup_pid}, {"target_cpu", &f.wakeup_target_cpu}});
-  if (sw.ok() && wk.ok()) {
-    Note("os.sched", "ok", sched_detail_ok);
+  if (!opt.sched_detail) {
+    Note("os.sched_detail", "off",
+         "not requested (--sched: sleep state S/D, the user stack each wait began in, and wakeups; about 1-3 us per "
+         "context switch)");
   } else {
-    std::string missing = !sw.ok() && !wk.ok() ? "no sleep state (S/D) and no wakeups"
-                          : !sw.ok()          ? "no sleep state (S/D)"
-                                              : "no wakeups";
-    Note("os.sched", "partial",
-         "context switches (on/off CPU, preemption) only; " + missing + ": " + (!sw.ok() ? sw : wk).message());
+    // Only blocking switches: preemptions are known from the switch records, and
+    // the filter spares their sample and call chain in the kernel.
+    Status sw = tp_open("sched", "sched_switch", EventKind::kSchedSwitch,
+                        {{"prev_pid", &f.switch_prev_pid}, {"prev_state", &f.switch_prev_state},
+                         {"next_pid", &f.switch_next_pid}},
+                        PERF_SAMPLE_CALLCHAIN, "prev_state & 255");
+    Status wk = tp_open("sched", "sched_wakeup", EventKind::kSchedWakeup,
+                        {{"pid", &f.wakeup_pid}, {"target_cpu", &f.wakeup_target_cpu}});
+    if (sw.ok() && wk.ok())
+      Note("os.sched_detail", "ok",
+           "sleep state (S/D) and the user stack each wait began in (sched:sched_switch), wakeups "
+           "(sched:sched_wakeup; only those done by traced tasks)");
+    else if (sw.ok() || wk.ok())
+      Note("os.sched_detail", "partial",
+           std::string(sw.ok() ? "no wakeups: " + wk.message() : "no sleep state or blocked stacks: " + sw.message()));
+    else
+      Note("os.sched_detail", "unavailable", "no sleep state, blocked stacks or wakeups: " + sw.message());
   }
 
   if (!opt.syscalls) {
@@ -323,9 +335,11 @@ void OsCollector::Impl::OpenSampling() {
                               : "user stacks by frame pointers (code built without them, such as Debian's libc and "
                                 "python3.11, shows only its innermost frame; --unwind dwarf recovers them)";
       std::string kernel = kernel_allowed ? "; samples in kernel mode end in a [kernel] frame"
-                                          : "; kernel-mode time is not sampled (exclude_kernel: perf_event_paranoid=" +
+                                          : "; time in the kernel (system calls, page faults) is not sampled: "
+                                            "exclude_kernel, needs root or CAP_PERFMON (perf_event_paranoid=" +
                                                 std::to_string(PerfEventParanoid()) + ")";
-      Note("os.samples", clamp.empty() ? "ok" : "partial", fmt::format("cpu-clock at {} Hz{}, {}{}", hz, clamp, how, kernel));
+      Note("os.samples", clamp.empty() && kernel_allowed ? "ok" : "partial",
+           fmt::format("cpu-clock at {} Hz{}, {}{}", hz, clamp, how, kernel));
     } else {
       Note("os.samples", "unavailable", "CPU samples not recorded: " + st.message());
     }

@@ -38,7 +38,8 @@ enum class Unwind { kFramePointer, kDwarf };
 
 struct OsOptions {
   bool perf = true;                  // kernel events (false: /proc counters only)
-  bool syscalls = false;             // raw_syscalls enter/exit (~1.3 us per syscall on the research VM)
+  bool sched_detail = false;         // sched_switch (sleep state, blocked stacks) + sched_wakeup: 1-3 us per switch
+  bool syscalls = false;             // raw_syscalls enter/exit: ~1-2 us per syscall
   uint32_t sample_hz = 99;           // cpu-clock sampling frequency; 0 = off
   Unwind unwind = Unwind::kFramePointer;
   uint32_t dwarf_stack_bytes = 8192; // user stack copied per sample with --unwind dwarf
@@ -54,7 +55,7 @@ struct OsOptions {
 // One part of the collector and what it could do: for the manifest's
 // collectors[] and the message printed at record start.
 struct CollectorNote {
-  std::string name;    // os.sched, os.syscalls, os.samples, os.python, os.faults, os.block, os.proc
+  std::string name;    // os.sched, os.sched_detail, os.syscalls, os.samples, os.python, os.faults, os.block, os.proc
   std::string state;   // ok, partial, unavailable, off
   std::string detail;
 };
