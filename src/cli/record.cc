@@ -305,7 +305,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     manifest.extra["os"] = {{"cpus", os_stats.cpus},           {"ring_kb", os_stats.ring_kb},
                             {"records", os_stats.records},     {"events", os_stats.events},
                             {"lost_records", os_stats.lost},   {"throttled", os_stats.throttled},
-                            {"malformed", os_stats.malformed}, {"bytes_read", os_stats.bytes_read},
+                            {"malformed", os_stats.malformed}, {"reordered", os_stats.reordered},
+                            {"bytes_read", os_stats.bytes_read},
                             {"cpu_samples", os_stats.samples}, {"python_samples", os_stats.python_samples},
                             {"proc_samples", os_stats.proc_samples}};
   }

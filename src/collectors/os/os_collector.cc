@@ -643,6 +643,7 @@ OsStats OsCollector::stats() const {
     s.python_samples = es.python_samples;
   }
   if (m.proc) s.proc_samples = m.proc->samples();
+  for (const auto& w : m.streams) s.reordered += w->clamped();
   return s;
 }
 

@@ -66,6 +66,8 @@ struct OsStats {
   uint64_t lost = 0;            // records the kernel dropped (exact, from PERF_RECORD_LOST)
   uint64_t throttled = 0;
   uint64_t malformed = 0;
+  uint64_t reordered = 0;       // events stamped earlier than their CPU's previous one, raised to it (CTF
+                                // streams are monotonic; the kernel stamps before it reserves ring space)
   uint64_t bytes_read = 0;      // ring bytes
   uint64_t samples = 0;
   uint64_t python_samples = 0;
