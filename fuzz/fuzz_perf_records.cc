@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   f.block_rwbs = {"rwbs", 34, 10, false, false, true};
   enc.SetTracepoints(f);
   enc.Process(0, data, size);
-  enc.ResolvePending();
+  enc.ResolveFrames();
   (void)w.Flush(0);
   // The REGS_USER/STACK_USER layout is not reached through the encoder's table above.
   SampleRecord s;

@@ -316,7 +316,7 @@ TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
   // A torn tail is counted, not parsed.
   std::vector<uint8_t> torn(r.bytes().begin(), r.bytes().begin() + 20);
   enc.Process(0, torn.data(), torn.size());
-  enc.ResolvePending();
+  enc.ResolveFrames();
   EXPECT_EQ(enc.stats().malformed, 1u);
   EXPECT_EQ(enc.lost(0), 7u);
   ASSERT_TRUE(w.Close(40000).ok());

@@ -111,8 +111,7 @@ bool DwarfUnwinder::Unwind(uint32_t as_id, const AddressSpace& as, const SampleR
       last = m.path;
       // The load bias: where the file's offset 0 sits. ET_EXEC files are linked at
       // their run-time addresses; libdw wants 0 for them.
-      const ElfSymbols* syms = symbolizer_->SymbolsFor(m);
-      uint64_t base = syms && syms->is_exec() ? 0 : m.start - m.pgoff;
+      uint64_t base = symbolizer_->IsExecFile(m.path) ? 0 : m.start - m.pgoff;
       dwfl_report_elf(sp.dwfl, m.path.c_str(), m.path.c_str(), -1, base, false);
     }
     dwfl_report_end(sp.dwfl, nullptr, nullptr);

@@ -552,7 +552,8 @@ void OsCollector::Impl::WriterLoop() {
       if (pool.size() < 16) pool.push_back(std::move(c.data));
     }
     work.clear();
-    encoder->ResolvePending();
+    encoder->MapPending();
+    if (finished) encoder->ResolveFrames();
     auto now = std::chrono::steady_clock::now();
     size_t pending = 0;
     for (auto& s : streams) pending += s->pending_bytes();

@@ -440,16 +440,49 @@ void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
   }
 }
 
-void OsEncoder::ResolvePending() {
+void OsEncoder::MapPending() {
   for (const PendingFrame& p : pending_) {
-    SymbolInfo si = p.space == kKernelSpace ? symbolizer_.SymbolizeKernel(p.pc) : symbolizer_.Symbolize(spaces_[p.space].as, p.pc);
-    uint8_t kind = p.space == kKernelSpace ? format::kFrameKernel : format::kFrameNative;
-    Payload(buf_).Put(p.id).Put(kind).Put(p.pc).Str(si.function).Str(si.module).Put<uint32_t>(0);
-    uint64_t ts = p.ring < streams_.size() && streams_[p.ring] ? streams_[p.ring]->last_timestamp() : 0;
-    Emit(p.ring, format::kFrame, ts);
-    ++stats_.frames;
+    MappedFrame f{p.id, p.ring, p.space == kKernelSpace, p.pc};
+    if (!f.kernel) {
+      if (const Mapping* m = spaces_[p.space].as.Find(p.pc)) {
+        std::string key = m->build_id + '\0' + m->path;
+        auto it = mapping_index_.find(key);
+        if (it == mapping_index_.end()) {
+          it = mapping_index_.emplace(key, static_cast<int32_t>(mappings_.size())).first;
+          mappings_.push_back(*m);
+        }
+        f.mapping = it->second;
+        f.offset = p.pc - m->start + m->pgoff;
+      }
+    }
+    mapped_.push_back(f);
   }
   pending_.clear();
+}
+
+void OsEncoder::ResolveFrames() {
+  MapPending();
+  for (const MappedFrame& f : mapped_) {
+    SymbolInfo si;
+    if (f.kernel) {
+      si = symbolizer_.SymbolizeKernel(f.pc);
+    } else if (f.mapping < 0) {
+      si.function = "[unknown]";
+      si.module = "[unknown]";
+    } else {
+      // A one-mapping address space: the frame's file at offset 0.
+      const Mapping& m = mappings_[static_cast<size_t>(f.mapping)];
+      AddressSpace one;
+      one.Add({0, UINT64_MAX, 0, m.path, m.build_id});
+      si = symbolizer_.Symbolize(one, f.offset);
+    }
+    uint8_t kind = f.kernel ? format::kFrameKernel : format::kFrameNative;
+    Payload(buf_).Put(f.id).Put(kind).Put(f.pc).Str(si.function).Str(si.module).Put<uint32_t>(0);
+    uint64_t ts = f.ring < streams_.size() && streams_[f.ring] ? streams_[f.ring]->last_timestamp() : 0;
+    Emit(f.ring, format::kFrame, ts);
+    ++stats_.frames;
+  }
+  mapped_.clear();
 }
 
 }  // namespace strata::collectors::os

@@ -76,10 +76,14 @@ class OsEncoder {
 
   // Encodes the whole records in [data, data+size) read from ring `ring`.
   void Process(uint32_t ring, const uint8_t* data, size_t size);
-  // Symbolizes the frames first seen since the last call and writes their
-  // definitions. Called after each batch, once every ring has been read, so
-  // that the mappings a sample needs have been seen whatever ring they were in.
-  void ResolvePending();
+  // Ties the frames first seen since the last call to their mappings (file,
+  // offset). Called after each batch, once every ring has been read, so that the
+  // mappings a sample needs have been seen whatever ring they were in.
+  void MapPending();
+  // Symbolizes every frame mapped so far and writes the frame definitions.
+  // Called once, after the traced command has exited: loading symbol tables
+  // (and kallsyms) takes CPU time the program should not lose to strata.
+  void ResolveFrames();
 
   const EncoderStats& stats() const { return stats_; }
   uint64_t lost(uint32_t ring) const { return ring < lost_.size() ? lost_[ring] : 0; }
@@ -97,6 +101,14 @@ class OsEncoder {
     uint32_t ring;
     uint32_t space;  // UINT32_MAX: kernel
     uint64_t pc;
+  };
+  struct MappedFrame {
+    uint32_t id;
+    uint32_t ring;
+    bool kernel;
+    uint64_t pc;
+    int32_t mapping = -1;  // into mappings_; -1: no mapping covered the pc
+    uint64_t offset = 0;   // file offset of pc in that mapping
   };
 
   void OnSample(uint32_t ring, const uint8_t* rec, size_t size);
@@ -130,6 +142,9 @@ class OsEncoder {
   std::unordered_map<std::string, uint32_t> python_frames_;
   std::unordered_map<uint64_t, uint32_t> callsites_;       // parent << 32 | frame -> id
   std::vector<PendingFrame> pending_;
+  std::vector<MappedFrame> mapped_;
+  std::vector<Mapping> mappings_;  // distinct files mapped by frames (path + build id)
+  std::unordered_map<std::string, int32_t> mapping_index_;
   std::vector<uint8_t> syscall_named_;
   uint32_t next_frame_ = 1, next_callsite_ = 1;
   std::vector<uint64_t> pcs_;

@@ -290,6 +290,22 @@ SymbolInfo Symbolizer::Symbolize(const AddressSpace& as, uint64_t pc) {
   return r;
 }
 
+bool Symbolizer::IsExecFile(const std::string& path) {
+  auto it = is_exec_.find(path);
+  if (it != is_exec_.end()) return it->second;
+  bool exec = false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    unsigned char h[18];
+    // e_ident[0..3] = "\x7fELF"; e_type (u16, little-endian on x86-64) at 16.
+    if (::pread(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && std::memcmp(h, "\x7f" "ELF", 4) == 0)
+      exec = (h[16] | (h[17] << 8)) == ET_EXEC;
+    ::close(fd);
+  }
+  is_exec_.emplace(path, exec);
+  return exec;
+}
+
 SymbolInfo Symbolizer::SymbolizeKernel(uint64_t pc) {
   if (!kallsyms_loaded_) {
     kallsyms_loaded_ = true;

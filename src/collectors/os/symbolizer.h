@@ -90,10 +90,13 @@ class Symbolizer {
   const ElfSymbols* SymbolsFor(const Mapping& m);
   // A kernel address, through /proc/kallsyms when it shows addresses (root).
   SymbolInfo SymbolizeKernel(uint64_t pc);
+  // Whether `path` is an ET_EXEC file (reads only its ELF header; cached).
+  bool IsExecFile(const std::string& path);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<ElfSymbols>> cache_;  // by build-id or path
   std::unordered_map<std::string, std::string> demangled_;
+  std::unordered_map<std::string, bool> is_exec_;
   std::vector<std::pair<uint64_t, std::string>> kallsyms_;
   bool kallsyms_loaded_ = false;
   std::string Demangle(const char* name);
