@@ -26,10 +26,12 @@ table() {  # title unit N ARGS...: one table over the configurations
   local title=$1 unit=$2 n=$3; shift 3
   local args=("$@") small=$((n / 10))
   local -a labels cmds
-  labels=("untraced" "strata record --no-os" "strata record (default OS level)" "strata record --syscalls")
+  labels=("untraced" "strata record --no-os" "strata record (default OS level)" "strata record --sched"
+          "strata record --syscalls")
   cmds=("$BENCH ${args[*]} $n"
         "$STRATA record -q -f -o $OUT/a --no-os -- $BENCH ${args[*]} $n"
         "$STRATA record -q -f -o $OUT/b -- $BENCH ${args[*]} $n"
+        "$STRATA record -q -f -o $OUT/s --sched -- $BENCH ${args[*]} $n"
         "$STRATA record -q -f -o $OUT/c --syscalls -- $BENCH ${args[*]} $n")
   if command -v perf >/dev/null; then
     labels+=("perf record -e raw_syscalls:*" "perf trace -s")

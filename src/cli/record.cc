@@ -301,6 +301,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     st = os->Stop();
     if (!st.ok()) PrintError("OS collector: " + st.message());
     AddOsNotes(&manifest, *os, /*quiet=*/true);
+    for (const auto& note : os->notes())
+      if (!o.quiet && note.name == "os.lost") std::fprintf(stderr, "strata: %s\n", note.detail.c_str());
     collectors::os::OsStats os_stats = os->stats();
     manifest.extra["os"] = {{"cpus", os_stats.cpus},           {"ring_kb", os_stats.ring_kb},
                             {"records", os_stats.records},     {"events", os_stats.events},
