@@ -118,7 +118,14 @@ class Replay {
         case Ev::kTaskExit: OnTaskExit(e); break;
       }
     }
-    for (auto& [tid, th] : threads_) Close(th, end_, /*exited=*/false);
+    uint64_t alive = 0;
+    for (auto& [tid, th] : threads_) {
+      alive += !th.exited;
+      Close(th, end_, /*exited=*/false);
+    }
+    if (alive > 0)
+      ctx_.Warn(std::to_string(alive) +
+                " threads were still running when the command exited; the OS level stops following them there");
     BuildCounters();
     SortTables();
     if (unmatched_exits_ > 0)
@@ -336,10 +343,11 @@ class Replay {
   }
 
   void OnWakeup(const OsEvent& e) {
+    // The waker first: looking it up may insert into threads_ (and rehash).
+    uint32_t waker = ThreadOf(e).track;
     auto it = threads_.find(static_cast<uint32_t>(e.a));
     if (it == threads_.end() || it->second.mode != Thread::kOff) return;
-    Thread& waker = ThreadOf(e);
-    it->second.waker = static_cast<int32_t>(waker.track);
+    it->second.waker = static_cast<int32_t>(waker);
   }
 
   model::StringId SyscallName(uint32_t nr) {
