@@ -536,6 +536,7 @@ void OsCollector::Impl::WriterLoop() {
   auto flush_period = std::chrono::milliseconds(std::max<uint32_t>(opt.flush_ms, 1));
   auto last_flush = std::chrono::steady_clock::now();
   std::deque<Chunk> work;
+  std::vector<OsEncoder::Span> spans;
   for (;;) {
     bool finished = false;
     {
@@ -546,10 +547,13 @@ void OsCollector::Impl::WriterLoop() {
       finished = closed && work.empty();
     }
     cv_space.notify_all();
-    for (Chunk& c : work) {
-      encoder->Process(c.ring, c.data.data(), c.data.size());
+    spans.clear();
+    for (Chunk& c : work) spans.push_back({c.ring, c.data.data(), c.data.size()});
+    encoder->ProcessBatch(spans);
+    {
       std::lock_guard<std::mutex> lock(mu);
-      if (pool.size() < 16) pool.push_back(std::move(c.data));
+      for (Chunk& c : work)
+        if (pool.size() < 16) pool.push_back(std::move(c.data));
     }
     work.clear();
     encoder->MapPending();

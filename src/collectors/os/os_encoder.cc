@@ -66,8 +66,57 @@ void OsEncoder::Process(uint32_t ring, const uint8_t* data, size_t size) {
       ++stats_.malformed;  // a torn span: nothing after it can be framed
       return;
     }
-    const uint8_t* rec = data + off;
+    Dispatch(ring, data + off, h);
     off += h.size;
+  }
+}
+
+uint64_t OsEncoder::RecordTime(const uint8_t* rec, const perf_event_header& h) const {
+  if (h.type != PERF_RECORD_SAMPLE) {
+    SampleId sid;
+    return ParseSampleId(rec, h.size, &sid) ? sid.time : 0;
+  }
+  uint64_t id;
+  if (!SampleIdentifier(rec, h.size, &id)) return 0;
+  auto it = events_.find(id);
+  if (it == events_.end()) return 0;
+  uint64_t st = it->second.sample_type;
+  if (!(st & PERF_SAMPLE_TIME)) return 0;
+  // IDENTIFIER, IP, TID precede TIME in a sample.
+  size_t off = sizeof(perf_event_header) + 8 + ((st & PERF_SAMPLE_IP) ? 8 : 0) + ((st & PERF_SAMPLE_TID) ? 8 : 0);
+  uint64_t t = 0;
+  if (off + 8 <= h.size) std::memcpy(&t, rec + off, 8);
+  return t;
+}
+
+void OsEncoder::ProcessBatch(const std::vector<Span>& spans) {
+  // Records of one batch in time order across rings: a process's exec and mmaps
+  // may sit in one CPU's ring and its next samples in another's, and the address
+  // spaces must see them in the order they happened.
+  batch_.clear();
+  for (const Span& sp : spans) {
+    size_t off = 0;
+    while (sp.size - off >= sizeof(perf_event_header)) {
+      perf_event_header h;
+      std::memcpy(&h, sp.data + off, sizeof h);
+      if (h.size < sizeof h || h.size > sp.size - off) {
+        ++stats_.malformed;
+        break;
+      }
+      batch_.push_back({RecordTime(sp.data + off, h), sp.ring, sp.data + off});
+      off += h.size;
+    }
+  }
+  std::stable_sort(batch_.begin(), batch_.end(), [](const BatchRecord& a, const BatchRecord& b) { return a.time < b.time; });
+  for (const BatchRecord& r : batch_) {
+    perf_event_header h;
+    std::memcpy(&h, r.rec, sizeof h);
+    Dispatch(r.ring, r.rec, h);
+  }
+}
+
+void OsEncoder::Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h) {
+  {
     ++stats_.records;
     switch (h.type) {
       case PERF_RECORD_SAMPLE: OnSample(ring, rec, h.size); break;

@@ -74,8 +74,15 @@ class OsEncoder {
   void RegisterEvent(uint64_t id, EventInfo info) { events_[id] = info; }
   void SetTracepoints(TracepointFields f) { tp_ = std::move(f); }
 
-  // Encodes the whole records in [data, data+size) read from ring `ring`.
+  // Encodes the whole records in [data, data+size) read from ring `ring`, in order.
   void Process(uint32_t ring, const uint8_t* data, size_t size);
+  // Encodes what one drain of every ring produced, in time order across rings.
+  struct Span {
+    uint32_t ring;
+    const uint8_t* data;
+    size_t size;
+  };
+  void ProcessBatch(const std::vector<Span>& spans);
   // Ties the frames first seen since the last call to their mappings (file,
   // offset). Called after each batch, once every ring has been read, so that the
   // mappings a sample needs have been seen whatever ring they were in.
@@ -111,6 +118,8 @@ class OsEncoder {
     uint64_t offset = 0;   // file offset of pc in that mapping
   };
 
+  void Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h);
+  uint64_t RecordTime(const uint8_t* rec, const perf_event_header& h) const;
   void OnSample(uint32_t ring, const uint8_t* rec, size_t size);
   void OnSwitch(uint32_t ring, const uint8_t* rec, size_t size, uint16_t misc);
   void OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork);
@@ -150,6 +159,12 @@ class OsEncoder {
   std::vector<uint64_t> pcs_;
   std::vector<uint32_t> frame_ids_;
   std::vector<PythonFrame> py_;
+  struct BatchRecord {
+    uint64_t time;
+    uint32_t ring;
+    const uint8_t* rec;
+  };
+  std::vector<BatchRecord> batch_;
 
   Symbolizer symbolizer_;
   std::unique_ptr<DwarfUnwinder> unwinder_;
