@@ -8,6 +8,7 @@
 namespace strata::analysis {
 
 std::string ProcessLabel(const model::Trace& t, uint32_t process) {
+  if (process == model::kNoProcess) return "os";
   if (process >= t.processes.size()) return "?";
   const model::Process& p = t.processes[process];
   std::string name(t.strings.Get(p.name));
@@ -140,6 +141,12 @@ std::vector<CounterStats> Counters(const model::Trace& t) {
   for (size_t k = 0; k < out.size(); ++k) {
     if (out[k].samples) out[k].mean /= static_cast<double>(out[k].samples);
     out[k].name = std::string(t.strings.Get(t.counter_series[k].name));
+    if (int32_t trk = t.counter_series[k].track; trk >= 0 && static_cast<size_t>(trk) < t.tracks.size()) {
+      // A thread's own series: say whose.
+      std::string_view tn = t.strings.Get(t.tracks[static_cast<size_t>(trk)].name);
+      out[k].name += " [" + (tn.empty() ? std::string("tid") : std::string(tn)) + " " +
+                     std::to_string(t.tracks[static_cast<size_t>(trk)].tid) + "]";
+    }
     out[k].process = ProcessLabel(t, t.counter_series[k].process);
   }
   return out;

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   strata::cli::AddSweepCommand(app);
   strata::cli::AddDiffCommand(app);
   strata::cli::AddExportCommand(app);
+  strata::cli::AddFlamegraphCommand(app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return 0;

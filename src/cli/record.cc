@@ -1,9 +1,12 @@
 // `strata record [options] -- CMD ARGS...`: the supervisor.
 //
-// It prepares the trace directory (CTF metadata + manifest), starts CMD with
-// libstrata preloaded (children inherit it through the environment, so fork
-// and exec are followed), forwards termination signals, waits, completes the
-// manifest (exit status, per-stream losses) and exits with CMD's status.
+// It prepares the trace directory (CTF metadata + manifest), forks CMD's
+// process and parks it on a pipe while the OS collector opens its kernel
+// events on it (they arm at exec), then lets it exec CMD with libstrata
+// preloaded (children inherit it through the environment, so fork and exec are
+// followed). It forwards termination signals, waits, stops the OS collector,
+// completes the manifest (exit status, per-stream losses, what each collector
+// could not do) and exits with CMD's status.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +30,7 @@
 #include "cli/commands.h"
 #include "cli/control_file.h"
 #include "cli/manifest.h"
+#include "collectors/os/os_collector.h"
 #include "format/tsdl.h"
 
 extern char** environ;
@@ -45,6 +50,18 @@ struct RecordOptions {
   std::string accel = "auto";
   std::string gpu_metrics;
   std::vector<std::string> command;
+  // OS level (collectors/os).
+  bool os = true;
+  bool sched_detail = false;
+  bool syscalls = false;
+  uint32_t sample_hz = 99;
+  std::string unwind = "fp";
+  uint32_t stack_bytes = 8192;
+  bool page_faults = false;
+  bool block_io = false;
+  bool python_stacks = true;
+  uint32_t proc_hz = 10;
+  uint32_t os_buffer_kb = 0;
 };
 
 // The accelerator collectors `strata record` can inject, each through its
@@ -209,6 +226,31 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   return env;
 }
 
+collectors::os::OsOptions OsOptionsFrom(const RecordOptions& o) {
+  collectors::os::OsOptions x;
+  x.sched_detail = o.sched_detail;
+  x.syscalls = o.syscalls;
+  x.sample_hz = o.sample_hz;
+  x.unwind = o.unwind == "dwarf" ? collectors::os::Unwind::kDwarf : collectors::os::Unwind::kFramePointer;
+  x.dwarf_stack_bytes = o.stack_bytes;
+  x.page_faults = o.page_faults;
+  x.block_io = o.block_io;
+  x.python = o.python_stacks;
+  x.proc_hz = o.proc_hz;
+  x.ring_kb = o.os_buffer_kb;
+  x.flush_ms = o.flush_ms;
+  return x;
+}
+
+// The OS collector's notes go to the manifest; what is missing is also said on stderr.
+void AddOsNotes(Manifest* m, const collectors::os::OsCollector& os, bool quiet) {
+  for (const auto& n : os.notes()) {
+    AddCollector(m, n.name, n.state, n.detail);
+    if (!quiet && (n.state == "partial" || n.state == "unavailable"))
+      std::fprintf(stderr, "strata: %s %s: %s\n", n.name.c_str(), n.state.c_str(), n.detail.c_str());
+  }
+}
+
 int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   // CMD follows "--", or is the first argument that is not an option of ours.
   std::vector<std::string> cmd = remaining;
@@ -246,6 +288,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     PrintError("record: --buffer-policy must be 'drop' or 'block'");
     return 2;
   }
+  if (o.unwind != "fp" && o.unwind != "dwarf") {
+    PrintError("record: --unwind must be 'fp' or 'dwarf'");
+    return 2;
+  }
   if (o.output.empty()) o.output = DefaultOutput();
   o.output = AbsolutePath(o.output);
   o.command = cmd;
@@ -270,7 +316,11 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   if (st.ok()) {
     manifest.options = {{"buffer_bytes", o.buffer_mb << 20}, {"chunk_bytes", o.chunk_kb << 10},
                         {"buffer_policy", o.policy},        {"flush_ms", o.flush_ms},
-                        {"clock", o.clock}};
+                        {"clock", o.clock},                 {"os", o.os},
+                        {"sched", o.sched_detail},          {"syscalls", o.syscalls},
+                        {"sample_hz", o.sample_hz},
+                        {"unwind", o.unwind},               {"page_faults", o.page_faults},
+                        {"block_io", o.block_io},           {"proc_hz", o.proc_hz}};
     manifest.trace_uuid = format::UuidToString(id.uuid);
     st = WriteManifest(o.output, manifest);
   }
@@ -300,9 +350,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   for (auto& s : cmd) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  // A close-on-exec pipe tells us whether exec succeeded.
-  int pipefd[2];
-  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+  // A close-on-exec pipe tells us whether exec succeeded; a second one holds the
+  // child before exec until the OS collector's events are open on it.
+  int pipefd[2], gofd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0 || ::pipe2(gofd, O_CLOEXEC) != 0) {
     PrintError(std::string("pipe: ") + std::strerror(errno));
     return 1;
   }
@@ -313,6 +364,9 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 
+  std::unique_ptr<collectors::os::OsCollector> os;
+  if (o.os) os = std::make_unique<collectors::os::OsCollector>(OsOptionsFrom(o), JoinPath(o.output, "ctf"), id.uuid);
+
   if (!o.quiet) std::fprintf(stderr, "strata: recording to %s\n", o.output.c_str());
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -321,7 +375,13 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (pid == 0) {
     ::close(pipefd[0]);
+    ::close(gofd[1]);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+    // Wait for the go byte. EOF (the supervisor died) also lets CMD run: the
+    // program must never be held back by strata.
+    char go;
+    while (::read(gofd[0], &go, 1) < 0 && errno == EINTR) {
+    }
     ::execvpe(argv[0], argv.data(), envp.data());
     int err = errno;
     ssize_t w = ::write(pipefd[1], &err, sizeof err);
@@ -330,6 +390,18 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   g_child = pid;
   ::close(pipefd[1]);
+  ::close(gofd[0]);
+  if (os) {
+    os->Open(pid);
+    AddOsNotes(&manifest, *os, o.quiet);
+    os->Start();
+    st = WriteManifest(o.output, manifest);
+    if (!st.ok()) PrintError(st.message());
+  }
+  ssize_t gw;
+  do gw = ::write(gofd[1], "g", 1);
+  while (gw < 0 && errno == EINTR);
+  ::close(gofd[1]);
   int exec_errno = 0;
   ssize_t n;
   do n = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
@@ -340,6 +412,21 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  if (os) {
+    st = os->Stop();
+    if (!st.ok()) PrintError("OS collector: " + st.message());
+    AddOsNotes(&manifest, *os, /*quiet=*/true);
+    for (const auto& note : os->notes())
+      if (!o.quiet && note.name == "os.lost") std::fprintf(stderr, "strata: %s\n", note.detail.c_str());
+    collectors::os::OsStats os_stats = os->stats();
+    manifest.extra["os"] = {{"cpus", os_stats.cpus},           {"ring_kb", os_stats.ring_kb},
+                            {"records", os_stats.records},     {"events", os_stats.events},
+                            {"lost_records", os_stats.lost},   {"throttled", os_stats.throttled},
+                            {"malformed", os_stats.malformed}, {"reordered", os_stats.reordered},
+                            {"bytes_read", os_stats.bytes_read},
+                            {"cpu_samples", os_stats.samples}, {"python_samples", os_stats.python_samples},
+                            {"proc_samples", os_stats.proc_samples}};
+  }
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     PrintError("cannot run '" + cmd[0] + "': " + std::strerror(exec_errno));
     (void)FinishManifest(o.output, &manifest, exec_errno == ENOENT ? 127 : 126, 0, "exec failed");
@@ -382,6 +469,33 @@ void AddRecordCommand(CLI::App& app) {
                   "for a window: kernels=N[,skip=M] or steps=A-B. Kernels are replayed, so timings in the window "
                   "are not representative");
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
+  cmd->add_flag("--os,!--no-os", opts->os,
+                "OS level: context switches, CPU samples, /proc counters (on by default: nearly free)");
+  cmd->add_flag("--sched", opts->sched_detail,
+                "Also the sleep state (S/D) and user stack of every wait, and wakeups (needs root or CAP_PERFMON; "
+                "about 1-3 us per context switch)");
+  cmd->add_flag("--syscalls", opts->syscalls,
+                "Trace every system call of CMD (needs root or CAP_PERFMON; about 1-2 us per call)");
+  cmd->add_option("--sample-hz", opts->sample_hz, "CPU sampling frequency per thread, Hz (0: off)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--unwind", opts->unwind, "Stack unwinding for CPU samples: fp (frame pointers) or dwarf (libdw)")
+      ->check(CLI::IsMember({"fp", "dwarf"}))
+      ->capture_default_str();
+  cmd->add_option("--stack-size", opts->stack_bytes, "User stack bytes copied per sample with --unwind dwarf")
+      ->check(CLI::Range(512, 65528))
+      ->capture_default_str();
+  cmd->add_flag("--page-faults", opts->page_faults, "Record every page fault (address and faulting code)");
+  cmd->add_flag("--block-io", opts->block_io, "Record block I/O requests issued by CMD (needs root or CAP_PERFMON)");
+  cmd->add_flag("--python-stacks,!--no-python-stacks", opts->python_stacks,
+                "Read CPython 3.11 stacks for samples of Python threads")
+      ->capture_default_str();
+  cmd->add_option("--proc-hz", opts->proc_hz, "/proc counter sampling frequency, Hz (0: off)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--os-buffer", opts->os_buffer_kb, "Kernel ring size per CPU, KiB (0: automatic)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());
     throw CLI::RuntimeError(rc);

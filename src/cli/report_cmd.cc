@@ -23,6 +23,7 @@ struct ReportArgs {
   bool hta = false;
   double batch_size = 0;
   double kernel_wait_us = 30;
+  std::string flamegraph;
 };
 
 int WriteHtml(const std::string& path, const std::string& html) {
@@ -60,6 +61,11 @@ int RunReport(const ReportArgs& a) {
   if (!trace.ok()) {
     PrintError(trace.status().message());
     return 1;
+  }
+  if (!a.flamegraph.empty()) {
+    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true);
+    if (rc != 0) return rc;
+    if (a.flamegraph == "-") return 0;
   }
   report::ReportOptions opt;
   opt.top = a.top;
@@ -106,6 +112,7 @@ void AddReportCommand(CLI::App& app) {
   cmd->add_option("--kernel-wait-us", args->kernel_wait_us,
                   "Idle gaps between kernels shorter than this are 'kernel wait'")
       ->capture_default_str();
+  cmd->add_option("--flamegraph", args->flamegraph, "Also write the CPU samples as folded stacks to FILE (- for stdout only)");
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 

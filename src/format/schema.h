@@ -127,6 +127,7 @@ struct EventSet {
 };
 std::span<const EventSet> CoreEventSets();
 std::span<const EventSet> AccelEventSets();  // schema_accel.cc
+std::span<const EventSet> OsEventSets();  // schema_os.cc
 const StreamSpec* FindStream(uint32_t id);
 const EventSpec* FindEvent(const StreamSpec& stream, uint32_t id);
 

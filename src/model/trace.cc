@@ -46,6 +46,29 @@ const char* SliceKindName(SliceKind k) {
   return "?";
 }
 
+const char* ThreadStateName(ThreadState s) {
+  switch (s) {
+    case ThreadState::kRunning: return "running";
+    case ThreadState::kRunnable: return "runnable";
+    case ThreadState::kSleeping: return "sleeping";
+    case ThreadState::kDiskSleep: return "disk_sleep";
+    case ThreadState::kBlocked: return "blocked";
+    case ThreadState::kStopped: return "stopped";
+    case ThreadState::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
+const char* FrameKindName(FrameKind k) {
+  switch (k) {
+    case FrameKind::kNative: return "native";
+    case FrameKind::kPython: return "python";
+    case FrameKind::kKernel: return "kernel";
+    case FrameKind::kUnknown: return "unknown";
+  }
+  return "?";
+}
+
 bool IsDeviceKind(SliceKind k) {
   return k == SliceKind::kKernel || k == SliceKind::kMemcpy || k == SliceKind::kMemset ||
          k == SliceKind::kDeviceSync || k == SliceKind::kAnnotation;
@@ -68,6 +91,7 @@ int64_t Trace::start_ns() const {
   for (size_t i = 0; i < slices.size(); ++i) m = std::min(m, slices.ts[i]);
   for (size_t i = 0; i < instants.size(); ++i) m = std::min(m, instants.ts[i]);
   for (size_t i = 0; i < counters.size(); ++i) m = std::min(m, counters.ts[i]);
+  for (size_t i = 0; i < thread_states.size(); ++i) m = std::min(m, thread_states.ts[i]);
   return m == INT64_MAX ? 0 : m;
 }
 
@@ -76,6 +100,7 @@ int64_t Trace::end_ns() const {
   for (size_t i = 0; i < slices.size(); ++i) m = std::max(m, slices.ts[i] + slices.dur[i]);
   for (size_t i = 0; i < instants.size(); ++i) m = std::max(m, instants.ts[i]);
   for (size_t i = 0; i < counters.size(); ++i) m = std::max(m, counters.ts[i]);
+  for (size_t i = 0; i < thread_states.size(); ++i) m = std::max(m, thread_states.ts[i] + thread_states.dur[i]);
   return m == INT64_MIN ? 0 : m;
 }
 

@@ -16,10 +16,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/os_tables.h"
+
 namespace strata::model {
 
 using StringId = uint32_t;  // 0 is the empty string
 inline constexpr int32_t kNone = -1;
+// Track::process of tracks that belong to no process (CPU tracks).
+inline constexpr uint32_t kNoProcess = UINT32_MAX;
 
 class StringPool {
  public:
@@ -62,8 +66,8 @@ enum class TrackKind : uint8_t {
 
 struct Track {
   TrackKind kind = TrackKind::kThread;
-  uint32_t process = 0;  // index into Trace::processes
-  int64_t tid = 0;       // thread id, or queue/stream id for device tracks
+  uint32_t process = 0;  // index into Trace::processes; kNoProcess for CPU tracks
+  int64_t tid = 0;       // thread id, queue/stream id for device tracks, CPU number for CPU tracks
   StringId name = 0;
   int32_t device = kNone;
   uint64_t events = 0;   // events read from the source for this track
@@ -180,6 +184,7 @@ struct CounterSeries {
   StringId name = 0;
   uint32_t process = 0;
   StringId unit = 0;
+  int32_t track = kNone;  // a thread's own series (e.g. its CPU utilization); kNone for process-wide
 };
 
 struct CounterTable {
@@ -298,6 +303,15 @@ struct Trace {
   MemoryTable memory;
   std::vector<CollectorStatus> collectors;
   std::vector<Device> devices;
+
+  // OS level (os_tables.h).
+  ThreadStateTable thread_states;
+  SyscallTable syscalls;
+  FrameTable frames;
+  CallsiteTable callsites;
+  CpuSampleTable cpu_samples;
+  PageFaultTable page_faults;
+  BlockIoTable block_io;
 
   uint64_t events_read = 0;
   uint64_t events_lost = 0;

@@ -52,6 +52,8 @@ std::unique_ptr<Section> MakeTransfersSection();
 
 // Accelerator section (accel_sections.cc).
 std::unique_ptr<Section> MakeAcceleratorSection();
+// OS level (os_sections.cc).
+std::unique_ptr<Section> MakeOsSection();
 
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);

@@ -54,6 +54,7 @@ class MemInput : public RawInput {
   explicit MemInput(std::string_view d) : d_(d) { total = d.size(); }
   StatusOr<size_t> Read(char* dst, size_t cap) override {
     size_t n = std::min(cap, d_.size() - pos_);
+    if (n == 0) return size_t{0};  // d_.data() may be null for an empty view
     std::memcpy(dst, d_.data() + pos_, n);
     pos_ += n;
     consumed = pos_;

@@ -88,6 +88,7 @@ class LoadContext {
   uint32_t last_series_ = 0;
   std::map<std::string, uint64_t> counted_warnings_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
+  ProcessState os_process_{model::kNoProcess, {}};  // cpu streams: tracks of no process
 };
 
 class DecoderRegistry {
@@ -111,6 +112,7 @@ class DecoderRegistry {
 // One line per level in decoders.cc.
 void RegisterCoreDecoders(DecoderRegistry& r);
 void RegisterAccelDecoders(DecoderRegistry& r);  // accel_events.cc
+void RegisterOsDecoders(DecoderRegistry& r);  // os_events.cc
 void RegisterAllDecoders(DecoderRegistry& r);
 
 // Payload helpers for decoders: fields are byte-aligned little-endian.

@@ -7,6 +7,7 @@ namespace strata::importers::strata_ctf {
 void RegisterAllDecoders(DecoderRegistry& r) {
   RegisterCoreDecoders(r);
   RegisterAccelDecoders(r);
+  RegisterOsDecoders(r);
 }
 
 }  // namespace strata::importers::strata_ctf

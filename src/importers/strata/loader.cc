@@ -172,7 +172,8 @@ class Loader {
         ss.stream_class = pk.stream_id;
         ss.context = pk.context;
         if (pk.stream_id == format::kCpuStream) {
-          ss.process = &ctx_.Process(0, 0);  // the OS ("kernel") pseudo-process
+          // OS events name their own process and thread; the CPU track belongs to none.
+          ss.process = &ctx_.os_process_;
         } else {
           ss.process = &ctx_.Process(static_cast<uint32_t>(ContextField(s, pk, "pid")), ContextField(s, pk, "process_instance"));
         }

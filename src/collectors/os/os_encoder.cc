@@ -1,0 +1,537 @@
+#include "collectors/os/os_encoder.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectors/os/syscall_table.h"
+#include "format/schema_os.h"
+
+namespace strata::collectors::os {
+namespace {
+
+#ifndef PERF_RECORD_MISC_SWITCH_OUT_PREEMPT
+#define PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (1 << 14)
+#endif
+
+constexpr uint32_t kKernelSpace = UINT32_MAX;
+// Addresses at or above this are the kernel's on x86-64.
+constexpr uint64_t kKernelStart = 0xffff800000000000ull;
+
+class Payload {
+ public:
+  explicit Payload(std::vector<uint8_t>& b) : b_(b) { b_.clear(); }
+  template <typename T>
+  Payload& Put(T v) {
+    size_t o = b_.size();
+    b_.resize(o + sizeof v);
+    std::memcpy(b_.data() + o, &v, sizeof v);
+    return *this;
+  }
+  Payload& Str(std::string_view s) {
+    // Strings are NUL-terminated on disk: an embedded NUL would cut them short.
+    size_t n = s.find('\0');
+    if (n != std::string_view::npos) s = s.substr(0, n);
+    b_.insert(b_.end(), s.begin(), s.end());
+    b_.push_back(0);
+    return *this;
+  }
+
+ private:
+  std::vector<uint8_t>& b_;
+};
+
+}  // namespace
+
+OsEncoder::OsEncoder(EncoderOptions opt, std::vector<format::StreamWriter*> streams)
+    : opt_(opt), streams_(std::move(streams)), lost_(streams_.size(), 0) {
+  if (opt_.dwarf) unwinder_ = std::make_unique<DwarfUnwinder>(&symbolizer_);
+}
+
+OsEncoder::~OsEncoder() = default;
+
+void OsEncoder::Emit(uint32_t ring, uint32_t event, uint64_t ts) {
+  if (ring >= streams_.size() || !streams_[ring]) return;
+  streams_[ring]->Append(event, ts, buf_.data(), buf_.size());
+  ++stats_.events;
+}
+
+void OsEncoder::Process(uint32_t ring, const uint8_t* data, size_t size) {
+  size_t off = 0;
+  while (size - off >= sizeof(perf_event_header)) {
+    perf_event_header h;
+    std::memcpy(&h, data + off, sizeof h);
+    if (h.size < sizeof h || h.size > size - off) {
+      ++stats_.malformed;  // a torn span: nothing after it can be framed
+      return;
+    }
+    Dispatch(ring, data + off, h);
+    off += h.size;
+  }
+}
+
+uint64_t OsEncoder::RecordTime(const uint8_t* rec, const perf_event_header& h) const {
+  if (h.type != PERF_RECORD_SAMPLE) {
+    SampleId sid;
+    return ParseSampleId(rec, h.size, &sid) ? sid.time : 0;
+  }
+  uint64_t id;
+  if (!SampleIdentifier(rec, h.size, &id)) return 0;
+  auto it = events_.find(id);
+  if (it == events_.end()) return 0;
+  uint64_t st = it->second.sample_type;
+  if (!(st & PERF_SAMPLE_TIME)) return 0;
+  // IDENTIFIER, IP, TID precede TIME in a sample.
+  size_t off = sizeof(perf_event_header) + 8 + ((st & PERF_SAMPLE_IP) ? 8 : 0) + ((st & PERF_SAMPLE_TID) ? 8 : 0);
+  uint64_t t = 0;
+  if (off + 8 <= h.size) std::memcpy(&t, rec + off, 8);
+  return t;
+}
+
+void OsEncoder::ProcessBatch(const std::vector<Span>& spans) {
+  // Records of one batch in time order across rings: a process's exec and mmaps
+  // may sit in one CPU's ring and its next samples in another's, and the address
+  // spaces must see them in the order they happened.
+  batch_.clear();
+  for (const Span& sp : spans) {
+    size_t off = 0;
+    while (sp.size - off >= sizeof(perf_event_header)) {
+      perf_event_header h;
+      std::memcpy(&h, sp.data + off, sizeof h);
+      if (h.size < sizeof h || h.size > sp.size - off) {
+        ++stats_.malformed;
+        break;
+      }
+      batch_.push_back({RecordTime(sp.data + off, h), sp.ring, sp.data + off});
+      off += h.size;
+    }
+  }
+  std::stable_sort(batch_.begin(), batch_.end(), [](const BatchRecord& a, const BatchRecord& b) { return a.time < b.time; });
+  for (const BatchRecord& r : batch_) {
+    perf_event_header h;
+    std::memcpy(&h, r.rec, sizeof h);
+    Dispatch(r.ring, r.rec, h);
+  }
+}
+
+void OsEncoder::Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h) {
+  {
+    ++stats_.records;
+    switch (h.type) {
+      case PERF_RECORD_SAMPLE: OnSample(ring, rec, h.size); break;
+      case PERF_RECORD_SWITCH: OnSwitch(ring, rec, h.size, h.misc); break;
+      case PERF_RECORD_FORK: OnTask(ring, rec, h.size, true); break;
+      case PERF_RECORD_EXIT: OnTask(ring, rec, h.size, false); break;
+      case PERF_RECORD_COMM: OnComm(ring, rec, h.size, h.misc); break;
+      case PERF_RECORD_MMAP2: OnMmap2(ring, rec, h.size); break;
+      case PERF_RECORD_LOST: {
+        LostRecord l;
+        SampleId sid;
+        if (!ParseLost(rec, h.size, &l)) {
+          ++stats_.malformed;
+          break;
+        }
+        OnLost(ring, l.lost, ParseSampleId(rec, h.size, &sid) ? sid.time : 0);
+        break;
+      }
+      case PERF_RECORD_LOST_SAMPLES: {
+        uint64_t n;
+        SampleId sid;
+        if (!ParseLostSamples(rec, h.size, &n)) {
+          ++stats_.malformed;
+          break;
+        }
+        stats_.lost_samples += n;
+        OnLost(ring, n, ParseSampleId(rec, h.size, &sid) ? sid.time : 0);
+        break;
+      }
+      case PERF_RECORD_THROTTLE: ++stats_.throttled; break;
+      default: ++stats_.unknown; break;
+    }
+  }
+}
+
+void OsEncoder::OnLost(uint32_t ring, uint64_t lost, uint64_t ts) {
+  if (ring >= lost_.size()) return;
+  lost_[ring] += lost;
+  stats_.lost += lost;
+  if (streams_[ring]) {
+    streams_[ring]->set_discarded(lost_[ring]);
+    if (!ts) ts = streams_[ring]->last_timestamp();
+  }
+  Payload(buf_).Put<uint64_t>(lost);
+  Emit(ring, format::kLost, ts);
+}
+
+void OsEncoder::OnSwitch(uint32_t ring, const uint8_t* rec, size_t size, uint16_t misc) {
+  SampleId sid;
+  if (!ParseSampleId(rec, size, &sid)) {
+    ++stats_.malformed;
+    return;
+  }
+  if (misc & PERF_RECORD_MISC_SWITCH_OUT) {
+    Payload(buf_).Put(sid.pid).Put(sid.tid).Put<uint8_t>((misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? 1 : 0);
+    Emit(ring, format::kSwitchOut, sid.time);
+  } else {
+    Payload(buf_).Put(sid.pid).Put(sid.tid);
+    Emit(ring, format::kSwitchIn, sid.time);
+  }
+}
+
+uint32_t OsEncoder::NewSpace(uint32_t pid, const Space* copy_from) {
+  Space sp;
+  if (copy_from) sp = *copy_from;
+  sp.pid = pid;
+  sp.py_runtime = 0;
+  sp.py_checked_generation = UINT64_MAX;
+  auto id = static_cast<uint32_t>(spaces_.size());
+  spaces_.push_back(std::move(sp));
+  space_of_pid_[pid] = id;
+  return id;
+}
+
+uint32_t OsEncoder::SpaceOf(uint32_t pid) {
+  auto it = space_of_pid_.find(pid);
+  return it != space_of_pid_.end() ? it->second : NewSpace(pid, nullptr);
+}
+
+void OsEncoder::OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork) {
+  TaskRecord t;
+  if (!ParseTask(rec, size, &t)) {
+    ++stats_.malformed;
+    return;
+  }
+  if (fork && t.pid == t.tid && t.pid != t.ppid) {
+    // A new process starts with a copy of its parent's mappings; the kernel
+    // reports no MMAP2 records for what it inherits.
+    auto parent = space_of_pid_.find(t.ppid);
+    uint32_t id = NewSpace(t.pid, parent != space_of_pid_.end() ? &spaces_[parent->second] : nullptr);
+    (void)id;
+  }
+  if (!fork && t.pid == t.tid) {
+    auto it = space_of_pid_.find(t.pid);
+    if (it != space_of_pid_.end()) {
+      if (unwinder_) unwinder_->Forget(it->second);
+      python_.Forget(static_cast<pid_t>(t.pid));
+    }
+  }
+  Payload(buf_).Put(t.pid).Put(t.ppid).Put(t.tid).Put(t.ptid);
+  Emit(ring, fork ? format::kTaskNew : format::kTaskExit, t.time);
+}
+
+void OsEncoder::OnComm(uint32_t ring, const uint8_t* rec, size_t size, uint16_t misc) {
+  CommRecord c;
+  SampleId sid;
+  if (!ParseComm(rec, size, &c) || !ParseSampleId(rec, size, &sid)) {
+    ++stats_.malformed;
+    return;
+  }
+  bool exec = (misc & PERF_RECORD_MISC_COMM_EXEC) != 0;
+  if (exec) {
+    auto it = space_of_pid_.find(c.pid);
+    if (it != space_of_pid_.end() && unwinder_) unwinder_->Forget(it->second);
+    python_.Forget(static_cast<pid_t>(c.pid));
+    NewSpace(c.pid, nullptr);  // exec: a new image, mapped afresh
+  }
+  Payload(buf_).Put(c.pid).Put(c.tid).Put<uint8_t>(exec ? 1 : 0).Str(std::string_view(c.comm, c.comm_len));
+  Emit(ring, format::kComm, sid.time);
+}
+
+void OsEncoder::OnMmap2(uint32_t ring, const uint8_t* rec, size_t size) {
+  Mmap2Record m;
+  SampleId sid;
+  if (!ParseMmap2(rec, size, &m) || !ParseSampleId(rec, size, &sid)) {
+    ++stats_.malformed;
+    return;
+  }
+  if (!(m.prot & PROT_EXEC)) return;  // data mappings carry no code
+  Mapping map;
+  map.start = m.addr;
+  map.end = m.addr + m.len;
+  map.pgoff = m.pgoff;
+  map.path.assign(m.filename, m.filename_len);
+  if (m.has_build_id) map.build_id = HexBuildId(m.build_id, m.build_id_size);
+  Payload(buf_)
+      .Put(m.pid)
+      .Put(m.tid)
+      .Put(m.addr)
+      .Put(m.len)
+      .Put(m.pgoff)
+      .Str(map.build_id)
+      .Str(map.path);
+  Emit(ring, format::kMmap, sid.time);
+  spaces_[SpaceOf(m.pid)].as.Add(std::move(map));
+}
+
+uint32_t OsEncoder::Callsite(uint32_t ring, uint64_t ts, uint32_t parent, uint32_t frame) {
+  uint64_t key = (uint64_t{parent} << 32) | frame;
+  auto it = callsites_.find(key);
+  if (it != callsites_.end()) return it->second;
+  uint32_t id = next_callsite_++;
+  callsites_.emplace(key, id);
+  ++stats_.callsites;
+  Payload(buf_).Put(id).Put(parent).Put(frame);
+  Emit(ring, format::kCallsite, ts);
+  return id;
+}
+
+uint32_t OsEncoder::NativeFrame(uint32_t ring, uint32_t space, uint64_t pc) {
+  if (pc >= kKernelStart) {
+    auto it = kernel_frames_.find(pc);
+    if (it != kernel_frames_.end()) return it->second;
+    uint32_t id = next_frame_++;
+    kernel_frames_.emplace(pc, id);
+    pending_.push_back({id, ring, kKernelSpace, pc});
+    return id;
+  }
+  uint64_t key = (uint64_t{space} << 48) ^ pc;
+  auto it = native_frames_.find(key);
+  if (it != native_frames_.end()) return it->second;
+  uint32_t id = next_frame_++;
+  native_frames_.emplace(key, id);
+  pending_.push_back({id, ring, space, pc});
+  return id;
+}
+
+uint32_t OsEncoder::PythonFrameId(uint32_t ring, const PythonFrame& f) {
+  std::string key = f.function + '\0' + f.file + '\0' + std::to_string(f.line);
+  auto it = python_frames_.find(key);
+  if (it != python_frames_.end()) return it->second;
+  uint32_t id = next_frame_++;
+  python_frames_.emplace(std::move(key), id);
+  ++stats_.frames;
+  Payload(buf_).Put(id).Put<uint8_t>(format::kFramePython).Put<uint64_t>(0).Str(f.function).Str(f.file).Put(f.line);
+  uint64_t ts = ring < streams_.size() && streams_[ring] ? streams_[ring]->last_timestamp() : 0;
+  Emit(ring, format::kFrame, ts);
+  return id;
+}
+
+void OsEncoder::CheckPython(Space& sp) {
+  if (!opt_.python || sp.py_checked_generation == sp.as.generation()) return;
+  sp.py_checked_generation = sp.as.generation();
+  if (sp.py_runtime) return;
+  std::string why;
+  sp.py_runtime = python_.FindRuntime(static_cast<pid_t>(sp.pid), sp.as, &symbolizer_, &why);
+  if (sp.py_runtime) {
+    ++stats_.python_processes;
+    for (const Mapping& m : sp.as.mappings()) {
+      std::string base = ModuleName(m.path);
+      if (base.rfind("python", 0) == 0 || base.rfind("libpython", 0) == 0) {
+        const ElfSymbols* s = symbolizer_.SymbolsFor(m);
+        if (s && s->SymbolAddress("_PyRuntime")) {
+          sp.py_module = m.path;
+          break;
+        }
+      }
+    }
+  } else if (!why.empty() && std::find(stats_.python_notes.begin(), stats_.python_notes.end(), why) ==
+                                 stats_.python_notes.end() && stats_.python_notes.size() < 8) {
+    stats_.python_notes.push_back(why);
+  }
+}
+
+uint32_t OsEncoder::StackOf(uint32_t ring, uint32_t space_id, const SampleRecord& s, bool with_chain) {
+  Space& sp = spaces_[space_id];
+  pcs_.clear();
+  // Innermost first: the sampled IP (a kernel address when the sample hit
+  // kernel mode; kernel call chains are not requested), then the user chain.
+  if (s.ip >= kKernelStart) pcs_.push_back(s.ip);
+  bool unwound = false;
+  if (with_chain && unwinder_ && s.regs_abi != 0 && s.stack_size > 0) {
+    size_t before = pcs_.size();
+    unwound = unwinder_->Unwind(space_id, sp.as, s, &pcs_, opt_.max_frames);
+    if (!unwound) {
+      pcs_.resize(before);
+      ++stats_.dwarf_failures;
+    }
+  }
+  if (!unwound && with_chain && s.chain_len > 0) {
+    bool first_user = true;
+    for (uint64_t i = 0; i < s.chain_len && pcs_.size() < opt_.max_frames; ++i) {
+      uint64_t pc = s.ChainAt(i);
+      if (pc >= static_cast<uint64_t>(PERF_CONTEXT_MAX)) continue;  // context markers
+      if (pc >= kKernelStart) continue;
+      if (pc == 0) break;
+      // Frame-pointer chains through code built without them follow garbage:
+      // every caller must be inside an executable mapping.
+      if (!first_user && !sp.as.Find(pc)) break;
+      first_user = false;
+      pcs_.push_back(pc);
+    }
+  }
+  if (pcs_.empty() && s.ip) pcs_.push_back(s.ip);
+
+  frame_ids_.clear();
+  // Python threads: interpreter frames replace the (meaningless) C frames of
+  // the evaluation loop. Kept: what runs inside the innermost interpreter call
+  // (a C extension, a builtin), down to and including the first frame in the
+  // interpreter's own module.
+  bool python = false;
+  if (with_chain && opt_.python) {
+    CheckPython(sp);
+    if (sp.py_runtime) {
+      py_.clear();
+      if (python_.ReadStack(static_cast<pid_t>(s.pid), sp.py_runtime, s.tid, &py_)) {
+        python = true;
+        ++stats_.python_samples;
+        size_t keep = pcs_.size();
+        for (size_t i = 0; i < pcs_.size(); ++i) {
+          const Mapping* m = pcs_[i] < kKernelStart ? sp.as.Find(pcs_[i]) : nullptr;
+          if (m && m->path == sp.py_module) {
+            keep = i + 1;
+            break;
+          }
+        }
+        pcs_.resize(keep);
+      }
+    }
+  }
+  for (size_t i = 0; i < pcs_.size(); ++i) {
+    // Callers' return addresses point after the call: step back into it.
+    uint64_t pc = pcs_[i];
+    bool leaf = i == 0 || (i == 1 && pcs_[0] >= kKernelStart);
+    frame_ids_.push_back(NativeFrame(ring, space_id, leaf ? pc : pc - 1));
+  }
+  if (python)
+    for (const PythonFrame& f : py_) frame_ids_.push_back(PythonFrameId(ring, f));
+  uint32_t parent = 0;
+  for (size_t i = frame_ids_.size(); i-- > 0;) parent = Callsite(ring, s.time, parent, frame_ids_[i]);
+  return parent;
+}
+
+void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
+  uint64_t id;
+  if (!SampleIdentifier(rec, size, &id)) {
+    ++stats_.malformed;
+    return;
+  }
+  auto it = events_.find(id);
+  if (it == events_.end()) {
+    ++stats_.unknown;
+    return;
+  }
+  const EventInfo& info = it->second;
+  SampleRecord s;
+  if (!ParseSample(rec, size, info.sample_type, info.regs_mask, &s)) {
+    ++stats_.malformed;
+    return;
+  }
+  switch (info.kind) {
+    case EventKind::kSchedSwitch: {
+      auto state = static_cast<uint64_t>(ReadRawField(s.raw, s.raw_size, tp_.switch_prev_state));
+      auto next = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.switch_next_pid));
+      // Where the thread blocked (user stack); not for preemptions, whose stack is
+      // wherever the timer tick found it.
+      uint32_t stack = (state & 0xff) != 0 && s.chain_len > 0 ? StackOf(ring, SpaceOf(s.pid), s, true) : 0;
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(state).Put(next).Put(stack);
+      Emit(ring, format::kSchedSwitch, s.time);
+      break;
+    }
+    case EventKind::kSchedWakeup: {
+      auto wakee = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.wakeup_pid));
+      auto target = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.wakeup_target_cpu));
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(wakee).Put(target);
+      Emit(ring, format::kSchedWakeup, s.time);
+      break;
+    }
+    case EventKind::kSysEnter:
+    case EventKind::kSysExit: {
+      bool enter = info.kind == EventKind::kSysEnter;
+      auto nr = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, enter ? tp_.enter_id : tp_.exit_id));
+      if (nr < 4096) {
+        if (syscall_named_.size() <= nr) syscall_named_.resize(nr + 1, 0);
+        if (!syscall_named_[nr]) {
+          syscall_named_[nr] = 1;
+          Payload(buf_).Put(nr).Str(SyscallNameOr(nr));
+          Emit(ring, format::kSyscallName, s.time);
+        }
+      }
+      if (enter) {
+        Payload(buf_).Put(s.pid).Put(s.tid).Put(nr);
+        Emit(ring, format::kSysEnter, s.time);
+      } else {
+        int64_t ret = ReadRawField(s.raw, s.raw_size, tp_.exit_ret);
+        Payload(buf_).Put(s.pid).Put(s.tid).Put(nr).Put(ret);
+        Emit(ring, format::kSysExit, s.time);
+      }
+      break;
+    }
+    case EventKind::kCpuClock: {
+      ++stats_.samples;
+      uint32_t cs = StackOf(ring, SpaceOf(s.pid), s, true);
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(cs);
+      Emit(ring, format::kCpuSample, s.time);
+      break;
+    }
+    case EventKind::kPageFault: {
+      uint32_t cs = StackOf(ring, SpaceOf(s.pid), s, false);
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(s.addr).Put(cs);
+      Emit(ring, format::kPageFault, s.time);
+      break;
+    }
+    case EventKind::kBlockIssue: {
+      auto dev = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.block_dev));
+      auto sector = static_cast<uint64_t>(ReadRawField(s.raw, s.raw_size, tp_.block_sector));
+      auto bytes = static_cast<uint32_t>(ReadRawField(s.raw, s.raw_size, tp_.block_bytes));
+      std::string rwbs;
+      const TracepointField& f = tp_.block_rwbs;
+      if (f.size && f.offset < s.raw_size) {
+        size_t n = std::min<size_t>(f.size, s.raw_size - f.offset);
+        const char* p = reinterpret_cast<const char*>(s.raw + f.offset);
+        rwbs.assign(p, strnlen(p, n));
+      }
+      Payload(buf_).Put(s.pid).Put(s.tid).Put(dev).Put(sector).Put(bytes).Str(rwbs);
+      Emit(ring, format::kBlockIssue, s.time);
+      break;
+    }
+    case EventKind::kLeader: ++stats_.unknown; break;
+  }
+}
+
+void OsEncoder::MapPending() {
+  for (const PendingFrame& p : pending_) {
+    MappedFrame f{p.id, p.ring, p.space == kKernelSpace, p.pc};
+    if (!f.kernel) {
+      if (const Mapping* m = spaces_[p.space].as.Find(p.pc)) {
+        std::string key = m->build_id + '\0' + m->path;
+        auto it = mapping_index_.find(key);
+        if (it == mapping_index_.end()) {
+          it = mapping_index_.emplace(key, static_cast<int32_t>(mappings_.size())).first;
+          mappings_.push_back(*m);
+        }
+        f.mapping = it->second;
+        f.offset = p.pc - m->start + m->pgoff;
+      }
+    }
+    mapped_.push_back(f);
+  }
+  pending_.clear();
+}
+
+void OsEncoder::ResolveFrames() {
+  MapPending();
+  for (const MappedFrame& f : mapped_) {
+    SymbolInfo si;
+    if (f.kernel) {
+      si = symbolizer_.SymbolizeKernel(f.pc);
+    } else if (f.mapping < 0) {
+      si.function = "[unknown]";
+      si.module = "[unknown]";
+    } else {
+      // A one-mapping address space: the frame's file at offset 0.
+      const Mapping& m = mappings_[static_cast<size_t>(f.mapping)];
+      AddressSpace one;
+      one.Add({0, UINT64_MAX, 0, m.path, m.build_id});
+      si = symbolizer_.Symbolize(one, f.offset);
+    }
+    uint8_t kind = f.kernel ? format::kFrameKernel : format::kFrameNative;
+    Payload(buf_).Put(f.id).Put(kind).Put(f.pc).Str(si.function).Str(si.module).Put<uint32_t>(0);
+    uint64_t ts = f.ring < streams_.size() && streams_[f.ring] ? streams_[f.ring]->last_timestamp() : 0;
+    Emit(f.ring, format::kFrame, ts);
+    ++stats_.frames;
+  }
+  mapped_.clear();
+}
+
+}  // namespace strata::collectors::os

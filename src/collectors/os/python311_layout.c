@@ -1,0 +1,32 @@
+// Compiled only when python3.11-dev's internal headers are present (see CMakeLists.txt).
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_frame.h>
+#include <internal/pycore_interp.h>
+#include <internal/pycore_runtime.h>
+
+#include "collectors/os/python_layout.h"
+
+static const struct StrataPyLayout kLayout = {
+    PY_VERSION_HEX,
+    offsetof(_PyRuntimeState, interpreters.head),
+    offsetof(PyInterpreterState, threads.head),
+    offsetof(PyThreadState, next),
+    offsetof(PyThreadState, native_thread_id),
+    offsetof(PyThreadState, cframe),
+    offsetof(_PyCFrame, current_frame),
+    offsetof(_PyInterpreterFrame, f_code),
+    offsetof(_PyInterpreterFrame, previous),
+    offsetof(_PyInterpreterFrame, owner),
+    offsetof(PyCodeObject, co_filename),
+    offsetof(PyCodeObject, co_qualname),
+    offsetof(PyCodeObject, co_firstlineno),
+    offsetof(PyASCIIObject, length),
+    offsetof(PyASCIIObject, state),
+    sizeof(PyASCIIObject),
+    sizeof(PyCompactUnicodeObject),
+    offsetof(PyCompactUnicodeObject, utf8),
+    offsetof(PyCompactUnicodeObject, utf8_length),
+};
+
+const struct StrataPyLayout* StrataPython311Layout(void) { return &kLayout; }

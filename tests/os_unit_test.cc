@@ -1,0 +1,351 @@
+// The OS level without the kernel: tracefs format parsing, the syscall table,
+// perf record parsing, address spaces and symbols, and the encoder -> cpu
+// stream -> importer -> model path on hand-made perf records (so these run
+// wherever perf_event_open is refused, e.g. in containers).
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "analysis/os.h"
+#include "base/files.h"
+#include "collectors/os/os_encoder.h"
+#include "collectors/os/perf_records.h"
+#include "collectors/os/symbolizer.h"
+#include "collectors/os/syscall_table.h"
+#include "collectors/os/tracefs.h"
+#include "format/ctf_writer.h"
+#include "format/schema.h"
+#include "format/schema_os.h"
+#include "format/tsdl.h"
+#include "tests/testing.h"
+
+extern "C" __attribute__((noinline)) int strata_os_unit_test_marker(int x) { return x * 3 + 1; }
+
+namespace strata::collectors::os {
+namespace {
+
+constexpr const char* kSchedSwitchFormat = R"(name: sched_switch
+ID: 372
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t prev_pid;	offset:24;	size:4;	signed:1;
+	field:int prev_prio;	offset:28;	size:4;	signed:1;
+	field:long prev_state;	offset:32;	size:8;	signed:1;
+	field:char next_comm[16];	offset:40;	size:16;	signed:0;
+	field:pid_t next_pid;	offset:56;	size:4;	signed:1;
+	field:int next_prio;	offset:60;	size:4;	signed:1;
+
+print fmt: "prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d", REC->prev_comm
+)";
+
+TEST(Tracefs, ParsesAFormatFile) {
+  auto f = ParseTracepointFormat(kSchedSwitchFormat);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(f->name, "sched_switch");
+  EXPECT_EQ(f->id, 372u);
+  const TracepointField* s = f->Find("prev_state");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->offset, 32u);
+  EXPECT_EQ(s->size, 8u);
+  EXPECT_TRUE(s->is_signed);
+  const TracepointField* c = f->Find("prev_comm");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->is_array);
+  EXPECT_EQ(c->size, 16u);
+  EXPECT_EQ(f->Find("next_pid")->offset, 56u);
+  EXPECT_EQ(f->Find("no_such_field"), nullptr);
+}
+
+TEST(Tracefs, DataLocFieldsAndErrors) {
+  auto f = ParseTracepointFormat("name: x\nID: 5\nformat:\n\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n");
+  ASSERT_TRUE(f.ok());
+  EXPECT_TRUE(f->Find("cmd")->data_loc);
+  EXPECT_FALSE(ParseTracepointFormat("name: x\nformat:\n").ok());  // no ID
+  EXPECT_FALSE(ParseTracepointFormat("ID: 1\n\tfield:int a;\tsize:4;\n").ok());  // no offset
+  EXPECT_FALSE(ParseTracepointFormat("ID: 1\n\tfield:int a[3;\toffset:0;\tsize:4;\n").ok());
+}
+
+TEST(Tracefs, ReadsRawFieldsWithinBounds) {
+  uint8_t raw[16] = {};
+  int32_t v = -5;
+  std::memcpy(raw + 4, &v, 4);
+  TracepointField f{"x", 4, 4, true};
+  EXPECT_EQ(ReadRawField(raw, sizeof raw, f), -5);
+  f.is_signed = false;
+  EXPECT_EQ(ReadRawField(raw, sizeof raw, f), 0xfffffffbll);
+  f.offset = 14;  // runs past the payload
+  EXPECT_EQ(ReadRawField(raw, sizeof raw, f), 0);
+}
+
+TEST(Tracefs, TheRunningKernelsFormatsParse) {
+  bool mounted = false;
+  auto root = FindTracefs(false, &mounted);
+  if (!root.ok() || ::access((*root + "/events/sched/sched_switch/format").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "tracefs not readable here (needs root): " << (root.ok() ? *root : root.status().message());
+  for (auto [sys, name, field] : {std::tuple{"sched", "sched_switch", "prev_state"}, {"sched", "sched_wakeup", "pid"},
+                                  {"raw_syscalls", "sys_enter", "id"}, {"raw_syscalls", "sys_exit", "ret"}}) {
+    auto f = ReadTracepointFormat(*root, sys, name);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    EXPECT_NE(f->Find(field), nullptr) << sys << ":" << name;
+  }
+}
+
+TEST(SyscallTable, NamesAndNewerThanDistributionHeaders) {
+  EXPECT_STREQ(SyscallName(0), "read");
+  EXPECT_STREQ(SyscallName(35), "nanosleep");
+  EXPECT_STREQ(SyscallName(202), "futex");
+  EXPECT_STREQ(SyscallName(230), "clock_nanosleep");
+  EXPECT_STREQ(SyscallName(451), "cachestat");
+  EXPECT_STREQ(SyscallName(462), "mseal");
+  EXPECT_EQ(SyscallName(400), nullptr);  // the reserved gap
+  EXPECT_EQ(SyscallNameOr(100000), "sys_100000");
+  // Every number the installed header knows has the same name in our table.
+  std::ifstream h("/usr/include/x86_64-linux-gnu/asm/unistd_64.h");
+  if (!h) GTEST_SKIP() << "no asm/unistd_64.h to compare with";
+  std::regex re(R"(#define __NR_(\w+) (\d+))");
+  std::string line;
+  int checked = 0;
+  while (std::getline(h, line)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, re)) continue;
+    const char* n = SyscallName(static_cast<uint32_t>(std::stoul(m[2])));
+    ASSERT_NE(n, nullptr) << line;
+    EXPECT_EQ(m[1].str(), n);
+    ++checked;
+  }
+  EXPECT_GT(checked, 300);
+}
+
+// ---- hand-made perf records ----
+
+class Records {
+ public:
+  template <typename T>
+  void Put(T v) {
+    size_t o = b_.size();
+    b_.resize(o + sizeof v);
+    std::memcpy(b_.data() + o, &v, sizeof v);
+  }
+  void Begin(uint32_t type, uint16_t misc) {
+    start_ = b_.size();
+    perf_event_header h{type, misc, 0};
+    Put(h);
+  }
+  void End() {
+    while ((b_.size() - start_) % 8) b_.push_back(0);
+    auto size = static_cast<uint16_t>(b_.size() - start_);
+    std::memcpy(b_.data() + start_ + 6, &size, 2);
+  }
+  void Trailer(uint32_t pid, uint32_t tid, uint64_t t, uint64_t id) {
+    Put(pid);
+    Put(tid);
+    Put(t);
+    Put(uint32_t{0});
+    Put(uint32_t{0});
+    Put(id);
+  }
+  void Switch(uint32_t pid, uint32_t tid, uint64_t t, bool out, bool preempt) {
+    Begin(PERF_RECORD_SWITCH, static_cast<uint16_t>((out ? PERF_RECORD_MISC_SWITCH_OUT : 0) | (preempt ? (1 << 14) : 0)));
+    Trailer(pid, tid, t, kLeader);
+    End();
+  }
+  void Comm(uint32_t pid, uint32_t tid, uint64_t t, const char* name, bool exec) {
+    Begin(PERF_RECORD_COMM, exec ? PERF_RECORD_MISC_COMM_EXEC : 0);
+    Put(pid);
+    Put(tid);
+    char buf[16] = {};
+    std::strncpy(buf, name, 15);
+    for (char c : buf) Put(c);
+    Trailer(pid, tid, t, kLeader);
+    End();
+  }
+  void Raw(uint64_t id, uint32_t pid, uint32_t tid, uint64_t t, const std::vector<uint8_t>& raw) {
+    Begin(PERF_RECORD_SAMPLE, 0);
+    Put(id);
+    Put(pid);
+    Put(tid);
+    Put(t);
+    Put(uint32_t{0});
+    Put(uint32_t{0});
+    auto n = static_cast<uint32_t>(raw.size() + 4);  // u32 + payload pad to 8
+    n = (n + 7) / 8 * 8 - 4;
+    Put(n);
+    for (uint32_t i = 0; i < n; ++i) b_.push_back(i < raw.size() ? raw[i] : 0);
+    End();
+  }
+  static std::vector<uint8_t> Payload(std::initializer_list<std::pair<uint32_t, int64_t>> fields, size_t size) {
+    std::vector<uint8_t> r(size, 0);
+    for (auto [off, v] : fields) std::memcpy(r.data() + off, &v, 8);
+    return r;
+  }
+  void Lost(uint64_t n, uint64_t t) {
+    Begin(PERF_RECORD_LOST, 0);
+    Put(kLeader);
+    Put(n);
+    Trailer(0, 0, t, kLeader);
+    End();
+  }
+  void Exit(uint32_t pid, uint32_t tid, uint64_t t) {
+    Begin(PERF_RECORD_EXIT, 0);
+    Put(pid);
+    Put(pid);
+    Put(tid);
+    Put(tid);
+    Put(t);
+    Trailer(pid, tid, t, kLeader);
+    End();
+  }
+  const std::vector<uint8_t>& bytes() const { return b_; }
+  static constexpr uint64_t kLeader = 1, kEnter = 2, kExit = 3, kSwitchTp = 4;
+
+ private:
+  std::vector<uint8_t> b_;
+  size_t start_ = 0;
+};
+
+TEST(PerfRecords, RejectTruncatedRecords) {
+  Records r;
+  r.Switch(1, 2, 3, true, false);
+  const auto& b = r.bytes();
+  SampleId sid;
+  ASSERT_TRUE(ParseSampleId(b.data(), b.size(), &sid));
+  EXPECT_EQ(sid.tid, 2u);
+  EXPECT_EQ(sid.time, 3u);
+  EXPECT_FALSE(ParseSampleId(b.data(), b.size() - 8, &sid));  // header says longer than the bytes
+  SampleRecord s;
+  Records raw;
+  raw.Raw(5, 1, 2, 3, std::vector<uint8_t>(100, 1));
+  const auto& rb = raw.bytes();
+  uint64_t st = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+  ASSERT_TRUE(ParseSample(rb.data(), rb.size(), st, 0, &s));
+  EXPECT_EQ(s.raw_size % 8, 4u);
+  // A raw size pointing past the record.
+  std::vector<uint8_t> bad = rb;
+  uint32_t huge = 100000;
+  std::memcpy(bad.data() + 8 + 8 + 8 + 8 + 8, &huge, 4);
+  EXPECT_FALSE(ParseSample(bad.data(), bad.size(), st, 0, &s));
+  // Unknown sample bits are refused rather than misparsed.
+  EXPECT_FALSE(ParseSample(rb.data(), rb.size(), st | PERF_SAMPLE_BRANCH_STACK, 0, &s));
+}
+
+TEST(AddressSpace, LaterMappingsReplaceOverlaps) {
+  AddressSpace as;
+  as.Add({0x1000, 0x5000, 0, "/a", ""});
+  as.Add({0x2000, 0x3000, 0x100, "/b", ""});
+  ASSERT_EQ(as.mappings().size(), 3u);
+  EXPECT_EQ(as.Find(0x1800)->path, "/a");
+  EXPECT_EQ(as.Find(0x2800)->path, "/b");
+  const Mapping* right = as.Find(0x4000);
+  ASSERT_NE(right, nullptr);
+  EXPECT_EQ(right->path, "/a");
+  EXPECT_EQ(right->pgoff, 0x2000u);  // its file offset moved with its start
+  EXPECT_EQ(as.Find(0x6000), nullptr);
+}
+
+TEST(Symbolizer, ResolvesAFunctionOfThisProgram) {
+  // Build our own address space from /proc/self/maps, as MMAP2 records would.
+  AddressSpace as;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long lo, hi, off;
+    char perms[8], path[512] = "";
+    if (std::sscanf(line.c_str(), "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) >= 4 && perms[2] == 'x')
+      as.Add({lo, hi, off, path, ""});
+  }
+  Symbolizer sym;
+  auto pc = reinterpret_cast<uint64_t>(&strata_os_unit_test_marker) + 2;
+  SymbolInfo si = sym.Symbolize(as, pc);
+  EXPECT_EQ(si.function, "strata_os_unit_test_marker");
+  EXPECT_EQ(si.module, "os_unit_test");
+  SymbolInfo libc = sym.Symbolize(as, reinterpret_cast<uint64_t>(&::getpid));
+  EXPECT_EQ(libc.module, "libc.so.6");
+  EXPECT_NE(libc.function.find("getpid"), std::string::npos) << libc.function;
+  EXPECT_EQ(sym.Symbolize(as, 16).function, "[unknown]");
+}
+
+// Records -> OsEncoder -> cpu stream file -> importer -> model.
+TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
+  std::string dir = testing::TempDir("os_encoder");
+  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  format::TraceIdentity id;
+  id.uuid = format::NewRandomUuid();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
+  format::StreamWriter w(id.uuid, *spec, 1, {0});
+  ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
+  OsEncoder enc({}, {&w});
+  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
+  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
+  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
+  enc.RegisterEvent(Records::kSwitchTp, {EventKind::kSchedSwitch, raw, 0});
+  TracepointFields f;
+  f.enter_id = {"id", 8, 8, true};
+  f.exit_id = {"id", 8, 8, true};
+  f.exit_ret = {"ret", 16, 8, true};
+  f.switch_prev_state = {"prev_state", 32, 8, true};
+  f.switch_next_pid = {"next_pid", 56, 4, true};
+  enc.SetTracepoints(f);
+
+  Records r;
+  const uint32_t pid = 4242, tid = 4242;
+  r.Comm(pid, tid, 1000, "sleepy", true);
+  r.Raw(Records::kEnter, pid, tid, 1500, Records::Payload({{8, 35}}, 64));         // nanosleep
+  r.Raw(Records::kSwitchTp, pid, tid, 1990, Records::Payload({{32, 1}}, 64));      // S
+  r.Switch(pid, tid, 2000, /*out=*/true, /*preempt=*/false);
+  r.Switch(pid, tid, 12000, false, false);
+  r.Raw(Records::kExit, pid, tid, 12500, Records::Payload({{8, 35}, {16, 0}}, 24));
+  r.Switch(pid, tid, 20000, true, /*preempt=*/true);
+  r.Lost(7, 21000);
+  r.Switch(pid, tid, 25000, false, false);
+  r.Exit(pid, tid, 30000);
+  enc.Process(0, r.bytes().data(), r.bytes().size());
+  // A torn tail is counted, not parsed.
+  std::vector<uint8_t> torn(r.bytes().begin(), r.bytes().begin() + 20);
+  enc.Process(0, torn.data(), torn.size());
+  enc.ResolveFrames();
+  EXPECT_EQ(enc.stats().malformed, 1u);
+  EXPECT_EQ(enc.lost(0), 7u);
+  ASSERT_TRUE(w.Close(40000).ok());
+
+  model::Trace t = testing::Load(dir);
+  EXPECT_EQ(t.events_lost, 7u);
+  const auto& st = t.thread_states;
+  ASSERT_EQ(st.size(), 5u);
+  using S = model::ThreadState;
+  std::vector<S> states(st.state.begin(), st.state.end());
+  EXPECT_EQ(states, (std::vector<S>{S::kRunning, S::kSleeping, S::kRunning, S::kRunnable, S::kRunning}));
+  EXPECT_EQ(st.ts, (std::vector<int64_t>{1000, 2000, 12000, 20000, 25000}));
+  EXPECT_EQ(st.dur, (std::vector<int64_t>{1000, 10000, 8000, 5000, 5000}));
+  ASSERT_EQ(t.syscalls.size(), 1u);
+  EXPECT_EQ(t.strings.Get(t.syscalls.name[0]), "nanosleep");
+  EXPECT_EQ(t.syscalls.dur[0], 11000);
+  EXPECT_EQ(st.syscall[1], 0);
+  EXPECT_EQ(t.strings.Get(t.tracks[st.track[0]].name), "sleepy");
+
+  analysis::OsSummary o = analysis::AnalyzeOs(t);
+  ASSERT_EQ(o.threads.size(), 1u);
+  EXPECT_EQ(o.threads[0].on_cpu_ns, 14000);
+  EXPECT_EQ(o.threads[0].off_cpu_ns, 15000);
+  EXPECT_EQ(o.threads[0].runnable_ns, 5000);
+  ASSERT_FALSE(o.threads[0].causes.empty());
+  EXPECT_EQ(o.threads[0].causes[0].cause, "nanosleep");
+  EXPECT_EQ(o.threads[0].causes[0].category, "sleep");
+  EXPECT_EQ(o.threads[0].causes[0].total_ns, 10000);
+}
+
+}  // namespace
+}  // namespace strata::collectors::os
