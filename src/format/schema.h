@@ -19,7 +19,7 @@
 // and one per collector), and gathered here. Ids within a stream class are
 // allocated in ranges so that levels never collide:
 //   thread stream   0..11  core (spans, steps, counters, flows)   compact header
-//                   12..30 framework ops (PyTorch, ...)          compact header
+//                   12..30 framework ops and allocator events    compact header
 //                   32..63 accelerator runtime API (CUDA, OpenCL, HSA)
 //                   64..95 framework detail (shapes, memory, graph)
 //   device stream   0..63  accelerator activity (kernels, copies, ...)
@@ -36,7 +36,7 @@
 namespace strata::format {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 0;
+inline constexpr int kSchemaMinor = 1;
 inline constexpr uint32_t kCtfMagic = 0xC1FC1FC1u;
 inline constexpr uint32_t kCompactMaxId = 30;
 inline constexpr uint32_t kExtendedId = 31;
@@ -100,6 +100,30 @@ enum ThreadEvent : uint32_t {
   kSpanBeginArg = 8, // {u32 name, u64 arg}: a span with one numeric argument
 };
 
+// Framework level (schema_torch.cc): hot events 12..30, detail 64..95.
+enum FrameworkEvent : uint32_t {
+  kOpBegin = 12,
+  kOpBeginSeq = 13,
+  kOpEnd = 14,
+  kBwdBegin = 15,
+  kScopeBegin = 16,
+  kScopeEnd = 17,
+  kScriptBegin = 18,
+  kModuleBegin = 19,
+  kModuleEnd = 20,
+  kMemAlloc = 21,
+  kMemFree = 22,
+  kTorchThread = 64,
+  kOpDetail = 65,
+  kOpOutputs = 66,
+  kOpsTier = 67,
+  kStepBatch = 68,
+  kGraph = 69,
+  kMemOom = 70,
+  kAutoStepBegin = 71,
+  kAutoStepEnd = 72,
+};
+
 enum ProcessEvent : uint32_t {
   kNameDef = 0,      // {u32 id, string name}: interned string id -> text, per process instance
   kThreadName = 1,   // {u32 tid, string name}
@@ -115,6 +139,7 @@ struct EventSet {
   std::span<const EventSpec> events;
 };
 std::span<const EventSet> CoreEventSets();
+std::span<const EventSet> TorchEventSets();
 const StreamSpec* FindStream(uint32_t id);
 const EventSpec* FindEvent(const StreamSpec& stream, uint32_t id);
 

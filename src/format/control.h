@@ -1,0 +1,70 @@
+// The control block: a recording's run-time switches, shared by the supervisor
+// and every traced process.
+//
+// `strata record` writes <trace dir>/control before it starts the program; each
+// traced process maps it MAP_SHARED (recorder::Control()) and its collectors read
+// the fields with relaxed loads, so a supervisor (today the initial options; later
+// `strata record --serve` and POST /api/v1/trace) can switch a tier on or off
+// while the program runs. A writer changes fields, then bumps `generation` with a
+// release store; a reader that sees a new generation (relaxed poll, then an
+// acquire load) re-reads the fields. Fields only grow at the end; `size` says how
+// many bytes the writer knew about.
+//
+//   offset  field
+//   0       magic 'STCB', version, size, generation
+//   16      ops_mode, detail, sample_window_ms, sample_period_ms
+//   32      detail_first_step, detail_last_step (int64)
+//   48      batch_size (int64), memory, modules
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+
+namespace strata::format {
+
+inline constexpr uint32_t kControlMagic = 0x42435453u;  // "STCB"
+inline constexpr uint32_t kControlVersion = 1;
+inline constexpr const char* kControlFileName = "control";
+
+// How framework ops are recorded.
+enum class OpsMode : uint32_t {
+  kOff = 0,      // steps, record_function scopes and memory only
+  kSampled = 1,  // every op, but only in short windows spread over the run (a statistical profile)
+  kAll = 2,      // every op
+};
+const char* OpsModeName(OpsMode m);
+bool ParseOpsMode(std::string_view s, OpsMode* out);
+
+struct ControlBlock {
+  uint32_t magic;
+  uint32_t version;
+  uint32_t size;
+  std::atomic<uint32_t> generation;
+  std::atomic<uint32_t> ops_mode;          // OpsMode
+  std::atomic<uint32_t> detail;            // 1: shapes, dtypes, FLOP/byte estimates, tensor ids for every op
+  std::atomic<uint32_t> sample_window_ms;  // kSampled: length of one window of recorded ops
+  std::atomic<uint32_t> sample_period_ms;  // kSampled: mean time between window starts
+  std::atomic<int64_t> detail_first_step;  // the detail tier for steps [first, last]; -1: no window
+  std::atomic<int64_t> detail_last_step;
+  std::atomic<int64_t> batch_size;         // samples per step given by the user; 0: unknown
+  std::atomic<uint32_t> memory;            // 1: allocator events
+  std::atomic<uint32_t> modules;           // 1: module scopes
+};
+static_assert(sizeof(ControlBlock) == 64, "the layout above is the file format");
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free (address-free)");
+
+// Default switches: every op, no detail, memory and modules on.
+void InitControlBlock(ControlBlock* cb);
+
+// Writes a control file holding `cb` (the supervisor, before the program starts).
+Status WriteControlFile(const std::string& path, const ControlBlock& cb);
+
+// Maps a control file read-write and shared; nullptr with a status if it is
+// missing, short or of another version. The mapping is never unmapped.
+StatusOr<ControlBlock*> MapControlFile(const std::string& path);
+
+}  // namespace strata::format
