@@ -144,6 +144,11 @@ struct Runtime {
 };
 
 Runtime* g_rt = nullptr;
+// Mapped once at Start and kept across fork (MAP_SHARED: the child sees the
+// supervisor's changes too).
+format::ControlBlock* g_control = nullptr;
+std::atomic<bool> g_explicit_steps{false};
+std::atomic<StepListener> g_step_listener{nullptr};
 
 // --- chunk pool --------------------------------------------------------------
 
@@ -721,6 +726,17 @@ RecorderStats Stats() {
   return out;
 }
 
+const format::ControlBlock* Control() { return g_control; }
+
+bool ExplicitStepsUsed() { return g_explicit_steps.load(std::memory_order_relaxed); }
+
+void SetStepListener(StepListener listener) { g_step_listener.store(listener, std::memory_order_release); }
+
+void NoteExplicitStep(uint64_t step, bool begin) {
+  if (begin) g_explicit_steps.store(true, std::memory_order_relaxed);
+  if (StepListener l = g_step_listener.load(std::memory_order_acquire)) l(step, begin);
+}
+
 bool InOwnProcess() { return g_rt && static_cast<uint32_t>(::syscall(SYS_getpid)) == g_rt->pid; }
 
 uint64_t DroppedTotal() { return g_rt ? g_rt->dropped_total.load(std::memory_order_relaxed) : 0; }
@@ -794,6 +810,14 @@ Status Start(const Config& cfg) {
   rt->tsc = TscIsReliable();
   if (rt->tsc) rt->calib.Start(TakeClockAnchor());
   pthread_key_create(&rt->exit_key, OnThreadExit);
+  if (!g_control) {
+    std::string cpath = JoinPath(cfg.dir, format::kControlFileName);
+    if (PathExists(cpath)) {
+      auto cb = format::MapControlFile(cpath);
+      if (cb.ok()) g_control = *cb;
+      else std::fprintf(stderr, "strata: %s (run-time switches unavailable)\n", cb.status().message().c_str());
+    }
+  }
   g_rt = rt;
   QueueProcessInfo(*rt);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);

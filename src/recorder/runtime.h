@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "format/control.h"
 #include "format/schema.h"
 
 // Exported from libstrata.so for collectors built as separate libraries.
@@ -44,6 +45,21 @@ STRATA_RECORDER_API void ReportCollectorStatus(std::string_view collector, std::
 class ExternalStream;
 STRATA_RECORDER_API ExternalStream* OpenDeviceStream(uint32_t device, uint64_t queue);
 STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size);
+
+// The recording's run-time switches (format/control.h), mapped from the trace
+// directory; nullptr when the process was traced without a control file (its
+// collectors then take their settings from the environment). Read fields with
+// relaxed loads; they may change at any time.
+STRATA_RECORDER_API const format::ControlBlock* Control();
+
+// True once the program marked a step itself (strata_step_begin): collectors
+// that find steps automatically stand down from then on.
+STRATA_RECORDER_API bool ExplicitStepsUsed();
+
+// Called on the marking thread for each strata_step_begin/end, before the event
+// is written (e.g. to switch a per-step tier on). One listener per process.
+using StepListener = void (*)(uint64_t step, bool begin);
+STRATA_RECORDER_API void SetStepListener(StepListener listener);
 
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();

@@ -29,6 +29,8 @@ STRATA_RECORDER_API void Finalize();
 // Best-effort final flush from a fatal-signal handler (bounded wait for locks).
 STRATA_RECORDER_API bool EmergencyFlush();
 STRATA_RECORDER_API uint64_t DroppedTotal();
+// Called by strata_step_begin/end: the program marks its own steps.
+void NoteExplicitStep(uint64_t step, bool begin);
 // False in a vfork() child, which shares the parent's memory.
 STRATA_RECORDER_API bool InOwnProcess();
 
