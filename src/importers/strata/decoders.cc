@@ -6,6 +6,7 @@ namespace strata::importers::strata_ctf {
 
 void RegisterAllDecoders(DecoderRegistry& r) {
   RegisterCoreDecoders(r);
+  RegisterTorchDecoders(r);
 }
 
 }  // namespace strata::importers::strata_ctf
