@@ -165,7 +165,8 @@ class CollectorsSection : public Section {
       json m = json::parse(t.manifest_json, nullptr, false);
       if (m.is_object() && m.contains("collectors") && m["collectors"].is_array())
         for (const auto& c : m["collectors"])
-          if (c.is_object())
+          // Entries with a pid were copied from the processes' own reports, shown above.
+          if (c.is_object() && !c.contains("pid"))
             rows_.push_back({"supervisor", c.value("name", "?"), c.value("state", "?"), c.value("detail", "")});
     }
   }

@@ -10,6 +10,10 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   std::vector<std::unique_ptr<Section>> s;
   s.push_back(MakeOverviewSection());
   s.push_back(MakeStepsSection());
+  s.push_back(MakeTrainingSection());
+  s.push_back(MakeFrameworkOpsSection());
+  s.push_back(MakeFrameworkMemorySection());
+  s.push_back(MakeDataflowSection());
   s.push_back(MakeSpansSection());
   s.push_back(MakeCountersSection());
   s.push_back(MakeCollectorsSection());

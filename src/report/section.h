@@ -39,6 +39,12 @@ std::unique_ptr<Section> MakeCountersSection();
 std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
 
+// Framework-level sections (framework_sections.cc).
+std::unique_ptr<Section> MakeTrainingSection();
+std::unique_ptr<Section> MakeFrameworkOpsSection();
+std::unique_ptr<Section> MakeFrameworkMemorySection();
+std::unique_ptr<Section> MakeDataflowSection();
+
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);
 std::string FormatBytes(double bytes);
