@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "base/clock.h"
@@ -122,6 +124,7 @@ Status WriteManifest(const std::string& dir, const Manifest& m) {
 Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int signal, const std::string& note) {
   json streams = json::array();
   json processes = json::array();
+  json process_collectors = json::array();
   std::string ctf = JoinPath(dir, "ctf");
   auto text = ReadFile(JoinPath(ctf, "metadata"));
   m->lost = 0;
@@ -149,6 +152,22 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
           format::EventView ev;
           while (r.NextEvent(&ev)) {
             const std::string& en = s.events[ev.id].name;
+            if (en == "collector_status") {
+              // What each process's collectors said, into the manifest's collectors[].
+              const uint8_t* p = ev.payload;
+              const uint8_t* end = ev.payload + ev.size;
+              std::string fields[3];
+              for (auto& f : fields) {
+                const void* nul = std::memchr(p, 0, static_cast<size_t>(end - p));
+                size_t n = nul ? static_cast<size_t>(static_cast<const uint8_t*>(nul) - p) : static_cast<size_t>(end - p);
+                f.assign(reinterpret_cast<const char*>(p), n);
+                p += std::min(n + 1, static_cast<size_t>(end - p));
+              }
+              process_collectors.push_back({{"name", fields[0]},
+                                            {"state", fields[1]},
+                                            {"detail", fields[2]},
+                                            {"pid", pk.context.empty() ? 0 : pk.context[0]}});
+            }
             if (en == "process_info") {
               const uint8_t* p = ev.payload + 12;
               const uint8_t* end = ev.payload + ev.size;
@@ -177,6 +196,7 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
                  "no process of CMD loaded libstrata (a statically linked program, a setuid binary, or LD_PRELOAD "
                  "cleared by the program)");
   }
+  for (auto& c : process_collectors) m->collectors.push_back(std::move(c));
   m->extra["exit_status"] = exit_status;
   if (signal) m->extra["signal"] = signal;
   if (!note.empty()) m->extra["note"] = note;

@@ -25,6 +25,7 @@
 #include "base/files.h"
 #include "cli/commands.h"
 #include "cli/manifest.h"
+#include "format/control.h"
 #include "format/tsdl.h"
 
 extern char** environ;
@@ -41,8 +42,40 @@ struct RecordOptions {
   uint32_t flush_ms = 100;
   std::string clock = "auto";
   bool quiet = false;
+  // Framework level (PyTorch): what the observer records; lands in <dir>/control.
+  std::string ops = "all";
+  bool shapes = false;
+  std::string ops_steps;       // "A-B": the detail tier for steps A..B
+  int64_t batch_size = 0;
+  int64_t skip_steps = 0;
+  uint32_t sample_window_ms = 10;
+  uint32_t sample_period_ms = 200;
+  bool no_memory = false;
   std::vector<std::string> command;
 };
+
+// "10-20" or "15" -> [first, last]
+bool ParseStepRange(const std::string& s, int64_t* first, int64_t* last) {
+  if (s.empty()) return false;
+  auto dash = s.find('-');
+  auto num = [](const std::string& t, int64_t* out) {
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 15) return false;
+    *out = std::stoll(t);
+    return true;
+  };
+  if (dash == std::string::npos) return num(s, first) && num(s, last);
+  return num(s.substr(0, dash), first) && num(s.substr(dash + 1), last) && *first <= *last;
+}
+
+// The observer library and the libtorch it was built against (written next to
+// it by the build): the soname libstrata checks for at main() in C++ programs.
+std::string TorchProbe(const std::string& lib_dir) {
+  auto text = ReadFile(lib_dir + "/libstrata_torch.json");
+  if (!text.ok()) return "";
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("libtorch_cpu") || !j["libtorch_cpu"].is_string()) return "";
+  return j["libtorch_cpu"].get<std::string>();
+}
 
 volatile sig_atomic_t g_child = 0;
 
@@ -101,11 +134,17 @@ std::string AbsolutePath(const std::string& p) {
 std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallPaths& paths, const std::string& dir) {
   std::vector<std::string> env;
   std::string preload = paths.lib_dir + "/libstrata.so";
-  std::string pythonpath;
+  // The import hook (sitecustomize) first, then the `strata` package itself, so
+  // that `import strata` works in the program without installing anything.
+  std::string pythonpath = paths.python_dir + "/strata_hook:" + paths.python_dir;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     if (kv.rfind("LD_PRELOAD=", 0) == 0) {
       preload += ":" + kv.substr(11);
+      continue;
+    }
+    if (kv.rfind("PYTHONPATH=", 0) == 0) {
+      if (kv.size() > 11) pythonpath += ":" + kv.substr(11);
       continue;
     }
     if (kv.rfind("STRATA_", 0) == 0 && kv.rfind("STRATA_LIB_DIR=", 0) != 0) continue;
@@ -118,6 +157,13 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   env.push_back("STRATA_BUFFER_POLICY=" + o.policy);
   env.push_back("STRATA_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.clock != "auto") env.push_back("STRATA_CLOCK=" + o.clock);
+  env.push_back("PYTHONPATH=" + pythonpath);
+  std::string torch_lib = paths.lib_dir + "/libstrata_torch.so";
+  if (PathExists(torch_lib)) {
+    env.push_back("STRATA_TORCH_LIB=" + torch_lib);
+    std::string probe = TorchProbe(paths.lib_dir);
+    if (!probe.empty()) env.push_back("STRATA_TORCH_PROBE=" + probe);
+  }
   return env;
 }
 
@@ -144,6 +190,32 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     PrintError("record: --buffer-policy must be 'drop' or 'block'");
     return 2;
   }
+  format::ControlBlock control;
+  format::InitControlBlock(&control);
+  format::OpsMode mode;
+  if (!format::ParseOpsMode(o.ops, &mode)) {
+    PrintError("record: --ops must be 'all', 'sampled' or 'off'");
+    return 2;
+  }
+  control.ops_mode.store(static_cast<uint32_t>(mode));
+  control.detail.store(o.shapes ? 1 : 0);
+  if (!o.ops_steps.empty()) {
+    int64_t first = 0, last = 0;
+    if (!ParseStepRange(o.ops_steps, &first, &last)) {
+      PrintError("record: --ops-steps must be a step number or a range A-B (e.g. 10-20)");
+      return 2;
+    }
+    control.detail_first_step.store(first);
+    control.detail_last_step.store(last);
+  }
+  if (o.sample_window_ms > o.sample_period_ms) {
+    PrintError("record: --sample-window must not exceed --sample-period");
+    return 2;
+  }
+  control.sample_window_ms.store(o.sample_window_ms);
+  control.sample_period_ms.store(o.sample_period_ms);
+  control.batch_size.store(o.batch_size);
+  control.memory.store(o.no_memory ? 0 : 1);
   if (o.output.empty()) o.output = DefaultOutput();
   o.output = AbsolutePath(o.output);
   o.command = cmd;
@@ -168,7 +240,14 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   if (st.ok()) {
     manifest.options = {{"buffer_bytes", o.buffer_mb << 20}, {"chunk_bytes", o.chunk_kb << 10},
                         {"buffer_policy", o.policy},        {"flush_ms", o.flush_ms},
-                        {"clock", o.clock}};
+                        {"clock", o.clock},                  {"ops", o.ops},
+                        {"shapes", o.shapes},                {"ops_steps", o.ops_steps},
+                        {"batch_size", o.batch_size},        {"skip_steps", o.skip_steps},
+                        {"sample_window_ms", o.sample_window_ms}, {"sample_period_ms", o.sample_period_ms},
+                        {"memory", !o.no_memory}};
+    st = format::WriteControlFile(JoinPath(o.output, format::kControlFileName), control);
+  }
+  if (st.ok()) {
     manifest.trace_uuid = format::UuidToString(id.uuid);
     st = WriteManifest(o.output, manifest);
   }
@@ -260,6 +339,25 @@ void AddRecordCommand(CLI::App& app) {
   cmd->add_option("--flush-interval", opts->flush_ms, "Flush period, ms (bounds the loss if CMD is killed)")->check(CLI::Range(1, 60000))->capture_default_str();
   cmd->add_option("--clock", opts->clock, "Hot-path clock: auto, tsc or monotonic")->check(CLI::IsMember({"auto", "tsc", "monotonic"}))->capture_default_str();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
+  cmd->add_option("--ops", opts->ops,
+                  "Framework ops (PyTorch): all (every op), sampled (every op in short windows: a statistical "
+                  "profile at low cost), off (steps, scopes and memory only)")
+      ->check(CLI::IsMember({"all", "sampled", "off"}))
+      ->capture_default_str();
+  cmd->add_flag("--shapes", opts->shapes,
+                "Record input shapes, dtypes, FLOP/byte estimates and tensor ids (dataflow edges) of every op");
+  cmd->add_option("--ops-steps", opts->ops_steps, "Record the --shapes detail for these steps only (e.g. 10-20)");
+  cmd->add_option("--batch-size", opts->batch_size, "Samples per step, for throughput (default: the first input's leading dimension)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--skip-steps", opts->skip_steps, "Leave the first N steps (warm-up) out of step statistics")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--sample-window", opts->sample_window_ms, "--ops sampled: length of a window of recorded ops, ms")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  cmd->add_option("--sample-period", opts->sample_period_ms, "--ops sampled: mean time between windows, ms")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  cmd->add_flag("--no-memory", opts->no_memory, "Do not record framework allocator events");
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());
     throw CLI::RuntimeError(rc);
