@@ -44,7 +44,7 @@ __attribute__((visibility("default"))) uint32_t strata_active_ = 0;
 
 namespace strata::recorder {
 
-__thread Chunk* t_chunk __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Chunk* t_chunk __attribute__((tls_model("initial-exec"), visibility("default"))) = nullptr;
 
 namespace {
 

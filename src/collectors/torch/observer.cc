@@ -48,6 +48,7 @@
 #include "collectors/torch/observer.h"
 #include "format/control.h"
 #include "format/schema.h"
+#include "recorder/hot.h"
 #include "recorder/runtime.h"
 
 #define STRATA_TORCH_API extern "C" __attribute__((visibility("default")))
@@ -56,7 +57,21 @@ namespace strata::collectors::torch {
 namespace {
 
 namespace fmt_ = strata::format;
-using recorder::EmitThreadEvent;
+
+// Events written per op and per allocation go through the recorder's inlined
+// hot path (recorder/hot.h): a relaxed load, the clock, one record store.
+inline void EmitThreadEvent(uint32_t id, const void* payload, uint32_t size) {
+  uint32_t st = recorder::LoadState();
+  if (__builtin_expect(st != 0, 1)) recorder::EmitBytes(st, static_cast<uint16_t>(id), payload, size);
+}
+inline void EmitName(uint32_t id, uint32_t name) {
+  uint32_t st = recorder::LoadState();
+  if (__builtin_expect(st != 0, 1)) recorder::EmitSmall(st, static_cast<uint16_t>(id), name, 4);
+}
+inline void EmitOpEnd() {
+  uint32_t st = recorder::LoadState();
+  if (__builtin_expect(st != 0, 1)) recorder::EmitSmall(st, fmt_::kOpEnd, 0, 0);
+}
 
 // --- settings ------------------------------------------------------------------
 
@@ -205,7 +220,9 @@ State* g = nullptr;  // leaked on purpose: callbacks may run during static destr
 // --- threads -------------------------------------------------------------------
 
 pthread_key_t g_thread_key;
-thread_local ThreadState* t_state = nullptr;
+// Initial-exec: one %fs-relative load on the hot path. This library is dlopened,
+// but only a pointer is needed, which fits the loader's static TLS reserve.
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
 void PushReporter() {
   if (!g || !g->reporter) return;
@@ -347,14 +364,14 @@ inline const NameEntry& OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
       EmitThreadEvent(fmt_::kBwdBegin, p.data(), p.size());
       break;
     case at::RecordScope::TORCHSCRIPT_FUNCTION:
-      EmitThreadEvent(fmt_::kScriptBegin, &e->id, 4);
+      EmitName(fmt_::kScriptBegin, e->id);
       break;
     default:
       if (fn.seqNr() >= 0) {
         p.Put<uint32_t>(e->id).Put<int64_t>(fn.seqNr());
         EmitThreadEvent(fmt_::kOpBeginSeq, p.data(), p.size());
       } else {
-        EmitThreadEvent(fmt_::kOpBegin, &e->id, 4);
+        EmitName(fmt_::kOpBegin, e->id);
       }
   }
   return *e;
@@ -365,7 +382,7 @@ std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
   return nullptr;
 }
 
-void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitThreadEvent(fmt_::kOpEnd, nullptr, 0); }
+void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitOpEnd(); }
 
 std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn) {
   ThreadState& ts = Thread();
@@ -382,7 +399,7 @@ void OnDetailEnd(const at::RecordFunction& fn, at::ObserverContext*) {
     EmitOpOutputs(Thread(), fn);
   } catch (...) {
   }
-  EmitThreadEvent(fmt_::kOpEnd, nullptr, 0);
+  EmitOpEnd();
 }
 
 std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) {
@@ -397,14 +414,14 @@ std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) 
   } else if (e->flags & kNameDataLoader) {
     StepActivity(ts);
   }
-  EmitThreadEvent(fmt_::kScopeBegin, &e->id, 4);
+  EmitName(fmt_::kScopeBegin, e->id);
   return nullptr;
 }
 
 void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadState& ts = Thread();
   const NameEntry* e = ts.names.Lookup(fn.name());
-  EmitThreadEvent(fmt_::kScopeEnd, &e->id, 4);
+  EmitName(fmt_::kScopeEnd, e->id);
   if ((e->flags & kNameProfilerStep) && !recorder::ExplicitStepsUsed()) EmitAutoStep(fmt_::kAutoStepEnd, e->step);
   else if (e->flags & kNameOptimizerStep) OptimizerStepEnded(ts);
 }
