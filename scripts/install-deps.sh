@@ -13,6 +13,8 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy
   liblttng-ust-dev lttng-tools
+  # the PyTorch level: libtorch for the observer (libstrata_torch), torch for /usr/bin/python3
+  python3-torch libtorch-dev
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206

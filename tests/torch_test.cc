@@ -426,6 +426,82 @@ TEST(TorchRecord, ExplicitStepsReplaceDetection) {
   EXPECT_EQ(steps.batch_size, 5);
 }
 
+TEST(TorchRecord, ProfilerStepMarksAreTheSteps) {
+  REQUIRE_TORCH();
+  // A program that runs torch.profiler with a schedule itself: its ProfilerStep#N
+  // marks are the steps (not its 8 optimizer steps), and the profiler still works
+  // (strata hands it the thread's profiler slot).
+  std::string dir = testing::TempDir("torch-profiler-steps");
+  std::string script =
+      "import torch\n"
+      "from torch.profiler import profile, schedule, ProfilerActivity\n"
+      "m = torch.nn.Linear(8, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+      "with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=0, active=4)) as prof:\n"
+      "    for i in range(4):\n"
+      "        for _ in range(2):\n"
+      "            m(torch.randn(3, 8)).sum().backward(); opt.step()\n"
+      "        prof.step()\n"
+      "print(len(prof.key_averages()))\n";
+  auto rec = testing::Record(dir, {kPython, "-c", script});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_GT(std::stoi(rec.out), 3) << rec.out;
+  model::Trace t = testing::Load(dir);
+  // One step per ProfilerStep#N scope: from the profiler's start to the first
+  // prof.step(), then between calls, then to the profiler's exit. torch 1.13
+  // names the first two both #0 (its key_averages counts ProfilerStep#0 twice).
+  analysis::TrainingSteps steps = analysis::Training(t, {});
+  ASSERT_EQ(steps.steps.size(), 5u);
+  EXPECT_EQ(steps.steps.back().number, 3u);
+  EXPECT_EQ(testing::CountSlices(t, "ProfilerStep#0") + testing::CountSlices(t, "ProfilerStep#1") +
+                testing::CountSlices(t, "ProfilerStep#2") + testing::CountSlices(t, "ProfilerStep#3"),
+            5u);
+}
+
+TEST(TorchRecord, TierSwitchedWhileTheProgramRuns) {
+  REQUIRE_TORCH();
+  // The control block in the trace directory is how a supervisor switches tiers
+  // at run time; here the program flips it itself, from --ops off to all.
+  std::string dir = testing::TempDir("torch-switch");
+  std::string script =
+      "import mmap, os, struct, time, torch\n"
+      "def work(n):\n"
+      "    for _ in range(n): torch.relu(torch.randn(4, 4))\n"
+      "work(50)\n"
+      "f = open(os.path.join(os.environ['STRATA_TRACE_DIR'], 'control'), 'r+b')\n"
+      "m = mmap.mmap(f.fileno(), 4096)\n"
+      "struct.pack_into('<I', m, 16, 2)\n"                                        // ops_mode = all
+      "struct.pack_into('<I', m, 12, struct.unpack_from('<I', m, 12)[0] + 1)\n"  // generation
+      "time.sleep(0.2)\n"
+      "work(30)\n";
+  auto rec = testing::Record(dir, {kPython, "-c", script}, {"--ops", "off"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  EXPECT_EQ(testing::CountSlices(t, "aten::relu"), 30u);
+  ASSERT_EQ(t.op_windows.size(), 1u);
+  EXPECT_EQ(t.ops_mode, "off");  // as configured at start
+}
+
+TEST(TorchRecord, FailingTorchImportIsReported) {
+  REQUIRE_TORCH();
+  // A torch that cannot be imported: the program handles it and runs on; the
+  // trace says why there is no PyTorch level.
+  std::string fake = testing::TempDir("torch-fake");
+  std::filesystem::create_directories(fake + "/torch");
+  ASSERT_TRUE(WriteFileAtomic(fake + "/torch/__init__.py", "raise ImportError('no torch in this test')\n").ok());
+  std::string dir = testing::TempDir("torch-import-fails");
+  auto rec = testing::Record(
+      dir, {kPython, "-c", "try:\n    import torch\nexcept ImportError:\n    print('ran without torch')\n"}, {},
+      {{"PYTHONPATH", fake}});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_NE(rec.out.find("ran without torch"), std::string::npos);
+  model::Trace t = testing::Load(dir);
+  bool said = false;
+  for (const auto& c : t.collectors)
+    if (c.collector == "pytorch" && c.state == "unavailable" && c.detail.find("no torch in this test") != std::string::npos)
+      said = true;
+  EXPECT_TRUE(said);
+}
+
 TEST(TorchRecord, MissingObserverIsReported) {
   REQUIRE_TORCH();
   // A lib directory with libstrata but no observer: strata built without libtorch.

@@ -94,12 +94,15 @@ def attach(torch):
     lib.strata_torch_graph.restype = None
     lib.strata_torch_step_samples.argtypes = [ctypes.c_int64]
     lib.strata_torch_step_samples.restype = None
+    lib.strata_torch_release_profiler_slot.restype = ctypes.c_int
+    lib.strata_torch_reclaim_profiler_slot.restype = None
     if lib.strata_torch_start(b"python") != 0:
         return False  # the observer said why
     _lib = lib
     _torch = torch
     if os.environ.get("STRATA_TORCH_MODULES", "1") != "0":
         _install_module_hooks(torch)
+    _make_way_for_profilers(torch)
     return True
 
 
@@ -177,6 +180,66 @@ def _install_module_hooks(torch):
     if hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
         mm.register_module_forward_pre_hook(_pre_hook)
         mm.register_module_forward_hook(_post_hook)
+
+
+# --- coexisting with PyTorch's profilers ----------------------------------------------
+#
+# The observer's allocator reporting occupies the thread's PROFILER_STATE slot,
+# and PyTorch's profilers refuse to start on a thread where it is taken. Around
+# each profiler start and stop, the slot is handed over and taken back.
+
+
+def _wrap_start(cls, name):
+    real = getattr(cls, name, None)
+    if real is None or getattr(real, "_strata_wrapped", False):
+        return
+
+    def start(self, *a, **kw):
+        released = _lib.strata_torch_release_profiler_slot()
+        try:
+            return real(self, *a, **kw)
+        except BaseException:
+            if released:
+                _lib.strata_torch_reclaim_profiler_slot()
+            raise
+
+    start._strata_wrapped = True
+    setattr(cls, name, start)
+
+
+def _wrap_stop(cls, name):
+    real = getattr(cls, name, None)
+    if real is None or getattr(real, "_strata_wrapped", False):
+        return
+
+    def stop(self, *a, **kw):
+        try:
+            return real(self, *a, **kw)
+        finally:
+            _lib.strata_torch_reclaim_profiler_slot()
+
+    stop._strata_wrapped = True
+    setattr(cls, name, stop)
+
+
+def _make_way_for_profilers(torch):
+    import importlib
+    # torch.profiler.profile drives torch.autograd.profiler.profile through
+    # _start_trace() and __exit__(); the legacy profiler and emit_nvtx/emit_itt
+    # through __enter__/__exit__.
+    autograd_profiler = importlib.import_module("torch.autograd.profiler")
+    prof = getattr(autograd_profiler, "profile", None)
+    if prof is not None:
+        _wrap_start(prof, "_start_trace" if hasattr(prof, "_start_trace") else "__enter__")
+        _wrap_stop(prof, "__exit__")
+    for modname, clsname in (("torch.autograd.profiler_legacy", "profile"), ("torch.autograd.profiler", "emit_nvtx"),
+                             ("torch.autograd.profiler", "emit_itt")):
+        try:
+            cls = getattr(importlib.import_module(modname), clsname)
+        except (ImportError, AttributeError):
+            continue
+        _wrap_start(cls, "__enter__")
+        _wrap_stop(cls, "__exit__")
 
 
 # --- TorchScript graphs --------------------------------------------------------------

@@ -16,8 +16,10 @@
 //    BENCHMARKS.md), a disabled callback pays none of it.
 //  - memory: a ProfilerStateBase pushed as the thread's PROFILER_STATE debug
 //    info, so c10's allocators report every alloc/free to it (what the
-//    profiler's profile_memory does). Its config says "disabled", so
-//    torch.profiler still starts (its state then shadows ours while it runs).
+//    profiler's profile_memory does). PyTorch's profilers refuse to start on a
+//    thread whose slot is taken: the Python side hands the slot over around
+//    them (strata_torch_release/reclaim_profiler_slot), so allocations made
+//    while torch.profiler runs go to it, not to strata.
 //  - steps: found from Optimizer.step# scopes, or ProfilerStep#N scopes, unless
 //    the program marks steps itself (strata.step / strata_step_begin).
 //  - modules: from the Python side (global nn.Module forward hooks) through the
@@ -599,6 +601,7 @@ uint32_t InternDetail(ThreadState& ts, const std::string& s) {
 }  // namespace strata::collectors::torch
 
 using strata::collectors::torch::g;
+static bool g_memory_on_value() { return strata::collectors::torch::g_memory_on.load(std::memory_order_relaxed); }
 namespace ct = strata::collectors::torch;
 namespace sf = strata::format;
 
@@ -648,6 +651,28 @@ STRATA_TORCH_API void strata_torch_step_samples(int64_t samples) {
   ts.batch_emitted = true;
   uint64_t v = static_cast<uint64_t>(samples);
   strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
+}
+
+// PyTorch's profilers start only on a thread with no PROFILER_STATE: give ours
+// up on the calling thread (1 if it was there and is now gone), and take it back
+// once the profiler stopped.
+STRATA_TORCH_API int strata_torch_release_profiler_slot() {
+  if (!g || !g->reporter) return 0;
+  try {
+    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != g->reporter.get()) return 0;
+    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);  // throws if another kind is innermost
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+STRATA_TORCH_API void strata_torch_reclaim_profiler_slot() {
+  if (!g || !g_memory_on_value()) return;
+  try {
+    ct::PushReporter();
+  } catch (...) {
+  }
 }
 
 // A whole graph (a TorchScript module's IR), encoded as schema_torch.cc says.
