@@ -146,12 +146,13 @@ uint32_t FakeIntern(std::string_view) { return ++g_interned; }
 TEST(NameCache, VerifiesTextAtReusedAddresses) {
   g_interned = 0;
   collectors::torch::NameCache cache(&FakeIntern);
-  static const char kStable[] = "aten::mm";
-  const collectors::torch::NameEntry* a = cache.Lookup(kStable);
-  EXPECT_EQ(cache.Lookup(kStable), a);
+  // Names are std::string buffers, as PyTorch hands them out (>= 16 bytes).
+  static const std::string kStable = "aten::mm";
+  const collectors::torch::NameEntry* a = cache.Lookup(kStable.c_str());
+  EXPECT_EQ(cache.Lookup(kStable.c_str()), a);
   EXPECT_EQ(g_interned, 1u);
   // Two names at the same address (a reused stack buffer): never confused.
-  char buf[32] = "MulBackward0";
+  char buf[64] = "MulBackward0";
   uint32_t mul = cache.Lookup(buf)->id;
   std::snprintf(buf, sizeof buf, "TanhBackward0");
   uint32_t tanh = cache.Lookup(buf)->id;
@@ -162,6 +163,13 @@ TEST(NameCache, VerifiesTextAtReusedAddresses) {
   std::snprintf(buf, sizeof buf, "MulBackward");
   EXPECT_NE(cache.Lookup(buf)->id, mul);
   EXPECT_EQ(g_interned, 4u);
+  // Longer than 16 bytes: the tail is compared too.
+  std::snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: A");
+  uint32_t long_a = cache.Lookup(buf)->id;
+  std::snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: B");
+  EXPECT_NE(cache.Lookup(buf)->id, long_a);
+  std::snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: A");
+  EXPECT_EQ(cache.Lookup(buf)->id, long_a);
 }
 
 TEST(NameCache, StepFlags) {

@@ -1,7 +1,7 @@
-// The RecordFunction floor of the PyTorch overhead benchmark: a global callback
-// that does nothing. What every RecordFunction-based observer (strata,
-// torch.profiler) pays before doing any work of its own. Loaded with ctypes by
-// bench/torch/loop.py --floor.
+// Do-nothing RecordFunction callbacks for the PyTorch benchmarks, loaded with
+// ctypes: the floor every RecordFunction observer pays (a global callback), and
+// the alternatives weighed for strata's --ops sampled tier (RecordFunction's own
+// sampling; a registered but disabled callback).
 #include <ATen/record_function.h>
 
 namespace {
@@ -11,6 +11,19 @@ void End(const at::RecordFunction&, at::ObserverContext*) {}
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) void strata_bench_floor_register() {
-  at::addGlobalCallback(at::RecordFunctionCallback(Start, End));
+#define BENCH_API extern "C" __attribute__((visibility("default")))
+
+// A global callback on every op; returns its handle.
+BENCH_API uint64_t strata_bench_floor_register() {
+  return at::addGlobalCallback(at::RecordFunctionCallback(Start, End));
+}
+
+// The same, sampled by RecordFunction with probability p.
+BENCH_API uint64_t strata_bench_floor_register_sampled(double p) {
+  return at::addGlobalCallback(at::RecordFunctionCallback(Start, End).samplingProb(p));
+}
+
+BENCH_API void strata_bench_floor_enable(uint64_t h, int on) {
+  if (on) at::reenableCallback(h);
+  else at::disableCallback(h);
 }

@@ -9,24 +9,36 @@
 //   strata_all      strata's op callbacks (--ops all), no memory events
 //   strata_memory   strata_all + allocator events (the default)
 //   strata_shapes   the detail tier (--shapes)
+//   memory_floor    (--alternate only) no strata tier; a do-nothing memory
+//                   reporter instead of strata's: c10's own cost of reporting
+//                   allocations (what torch.profiler's profile_memory pays too)
 // Modes are switched through the control block, as `strata record` would.
 //
 //   build/bin/torch_observer_bench --benchmark_repetitions=30 --benchmark_min_time=0.3 \
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 //
-// On a loaded machine the time per op is noisy; counting cycles and
-// instructions of a fixed number of ops is not (two runs with N and 2N ops,
-// differenced, cancel start-up):
-//   perf stat -e cycles:u,instructions:u build/bin/torch_observer_bench --fixed MODE N
+// On a machine shared with other work the per-benchmark numbers drift with the
+// neighbours. --alternate SECONDS switches mode every 2000 ops (~2 ms) instead,
+// round robin, so that every mode sees the same drift, and prints the median
+// over slices of each mode's CPU time per op (the op's thread; and the whole
+// process, which adds strata's flusher encoding the events):
+//   build/bin/torch_observer_bench --alternate 20
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/version.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <vector>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -58,6 +70,71 @@ void Switch(Mode m) {
   else at::disableCallback(g_floor);
   // The observer's control thread polls every 20 ms.
   std::this_thread::sleep_for(std::chrono::milliseconds(80));
+}
+
+using SetTiers = void (*)(int, int, int);
+SetTiers g_set_tiers = nullptr;
+int (*g_release_slot)() = nullptr;
+void (*g_reclaim_slot)() = nullptr;
+
+// Enabled, records nothing: what c10 spends reporting an allocation.
+struct NullReporter : c10::MemoryReportingInfoBase {
+#if TORCH_VERSION_MAJOR >= 2
+  void reportMemoryUsage(void*, int64_t, size_t, size_t, c10::Device) override {}
+#else
+  void reportMemoryUsage(void*, int64_t, int64_t, int64_t, c10::Device) override {}
+#endif
+  bool memoryProfilingEnabled() const override { return true; }
+};
+
+// Switches at once (no control-block polling), for --alternate.
+void SwitchNow(Mode m) {
+  g_set_tiers(m >= kAll ? 2 : 0, m == kShapes ? 1 : 0, m == kMemory || m == kShapes ? 1 : 0);
+  if (m == kFloor) at::reenableCallback(g_floor);
+  else at::disableCallback(g_floor);
+}
+
+uint64_t CpuNs(clockid_t c) {
+  timespec t;
+  clock_gettime(c, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+int Alternate(double seconds) {
+  const char* names[] = {"untraced", "floor", "strata_all", "strata_memory", "strata_shapes", "memory_floor"};
+  constexpr int kModes = 6, kOps = 2000;
+  auto null_reporter = std::make_shared<NullReporter>();
+  std::vector<double> thread_ns[kModes], process_ns[kModes];
+  at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int slice = 0; std::chrono::steady_clock::now() < end; ++slice) {
+    int mi = slice % kModes;
+    Mode m = mi == 5 ? kUntraced : static_cast<Mode>(mi);
+    SwitchNow(m);
+    bool swapped = mi == 5 && g_release_slot();
+    if (swapped) c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
+    for (int i = 0; i < 50; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());  // settle
+    uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < kOps; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());
+    thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / kOps);
+    process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / kOps);
+    if (swapped) {
+      c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+      g_reclaim_slot();
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf("at::mul 8x8, CPU ns per op (median of %zu slices of %d ops per mode)\n", thread_ns[0].size(), kOps);
+  std::printf("  %-15s %10s %12s %10s %12s\n", "mode", "thread", "vs floor", "process", "vs floor");
+  double ft = median(thread_ns[kFloor]), fp = median(process_ns[kFloor]);
+  for (int m = 0; m < kModes; ++m) {
+    double t = median(thread_ns[m]), p = median(process_ns[m]);
+    std::printf("  %-15s %10.1f %+12.1f %10.1f %+12.1f\n", names[m], t, t - ft, p, p - fp);
+  }
+  return 0;
 }
 
 void BM_Op(benchmark::State& state) {
@@ -102,19 +179,17 @@ int main(int argc, char** argv) {
   }
   g_floor = at::addGlobalCallback(at::RecordFunctionCallback(FloorStart, FloorEnd));
   at::disableCallback(g_floor);
-  if (argc == 4 && std::string(argv[1]) == "--fixed") {
-    Switch(static_cast<Mode>(std::atoi(argv[2])));
-    long n = std::atol(argv[3]);
-    at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
-    for (long i = 0; i < n; ++i) {
-      at::Tensor c = at::mul(a, b);
-      benchmark::DoNotOptimize(c.data_ptr());
-    }
+  g_set_tiers = reinterpret_cast<SetTiers>(dlsym(h, "strata_torch_set_tiers"));
+  g_release_slot = reinterpret_cast<int (*)()>(dlsym(h, "strata_torch_release_profiler_slot"));
+  g_reclaim_slot = reinterpret_cast<void (*)()>(dlsym(h, "strata_torch_reclaim_profiler_slot"));
+  int rc = 0;
+  if (argc == 3 && std::string(argv[1]) == "--alternate" && g_set_tiers && g_release_slot && g_reclaim_slot) {
+    rc = Alternate(std::atof(argv[2]));
   } else {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
   }
   strata::recorder::Finalize();
   std::string rm = "rm -rf " + dir;
-  return std::system(rm.c_str()) == 0 ? 0 : 1;
+  return std::system(rm.c_str()) == 0 ? rc : 1;
 }

@@ -5,8 +5,14 @@
 // process, so the fast path keys on the name's *address*; but names of autograd
 // nodes and record_function scopes are std::strings that may live on the stack
 // and be reused for another name at the same address. So every hit is verified
-// against the cached text (strncmp stops at the first difference), and a miss
-// falls back to a lookup by content, then to Intern().
+// against the cached text, and a miss falls back to a lookup by content, then
+// to Intern().
+//
+// The check compares the first 16 bytes as two masked 64-bit words, then the
+// rest (names longer than 15) with strncmp. Reading 16 bytes from a name is in
+// bounds because every name PyTorch hands out is a std::string's c_str(), whose
+// buffer is at least 16 bytes (the small-string buffer, or a heap buffer for
+// longer strings).
 //
 //   slots_[hash(addr) % 1024] --> Entry {id, flags, step, text} <-- by_text_[text]
 //
@@ -35,7 +41,16 @@ struct NameEntry {
   uint32_t flags = 0;
   uint64_t step = 0;   // the N of ProfilerStep#N
   uint32_t len = 0;
+  uint64_t head[2] = {0, 0};  // the first 16 bytes of text + NUL, masked
+  uint64_t mask[2] = {0, 0};  // which of them belong to the name (its NUL included)
   std::string text;
+
+  bool Matches(const char* name) const {
+    uint64_t w[2];
+    std::memcpy(w, name, 16);
+    if (((w[0] & mask[0]) ^ head[0]) | ((w[1] & mask[1]) ^ head[1])) return false;
+    return len < 16 || std::strncmp(text.c_str() + 16, name + 16, len - 15) == 0;
+  }
 };
 
 NameEntry MakeNameEntry(std::string_view text, uint32_t id);
@@ -48,7 +63,7 @@ class NameCache {
   // Never null; id 0 when the recorder is not recording.
   const NameEntry* Lookup(const char* name) {
     Slot& s = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)];
-    if (s.ptr == name && name && std::strncmp(s.entry->text.c_str(), name, s.entry->len + 1) == 0) return s.entry;
+    if (s.ptr == name && name && s.entry->Matches(name)) return s.entry;
     return LookupSlow(name, s);
   }
 
@@ -91,6 +106,13 @@ inline NameEntry MakeNameEntry(std::string_view text, uint32_t id) {
   e.id = id;
   e.text = std::string(text);
   e.len = static_cast<uint32_t>(text.size());
+  unsigned char head[16] = {}, mask[16] = {};
+  for (size_t i = 0; i < 16 && i <= text.size(); ++i) {
+    head[i] = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
+    mask[i] = 0xff;
+  }
+  std::memcpy(e.head, head, 16);
+  std::memcpy(e.mask, mask, 16);
   if (text.starts_with("Optimizer.step#")) e.flags |= kNameOptimizerStep;
   if (text.starts_with("enumerate(DataLoader)#")) e.flags |= kNameDataLoader;
   if (text.starts_with("ProfilerStep#")) {

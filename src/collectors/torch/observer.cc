@@ -10,10 +10,12 @@
 //               the step marks (Optimizer.step#, ProfilerStep#) and DataLoader
 //               waits. A USER_SCOPE-only callback costs ~nothing per op: the
 //               dispatcher asks for FUNCTION-scope callbacks and finds none.
-//    --ops sampled enables `ops` in short windows (10 ms every ~200 ms by
-//    default) from the control thread: RecordFunction's own sampling still pays
-//    most of the per-op cost when a coin flip says no (measured in
-//    BENCHMARKS.md), a disabled callback pays none of it.
+//    --ops sampled enables `ops` only in windows: whole steps, chosen so that
+//    they cover ~window/period of the run (5% by default), or, in a program
+//    with no steps, 10 ms windows every ~200 ms from the control thread.
+//    RecordFunction's own sampling still pays most of the per-op cost when a
+//    coin flip says no (measured in BENCHMARKS.md); a disabled callback pays
+//    none of it. Whole steps give exact per-op shares of the sampled steps.
 //  - memory: a ProfilerStateBase pushed as the thread's PROFILER_STATE debug
 //    info, so c10's allocators report every alloc/free to it (what the
 //    profiler's profile_memory does). PyTorch's profilers refuse to start on a
@@ -61,19 +63,17 @@ namespace {
 namespace fmt_ = strata::format;
 
 // Events written per op and per allocation go through the recorder's inlined
-// hot path (recorder/hot.h): a relaxed load, the clock, one record store.
+// hot path (recorder/hot.h): the clock and one record store. The callbacks run
+// only while this process records, so the recording state is read once at
+// start (it only says which clock): a callback still running after the final
+// flush writes into a buffer that is never flushed again, which is harmless.
+uint32_t g_clock = recorder::kOnMonotonic;
+
 inline void EmitThreadEvent(uint32_t id, const void* payload, uint32_t size) {
-  uint32_t st = recorder::LoadState();
-  if (__builtin_expect(st != 0, 1)) recorder::EmitBytes(st, static_cast<uint16_t>(id), payload, size);
+  recorder::EmitBytes(g_clock, static_cast<uint16_t>(id), payload, size);
 }
-inline void EmitName(uint32_t id, uint32_t name) {
-  uint32_t st = recorder::LoadState();
-  if (__builtin_expect(st != 0, 1)) recorder::EmitSmall(st, static_cast<uint16_t>(id), name, 4);
-}
-inline void EmitOpEnd() {
-  uint32_t st = recorder::LoadState();
-  if (__builtin_expect(st != 0, 1)) recorder::EmitSmall(st, fmt_::kOpEnd, 0, 0);
-}
+inline void EmitName(uint32_t id, uint32_t name) { recorder::EmitSmall(g_clock, static_cast<uint16_t>(id), name, 4); }
+inline void EmitOpEnd() { recorder::EmitSmall(g_clock, fmt_::kOpEnd, 0, 0); }
 
 // --- settings ------------------------------------------------------------------
 
@@ -203,9 +203,14 @@ struct State {
   at::CallbackHandle ops = 0, detail = 0, scopes = 0;
   uint32_t tier = UINT32_MAX;  // applied: 0 no ops, 1 ops, 2 ops + detail
   bool window_open = false;    // kSampled: inside a window
-  uint64_t next_window_ms = 0, window_end_ms = 0;
+  uint64_t next_window_ms = 0, window_end_ms = 0;  // time-driven windows (no steps)
+  bool step_window = false;    // the open window is a sampled step
+  uint64_t step_window_begin_ns = 0;
+  uint64_t next_sampled_step_ns = 0;  // earliest start of the next sampled step
+  uint64_t last_step_ms = 0;   // last step boundary: steps drive the windows while recent
   uint64_t rng = 0;
   std::atomic<int64_t> current_step{-1};
+  std::atomic<bool> step_windows{false};  // settings.detail_first >= 0, readable without mu
   std::atomic<uint64_t> next_step{0};
   std::atomic<bool> profiler_steps{false};
   std::atomic<bool> modules_on{true};
@@ -244,11 +249,9 @@ ThreadState* InitThread() {
   pthread_setspecific(g_thread_key, ts);
   ts->torch_thread = at::RecordFunction::currentThreadId();
   Announce(*ts);
-  if (g_memory_on.load(std::memory_order_relaxed)) {
-    try {
-      PushReporter();
-    } catch (...) {
-    }
+  try {
+    PushReporter();
+  } catch (...) {
   }
   return ts;
 }
@@ -316,11 +319,43 @@ void ApplyTier() {
 
 bool AutoStepsOff() { return recorder::ExplicitStepsUsed() || g->profiler_steps.load(std::memory_order_relaxed); }
 
+uint64_t NextRandom();
+
+// --ops sampled with steps: a step boundary closes the sampled step (if one was
+// open) and opens the next window if the duty budget allows. After a sampled
+// step of length d the next one starts no sooner than d * (period/window - 1),
+// jittered 0.5x..1.5x, so that sampled time stays ~window/period of the run
+// whatever the step length, and periodic patterns (an eval every 10 steps) are
+// not locked onto.
+void StepBoundary() {
+  if (g->settings.mode != fmt_::OpsMode::kSampled) return;
+  std::lock_guard<std::mutex> lk(g->mu);
+  if (g->settings.mode != fmt_::OpsMode::kSampled) return;
+  uint64_t now_ns = recorder::NowNs();
+  g->last_step_ms = now_ns / 1000000;
+  if (g->window_open && !g->step_window) g->window_open = false;  // steps take over from time windows
+  if (g->step_window) {
+    uint64_t d = std::max<uint64_t>(1, now_ns - g->step_window_begin_ns);
+    double ratio = static_cast<double>(g->settings.period_ms) / static_cast<double>(g->settings.window_ms) - 1.0;
+    double jitter = 0.5 + static_cast<double>(NextRandom() % 1001) / 1000.0;
+    g->next_sampled_step_ns = now_ns + static_cast<uint64_t>(static_cast<double>(d) * ratio * jitter);
+    g->step_window = false;
+    g->window_open = false;
+  }
+  if (!g->window_open && now_ns >= g->next_sampled_step_ns) {
+    g->window_open = true;
+    g->step_window = true;
+    g->step_window_begin_ns = now_ns;
+  }
+  ApplyTierLocked();
+}
+
 void StepBegins(ThreadState& ts, uint64_t step) {
   ts.batch_emitted = false;
-  if (g->current_step.exchange(static_cast<int64_t>(step), std::memory_order_relaxed) != static_cast<int64_t>(step) &&
-      g->settings.detail_first >= 0)
-    ApplyTier();
+  if (g->current_step.exchange(static_cast<int64_t>(step), std::memory_order_relaxed) == static_cast<int64_t>(step))
+    return;  // the same step again (its begin moved to its first activity)
+  StepBoundary();
+  if (g->step_windows.load(std::memory_order_relaxed)) ApplyTier();
 }
 
 void EmitAutoStep(uint32_t event, uint64_t step) { EmitThreadEvent(event, &step, sizeof step); }
@@ -352,7 +387,13 @@ void OptimizerStepEnded(ThreadState& ts) {
 void OnExplicitStep(uint64_t step, bool begin) {
   if (!g) return;
   ThreadState& ts = Thread();
-  if (begin) StepBegins(ts, step);
+  if (begin) {
+    StepBegins(ts, step);
+  } else {
+    g->current_step.store(-1, std::memory_order_relaxed);
+    StepBoundary();  // closes a sampled step
+    if (g->step_windows.load(std::memory_order_relaxed)) ApplyTier();
+  }
 }
 
 // --- callbacks -------------------------------------------------------------------
@@ -466,13 +507,18 @@ void* ControlMain(void*) {
         if (gen != g->generation) {
           g->generation = gen;
           g->settings = ReadSettings();
+          g->step_windows.store(g->settings.detail_first >= 0, std::memory_order_relaxed);
           g_memory_on.store(g->settings.memory, std::memory_order_relaxed);
           g->modules_on.store(g->settings.modules, std::memory_order_relaxed);
           g->batch_size.store(g->settings.batch_size, std::memory_order_relaxed);
           ApplyTierLocked();
         }
       }
-      if (g->settings.mode == fmt_::OpsMode::kSampled) {
+      // Steps drive the windows while they come; without steps, time does.
+      bool steps_recent = g->last_step_ms && now - g->last_step_ms < std::max<uint64_t>(1000, 4 * g->settings.period_ms);
+      if (g->settings.mode == fmt_::OpsMode::kSampled && (g->step_window || steps_recent)) {
+        sleep_ms = 20;
+      } else if (g->settings.mode == fmt_::OpsMode::kSampled) {
         if (g->window_open && now >= g->window_end_ms) {
           g->window_open = false;
           ScheduleNextWindowLocked(now);
@@ -486,6 +532,7 @@ void* ControlMain(void*) {
         sleep_ms = next > now ? std::min<uint64_t>(next - now, 20) : 1;
       } else if (g->window_open) {
         g->window_open = false;
+        g->step_window = false;
         ApplyTierLocked();
       }
     }
@@ -544,6 +591,7 @@ std::string Describe(const Settings& s, const std::string& host) {
 
 int Start(const std::string& host) {
   if (!recorder::Active()) return -1;
+  g_clock = recorder::LoadState() == recorder::kOnTsc ? recorder::kOnTsc : recorder::kOnMonotonic;
   static std::mutex start_mu;
   std::lock_guard<std::mutex> lk(start_mu);
   if (g) return 0;
@@ -552,6 +600,7 @@ int Start(const std::string& host) {
   st->settings = ReadSettings();
   if (const fmt_::ControlBlock* cb = recorder::Control()) st->generation = cb->generation.load(std::memory_order_acquire);
   st->modules_on.store(st->settings.modules);
+  st->step_windows.store(st->settings.detail_first >= 0);
   st->batch_size.store(st->settings.batch_size);
   pthread_key_create(&g_thread_key, DeleteThreadState);
   g = st;
@@ -570,10 +619,9 @@ int Start(const std::string& host) {
     at::disableCallback(g->detail);
     g->tier = UINT32_MAX;  // forces the first tier event, whatever the tier
     ApplyTier();
-    if (g->settings.memory) {
-      g->reporter = std::make_shared<MemoryReporter>();
-      g_memory_on.store(true);
-    }
+    // Pushed even with memory off: the control block may switch it on later.
+    g->reporter = std::make_shared<MemoryReporter>();
+    g_memory_on.store(g->settings.memory);
     Thread();  // announces this thread and pushes the reporter on it
   } catch (const std::exception& e) {
     recorder::ReportCollectorStatus("pytorch", "error", std::string("cannot register the observer: ") + e.what());
@@ -601,7 +649,6 @@ uint32_t InternDetail(ThreadState& ts, const std::string& s) {
 }  // namespace strata::collectors::torch
 
 using strata::collectors::torch::g;
-static bool g_memory_on_value() { return strata::collectors::torch::g_memory_on.load(std::memory_order_relaxed); }
 namespace ct = strata::collectors::torch;
 namespace sf = strata::format;
 
@@ -653,6 +700,18 @@ STRATA_TORCH_API void strata_torch_step_samples(int64_t samples) {
   strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
 }
 
+// Switches the tiers at once (benchmarks, tests): ops 0 off, 1 sampled, 2 all.
+// The control block's next change overrides it.
+STRATA_TORCH_API void strata_torch_set_tiers(int ops, int detail, int memory) {
+  if (!g) return;
+  std::lock_guard<std::mutex> lk(g->mu);
+  g->settings.mode = ops == 0 ? sf::OpsMode::kOff : ops == 1 ? sf::OpsMode::kSampled : sf::OpsMode::kAll;
+  g->settings.detail = detail != 0;
+  g->settings.memory = memory != 0;
+  ct::g_memory_on.store(memory != 0, std::memory_order_relaxed);
+  ct::ApplyTierLocked();
+}
+
 // PyTorch's profilers start only on a thread with no PROFILER_STATE: give ours
 // up on the calling thread (1 if it was there and is now gone), and take it back
 // once the profiler stopped.
@@ -668,7 +727,7 @@ STRATA_TORCH_API int strata_torch_release_profiler_slot() {
 }
 
 STRATA_TORCH_API void strata_torch_reclaim_profiler_slot() {
-  if (!g || !g_memory_on_value()) return;
+  if (!g) return;
   try {
     ct::PushReporter();
   } catch (...) {
