@@ -28,7 +28,23 @@
 //    C entry points at the end of this file.
 //
 // The op hot path (OnOpStart/OnOpEnd) does: a TLS load, a name-cache probe, one
-// EmitThreadEvent at begin and one at end. Nothing here throws across a callback.
+// record store at begin and one at end. Nothing here throws across a callback.
+//
+// PyTorch versions. Built and tested against Debian's libtorch 1.13; the same
+// source compiles against PyTorch 2.x headers (scripts/check-torch-api.sh,
+// checked with the 2.3.1 and 2.15.0 wheels). What changed in 2.x and how it is
+// handled:
+//  - MemoryReportingInfoBase::reportMemoryUsage/reportOutOfMemory take the
+//    totals as size_t (int64_t in 1.x): both signatures, by TORCH_VERSION_MAJOR;
+//  - c10::optional/c10::variant became std:: types: the observer uses no API
+//    that returns them (RecordFunction::operator_name(), the name variant);
+//  - int-list arguments are SymInt[] in many 2.x schemas: concrete SymInt lists
+//    box as int lists (isIntList()), symbolic ones (torch.compile tracing) are
+//    described as generic lists, without a cost estimate;
+//  - nested tensors throw from sizes(): is_nested() is checked first;
+//  - ProfilerStateBase/ProfilerConfig live in profiler/orchestration/observer.h
+//    in both; both versions' profilers refuse an occupied PROFILER_STATE slot,
+//    handed over by the Python side either way.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -549,6 +565,11 @@ void StartControlThread() {
     g->rng = (MonoMs() * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid()) ^ 0x5DEECE66Dull;
     ScheduleNextWindowLocked(MonoMs());
     g->next_window_ms = MonoMs() + NextRandom() % (g->settings.period_ms + 1);
+    // The first sampled step comes 0.5..1.5 periods in, not at once: the first
+    // steps of a run (warm-up: allocator growth, kernel selection) are not
+    // typical and would weigh heavily in a handful of samples.
+    uint64_t period_ns = uint64_t{g->settings.period_ms} * 1000000u;
+    g->next_sampled_step_ns = recorder::NowNs() + period_ns / 2 + NextRandom() % (period_ns + 1);
   }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
