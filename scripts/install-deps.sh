@@ -22,6 +22,8 @@ PACKAGES=(
   libdw-dev libelf-dev python3.11-dev
   # OS level: syscall-count reference in tests, peers in bench/os_overhead.sh, setpriv for the unprivileged test
   strace linux-perf util-linux
+  # the PyTorch level: libtorch for the observer (libstrata_torch), torch for /usr/bin/python3
+  python3-torch libtorch-dev
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206

@@ -88,6 +88,12 @@ static inline void strata_step_end(uint64_t step) {
 /* Names the calling thread in the trace. */
 STRATA_API void strata_thread_name(const char* name);
 
+/* A collector or instrumentation library says what it recorded in this process,
+ * or could not and why: state is "ok", "partial", "unavailable" or "error".
+ * `strata report` and the manifest show it (e.g. a framework plug-in that could
+ * not attach). */
+STRATA_API void strata_report_collector(const char* collector, const char* state, const char* detail);
+
 /* Writes everything recorded so far to the trace directory (normally done every
  * 100 ms and at exit by a background thread). Returns 0 on success. */
 STRATA_API int strata_flush(void);

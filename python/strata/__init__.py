@@ -10,6 +10,13 @@ structure where a program wants it:
                 loss = model(batch)
 
 When the program is not running under `strata record`, every call is a no-op.
+
+PyTorch programs need none of this: under `strata record`, steps are found from
+optimizer.step() (or torch.profiler's ProfilerStep# marks), and ops, modules and
+memory are recorded by the observer that attaches when the program imports torch.
+Marking steps with strata.step() replaces the automatic detection; give the
+number of samples a step processes (strata.step(samples=64)) to get throughput
+when the batch size cannot be read from the model's input.
 """
 import ctypes
 import itertools
@@ -18,11 +25,27 @@ import threading
 
 __all__ = ["enabled", "span", "step", "step_begin", "step_end", "instant", "counter", "thread_name", "flush"]
 
+def _libstrata_path():
+    """The libstrata already in this process (LD_PRELOAD by `strata record`, or
+    linked): dlopen by its path returns that same copy."""
+    for p in os.environ.get("LD_PRELOAD", "").replace(":", " ").split():
+        if os.path.basename(p).startswith("libstrata.so"):
+            return p
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5].strip()).startswith("libstrata.so"):
+                    return parts[5].strip()
+    except OSError:
+        pass
+    return "libstrata.so"
+
+
 _lib = None
 if os.environ.get("STRATA_TRACE_DIR"):
     try:
-        # Already loaded through LD_PRELOAD; this returns the same handle.
-        _lib = ctypes.CDLL("libstrata.so", mode=ctypes.RTLD_GLOBAL)
+        _lib = ctypes.CDLL(_libstrata_path(), mode=ctypes.RTLD_GLOBAL)
     except OSError:
         _lib = None
     if _lib is not None:
@@ -35,6 +58,11 @@ if os.environ.get("STRATA_TRACE_DIR"):
         _lib.strata_step_begin_.argtypes = [ctypes.c_uint64]
         _lib.strata_step_end_.argtypes = [ctypes.c_uint64]
         _lib.strata_thread_name.argtypes = [ctypes.c_char_p]
+        try:
+            _lib.strata_report_collector.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]
+            _lib.strata_report_collector.restype = None
+        except AttributeError:  # an older libstrata
+            pass
         _active = ctypes.c_uint32.in_dll(_lib, "strata_active_")
 
 _names = {}
@@ -88,8 +116,9 @@ class span:
         return wrapper
 
 
-def step_begin(number=None):
-    """Starts a model step (training iteration). Numbers default to 0, 1, 2, ..."""
+def step_begin(number=None, samples=None):
+    """Starts a model step (training iteration). Numbers default to 0, 1, 2, ...
+    `samples`: how many samples the step processes (for throughput)."""
     n = next(_step_counter) if number is None else int(number)
     stack = getattr(_open_steps, "stack", None)
     if stack is None:
@@ -97,7 +126,23 @@ def step_begin(number=None):
     stack.append(n)
     if _lib is not None:
         _lib.strata_step_begin_(n)
+        if samples:
+            _step_samples(samples)
     return n
+
+
+def _step_samples(samples):
+    import sys
+    mod = sys.modules.get("strata._torch")
+    if mod is not None:
+        mod.step_samples(samples)
+
+
+def _report_collector(collector, state, detail):
+    """What a collector recorded in this process, or why not (internal)."""
+    if _lib is not None and hasattr(_lib, "strata_report_collector"):
+        _lib.strata_report_collector(collector.encode("utf-8", "replace"), state.encode("utf-8", "replace"),
+                                     detail.encode("utf-8", "replace"))
 
 
 def step_end(number=None):
@@ -114,15 +159,16 @@ def step_end(number=None):
 
 
 class step:
-    """`with strata.step(): ...` marks one model step."""
+    """`with strata.step(): ...` marks one model step (`samples=N`: its batch size)."""
 
-    __slots__ = ("_n", "_given")
+    __slots__ = ("_n", "_given", "_samples")
 
-    def __init__(self, number=None):
+    def __init__(self, number=None, samples=None):
         self._given = number
+        self._samples = samples
 
     def __enter__(self):
-        self._n = step_begin(self._given)
+        self._n = step_begin(self._given, self._samples)
         return self
 
     def __exit__(self, *exc):

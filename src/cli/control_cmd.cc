@@ -25,7 +25,7 @@ int RunControl(const ControlArgs& a) {
     return 1;
   }
   uint32_t tiers = cf->tiers();
-  uint64_t first = cf->first_step(), last = cf->last_step();
+  int64_t first = cf->first_step(), last = cf->last_step();
   if (!a.tiers.empty()) {
     auto t = ParseTiers(a.tiers);
     if (!t.ok()) {
@@ -37,13 +37,13 @@ int RunControl(const ControlArgs& a) {
   if (!a.steps.empty()) {
     auto dash = a.steps.find('-');
     try {
-      first = std::stoull(a.steps.substr(0, dash));
-      last = dash == std::string::npos ? first : std::stoull(a.steps.substr(dash + 1));
+      first = std::stoll(a.steps.substr(0, dash));
+      last = dash == std::string::npos ? first : std::stoll(a.steps.substr(dash + 1));
     } catch (...) {
       PrintError("--steps takes A-B (step numbers), e.g. 10-20");
       return 2;
     }
-    if (last < first) {
+    if (first < 0 || last < first) {
       PrintError("--steps: the window ends before it starts");
       return 2;
     }
@@ -51,8 +51,8 @@ int RunControl(const ControlArgs& a) {
   if (a.pause) tiers |= format::kTierPaused;
   if (a.resume) tiers &= ~format::kTierPaused;
   cf->Set(tiers, first, last);
-  std::printf("tiers %s, detail steps %llu-%llu, generation %u\n", TierNames(tiers).c_str(),
-              static_cast<unsigned long long>(first), static_cast<unsigned long long>(last), cf->generation());
+  std::string window = first < 0 ? std::string("all") : std::to_string(first) + "-" + std::to_string(last);
+  std::printf("tiers %s, detail steps %s, generation %u\n", TierNames(tiers).c_str(), window.c_str(), cf->generation());
   return 0;
 }
 

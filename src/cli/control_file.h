@@ -1,5 +1,5 @@
-// The supervisor's side of the control block (format/control.h): creates
-// <trace>/control and changes tiers while programs run.
+// The supervisor's side of the control block (format/control.h): changes the
+// switches of a running recording, in the vocabulary of tiers.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +12,19 @@ namespace strata::cli {
 
 class ControlFile {
  public:
-  ControlFile() = default;
-  ControlFile(ControlFile&& o) noexcept : block_(o.block_) { o.block_ = nullptr; }
-  ControlFile& operator=(ControlFile&& o) noexcept;
-  ~ControlFile();
-
-  // Creates (or truncates) <dir>/control with these initial settings.
-  static StatusOr<ControlFile> Create(const std::string& dir, uint32_t tiers);
-  // Maps an existing control file read-write (a running recording).
+  // Maps <dir>/control of a recording read-write.
   static StatusOr<ControlFile> Open(const std::string& dir);
 
-  uint32_t tiers() const { return block_->tiers.load(std::memory_order_relaxed); }
-  uint64_t first_step() const { return block_->detail_first_step.load(std::memory_order_relaxed); }
-  uint64_t last_step() const { return block_->detail_last_step.load(std::memory_order_relaxed); }
+  uint32_t tiers() const { return format::GetTiers(*block_); }
+  // The detail window, or -1 when the detail tier applies to every step.
+  int64_t first_step() const { return block_->detail_first_step.load(std::memory_order_relaxed); }
+  int64_t last_step() const { return block_->detail_last_step.load(std::memory_order_relaxed); }
   uint32_t generation() const { return block_->generation.load(std::memory_order_acquire); }
   // Publishes new settings: fields first, then the generation (release).
-  void Set(uint32_t tiers, uint64_t first_step, uint64_t last_step);
+  void Set(uint32_t tiers, int64_t first_step, int64_t last_step);
 
  private:
-  format::ControlBlock* block_ = nullptr;
+  format::ControlBlock* block_ = nullptr;  // mapped for the life of the process
 };
 
 // "ops,shapes,memory" <-> tier bits. Unknown names are an error.

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <algorithm>
+#include <cstring>
 #include <map>
 
 #include "base/clock.h"

@@ -28,9 +28,9 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "cli/commands.h"
-#include "cli/control_file.h"
 #include "cli/manifest.h"
 #include "collectors/os/os_collector.h"
+#include "format/control.h"
 #include "format/tsdl.h"
 
 extern char** environ;
@@ -49,6 +49,15 @@ struct RecordOptions {
   bool quiet = false;
   std::string accel = "auto";
   std::string gpu_metrics;
+  // Framework level (PyTorch): what the observer records; lands in <dir>/control.
+  std::string ops = "all";
+  bool shapes = false;
+  std::string ops_steps;       // "A-B": the detail tier for steps A..B
+  int64_t batch_size = 0;
+  int64_t skip_steps = 0;
+  uint32_t sample_window_ms = 10;
+  uint32_t sample_period_ms = 200;
+  bool no_memory = false;
   std::vector<std::string> command;
   // OS level (collectors/os).
   bool os = true;
@@ -111,6 +120,29 @@ std::string SilentReason(const std::string& name) {
          "activity was recorded";
 }
 
+// "10-20" or "15" -> [first, last]
+bool ParseStepRange(const std::string& s, int64_t* first, int64_t* last) {
+  if (s.empty()) return false;
+  auto dash = s.find('-');
+  auto num = [](const std::string& t, int64_t* out) {
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 15) return false;
+    *out = std::stoll(t);
+    return true;
+  };
+  if (dash == std::string::npos) return num(s, first) && num(s, last);
+  return num(s.substr(0, dash), first) && num(s.substr(dash + 1), last) && *first <= *last;
+}
+
+// The observer library and the libtorch it was built against (written next to
+// it by the build): the soname libstrata checks for at main() in C++ programs.
+std::string TorchProbe(const std::string& lib_dir) {
+  auto text = ReadFile(lib_dir + "/libstrata_torch.json");
+  if (!text.ok()) return "";
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("libtorch_cpu") || !j["libtorch_cpu"].is_string()) return "";
+  return j["libtorch_cpu"].get<std::string>();
+}
+
 volatile sig_atomic_t g_child = 0;
 
 void ForwardSignal(int sig, siginfo_t* info, void*) {
@@ -169,7 +201,9 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
                                           Manifest* manifest) {
   std::vector<std::string> env;
   std::string preload = paths.lib_dir + "/libstrata.so";
-  std::string pythonpath;
+  // The import hook (sitecustomize) first, then the `strata` package itself, so
+  // that `import strata` works in the program without installing anything.
+  std::string pythonpath = paths.python_dir + "/strata_hook:" + paths.python_dir;
   // Accelerator collectors: ours first in each vendor variable, the user's kept.
   std::vector<std::pair<std::string, std::string>> accel_env;
   for (const AccelCollector& c : kAccelCollectors) {
@@ -209,6 +243,10 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
       preload += ":" + kv.substr(11);
       continue;
     }
+    if (kv.rfind("PYTHONPATH=", 0) == 0) {
+      if (kv.size() > 11) pythonpath += ":" + kv.substr(11);
+      continue;
+    }
     bool replaced = false;
     for (const auto& [k, v] : accel_env) replaced = replaced || kv.rfind(k + "=", 0) == 0;
     if (replaced) continue;
@@ -223,6 +261,13 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   env.push_back("STRATA_FLUSH_MS=" + std::to_string(o.flush_ms));
   if (o.clock != "auto") env.push_back("STRATA_CLOCK=" + o.clock);
   for (const auto& [k, v] : accel_env) env.push_back(k + "=" + v);
+  env.push_back("PYTHONPATH=" + pythonpath);
+  std::string torch_lib = paths.lib_dir + "/libstrata_torch.so";
+  if (PathExists(torch_lib)) {
+    env.push_back("STRATA_TORCH_LIB=" + torch_lib);
+    std::string probe = TorchProbe(paths.lib_dir);
+    if (!probe.empty()) env.push_back("STRATA_TORCH_PROBE=" + probe);
+  }
   return env;
 }
 
@@ -292,6 +337,32 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     PrintError("record: --unwind must be 'fp' or 'dwarf'");
     return 2;
   }
+  format::ControlBlock control;
+  format::InitControlBlock(&control);
+  format::OpsMode mode;
+  if (!format::ParseOpsMode(o.ops, &mode)) {
+    PrintError("record: --ops must be 'all', 'sampled' or 'off'");
+    return 2;
+  }
+  control.ops_mode.store(static_cast<uint32_t>(mode));
+  control.detail.store(o.shapes ? 1 : 0);
+  if (!o.ops_steps.empty()) {
+    int64_t first = 0, last = 0;
+    if (!ParseStepRange(o.ops_steps, &first, &last)) {
+      PrintError("record: --ops-steps must be a step number or a range A-B (e.g. 10-20)");
+      return 2;
+    }
+    control.detail_first_step.store(first);
+    control.detail_last_step.store(last);
+  }
+  if (o.sample_window_ms > o.sample_period_ms) {
+    PrintError("record: --sample-window must not exceed --sample-period");
+    return 2;
+  }
+  control.sample_window_ms.store(o.sample_window_ms);
+  control.sample_period_ms.store(o.sample_period_ms);
+  control.batch_size.store(o.batch_size);
+  control.memory.store(o.no_memory ? 0 : 1);
   if (o.output.empty()) o.output = DefaultOutput();
   o.output = AbsolutePath(o.output);
   o.command = cmd;
@@ -320,18 +391,21 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                         {"sched", o.sched_detail},          {"syscalls", o.syscalls},
                         {"sample_hz", o.sample_hz},
                         {"unwind", o.unwind},               {"page_faults", o.page_faults},
-                        {"block_io", o.block_io},           {"proc_hz", o.proc_hz}};
+                        {"block_io", o.block_io},           {"proc_hz", o.proc_hz},
+                        {"ops", o.ops},
+                        {"shapes", o.shapes},                {"ops_steps", o.ops_steps},
+                        {"batch_size", o.batch_size},        {"skip_steps", o.skip_steps},
+                        {"sample_window_ms", o.sample_window_ms}, {"sample_period_ms", o.sample_period_ms},
+                        {"memory", !o.no_memory}};
+    // The switches start from the options; `strata control` changes them while CMD runs.
+    st = format::WriteControlFile(JoinPath(o.output, format::kControlFileName), control);
+  }
+  if (st.ok()) {
     manifest.trace_uuid = format::UuidToString(id.uuid);
     st = WriteManifest(o.output, manifest);
   }
   if (!st.ok()) {
     PrintError(st.message());
-    return 1;
-  }
-  // Tiers start from the options and can be changed while CMD runs (`strata control`).
-  auto control = ControlFile::Create(o.output, format::kTierOps | format::kTierMemory);
-  if (!control.ok()) {
-    PrintError(control.status().message());
     return 1;
   }
 
@@ -496,6 +570,25 @@ void AddRecordCommand(CLI::App& app) {
   cmd->add_option("--os-buffer", opts->os_buffer_kb, "Kernel ring size per CPU, KiB (0: automatic)")
       ->check(CLI::Range(0, 1 << 20))
       ->capture_default_str();
+  cmd->add_option("--ops", opts->ops,
+                  "Framework ops (PyTorch): all (every op), sampled (every op in short windows: a statistical "
+                  "profile at low cost), off (steps, scopes and memory only)")
+      ->check(CLI::IsMember({"all", "sampled", "off"}))
+      ->capture_default_str();
+  cmd->add_flag("--shapes", opts->shapes,
+                "Record input shapes, dtypes, FLOP/byte estimates and tensor ids (dataflow edges) of every op");
+  cmd->add_option("--ops-steps", opts->ops_steps, "Record the --shapes detail for these steps only (e.g. 10-20)");
+  cmd->add_option("--batch-size", opts->batch_size, "Samples per step, for throughput (default: the first input's leading dimension)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--skip-steps", opts->skip_steps, "Leave the first N steps (warm-up) out of step statistics")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--sample-window", opts->sample_window_ms, "--ops sampled: length of a window of recorded ops, ms")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  cmd->add_option("--sample-period", opts->sample_period_ms, "--ops sampled: mean time between windows, ms")
+      ->check(CLI::Range(1, 3600000))
+      ->capture_default_str();
+  cmd->add_flag("--no-memory", opts->no_memory, "Do not record framework allocator events");
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());
     throw CLI::RuntimeError(rc);

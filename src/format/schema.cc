@@ -26,7 +26,7 @@ const Registry& GetRegistry() {
   static const Registry* reg = [] {
     auto* r = new Registry();
     // Each level's event classes; one line per level.
-    std::vector<std::span<const EventSet>> levels = {CoreEventSets(), AccelEventSets(), OsEventSets()};
+    std::vector<std::span<const EventSet>> levels = {CoreEventSets(), AccelEventSets(), OsEventSets(), TorchEventSets()};
     for (auto sets : levels)
       for (const EventSet& set : sets)
         for (const EventSpec& e : set.events) r->events[set.stream].push_back(e);

@@ -111,6 +111,30 @@ enum ThreadEvent : uint32_t {
   kCounter16 = 15,    // {u16 name, i32 value}: an integral counter value
 };
 
+// Framework level (schema_torch.cc): hot events 16..30, detail 64..95.
+enum FrameworkEvent : uint32_t {
+  kOpBegin = 16,
+  kOpBeginSeq = 17,
+  kOpEnd = 18,
+  kBwdBegin = 19,
+  kScopeBegin = 20,
+  kScopeEnd = 21,
+  kScriptBegin = 22,
+  kModuleBegin = 23,
+  kModuleEnd = 24,
+  kMemAlloc = 25,
+  kMemFree = 26,
+  kTorchThread = 64,
+  kOpDetail = 65,
+  kOpOutputs = 66,
+  kOpsTier = 67,
+  kStepBatch = 68,
+  kGraph = 69,
+  kMemOom = 70,
+  kAutoStepBegin = 71,
+  kAutoStepEnd = 72,
+};
+
 enum ProcessEvent : uint32_t {
   kNameDef = 0,      // {u32 id, string name}: interned string id -> text, per process instance
   kThreadName = 1,   // {u32 tid, string name}
@@ -128,6 +152,7 @@ struct EventSet {
 std::span<const EventSet> CoreEventSets();
 std::span<const EventSet> AccelEventSets();  // schema_accel.cc
 std::span<const EventSet> OsEventSets();  // schema_os.cc
+std::span<const EventSet> TorchEventSets();  // schema_torch.cc
 const StreamSpec* FindStream(uint32_t id);
 const EventSpec* FindEvent(const StreamSpec& stream, uint32_t id);
 

@@ -74,6 +74,16 @@ bool IsDeviceKind(SliceKind k) {
          k == SliceKind::kDeviceSync || k == SliceKind::kAnnotation;
 }
 
+const char* OpScopeName(OpScope s) {
+  switch (s) {
+    case OpScope::kFunction: return "function";
+    case OpScope::kBackward: return "backward";
+    case OpScope::kUser: return "user";
+    case OpScope::kTorchScript: return "torchscript";
+  }
+  return "?";
+}
+
 const char* CopyKindName(CopyKind k) {
   switch (k) {
     case CopyKind::kUnknown: return "unknown";
@@ -116,7 +126,7 @@ void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
 
 }  // namespace
 
-void Trace::Finalize() {
+std::vector<int32_t> Trace::Finalize() {
   const size_t n = slices.size();
   // Order: track, start, longest first, then the importer's depth hint (a parent
   // and child with equal bounds keep their nesting).
@@ -143,6 +153,10 @@ void Trace::Finalize() {
   for (auto& s : flows.from) s = remap(s);
   for (auto& s : flows.to) s = remap(s);
   for (auto& s : args.slice) s = static_cast<uint32_t>(new_index[s]);
+  for (auto& s : ops.slice) s = static_cast<uint32_t>(new_index[s]);
+  for (auto& s : ops.forward) s = remap(s);
+  for (auto& s : edges.from) s = remap(s);
+  for (auto& s : edges.to) s = remap(s);
 
   // Nesting by containment, per track.
   slices.parent.assign(n, kNone);
@@ -191,6 +205,24 @@ void Trace::Finalize() {
   Permute(args.key, aorder);
   Permute(args.str, aorder);
   Permute(args.num, aorder);
+
+  std::vector<uint32_t> oorder(ops.size());
+  std::iota(oorder.begin(), oorder.end(), 0u);
+  std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
+  Permute(ops.slice, oorder);
+  Permute(ops.scope, oorder);
+  Permute(ops.seq, oorder);
+  Permute(ops.forward, oorder);
+  Permute(ops.shapes, oorder);
+  Permute(ops.dtypes, oorder);
+  Permute(ops.flops, oorder);
+  Permute(ops.bytes, oorder);
+  return new_index;
+}
+
+int32_t Trace::OpRow(uint32_t slice) const {
+  auto it = std::lower_bound(ops.slice.begin(), ops.slice.end(), slice);
+  return it != ops.slice.end() && *it == slice ? static_cast<int32_t>(it - ops.slice.begin()) : kNone;
 }
 
 int32_t Trace::SliceAt(uint32_t track, int64_t t) const {

@@ -270,6 +270,85 @@ struct Device {
   std::string properties;     // free text: driver version, ...
 };
 
+// --- Framework level (PyTorch today; TF, JAX, ONNX Runtime feed the same tables) ---
+
+// How a framework op was invoked.
+enum class OpScope : uint8_t {
+  kFunction,     // an operator call (aten::mm), or a framework-internal range
+  kBackward,     // an autograd node run by backward() (MmBackward0)
+  kUser,         // a user/library annotation (record_function; its slice is a kSpan)
+  kTorchScript,  // a TorchScript function
+};
+const char* OpScopeName(OpScope s);
+
+// One row per recorded framework op (kOp slices, and kSpan slices of
+// record_function scopes). Sorted by slice after Trace::Finalize, so
+// OpRow(slice) is a binary search.
+struct OpTable {
+  std::vector<uint32_t> slice;
+  std::vector<OpScope> scope;
+  // Autograd sequence number: forward ops that record history carry the number
+  // of the backward node they create; a backward node carries its own. -1 none.
+  std::vector<int64_t> seq;
+  // Backward nodes: the forward op that created them (same sequence number on
+  // the forward thread; the innermost such op). kNone otherwise.
+  std::vector<int32_t> forward;
+  // Detail tier (kNone / 0 / -1 when not recorded): input shapes and dtypes as
+  // the PyTorch profiler prints them, estimated FLOPs and bytes moved. An op
+  // nested in another estimated op repeats part of its parent's estimate:
+  // totals count only the outermost estimated op.
+  std::vector<StringId> shapes;
+  std::vector<StringId> dtypes;
+  std::vector<int64_t> flops;
+  std::vector<int64_t> bytes;
+
+  size_t size() const { return slice.size(); }
+  uint32_t Add(uint32_t s, OpScope sc, int64_t sq) {
+    slice.push_back(s);
+    scope.push_back(sc);
+    seq.push_back(sq);
+    forward.push_back(kNone);
+    shapes.push_back(0);
+    dtypes.push_back(0);
+    flops.push_back(-1);
+    bytes.push_back(-1);
+    return static_cast<uint32_t>(slice.size() - 1);
+  }
+};
+
+// Dataflow edges between slices: `to` consumed a tensor that `from` produced
+// (the last op to output it before `to` began). Only the outermost consumer of
+// a tensor gets the edge: aten::relu, not the aten::clamp_min it calls.
+struct EdgeTable {
+  std::vector<int32_t> from;
+  std::vector<int32_t> to;
+  std::vector<uint64_t> tensor;  // the tensor's id in its process (TensorImpl address)
+  size_t size() const { return from.size(); }
+  void Add(int32_t f, int32_t t, uint64_t tensor_id) {
+    from.push_back(f);
+    to.push_back(t);
+    tensor.push_back(tensor_id);
+  }
+};
+
+// A graph recorded as a whole (a TorchScript module's IR when it first ran).
+struct Graph {
+  uint32_t process = 0;
+  StringId name = 0;
+  std::vector<StringId> nodes;                         // node kinds ("aten::linear")
+  std::vector<std::pair<uint32_t, uint32_t>> edges;    // node index -> node index
+};
+
+// A period in which a process recorded framework ops (--ops sampled records
+// them in short windows; other modes in one window per process). Analyses scale
+// what they saw inside the windows to the whole run.
+struct OpWindow {
+  uint32_t process = 0;
+  int64_t ts = 0;
+  int64_t dur = 0;
+  bool detail = false;   // shapes/cost/tensor ids recorded too
+};
+
 // What a collector said about itself in one process: recorded, partial, unavailable.
 struct CollectorStatus {
   uint32_t process = 0;
@@ -301,6 +380,11 @@ struct Trace {
   FlowTable flows;
   ArgTable args;
   MemoryTable memory;
+  OpTable ops;
+  EdgeTable edges;
+  std::vector<Graph> graphs;
+  std::vector<OpWindow> op_windows;
+  std::string ops_mode;     // how framework ops were recorded: "all", "sampled", "off" ("" none)
   std::vector<CollectorStatus> collectors;
   std::vector<Device> devices;
 
@@ -321,8 +405,10 @@ struct Trace {
 
   // Sorts slices by (track, ts, longest first), recomputes depth and parent from
   // containment on each track, and remaps every slice reference (device rows,
-  // launches, flows, args). Importers call it once, after filling the tables.
-  void Finalize();
+  // launches, flows, args, ops, edges). Importers call it once, after filling the
+  // tables. Returns the remapping (old slice index -> new) for importers that
+  // keep slice indices of their own.
+  std::vector<int32_t> Finalize();
 
   // The deepest slice on `track` that contains `ts`, or kNone (after Finalize).
   int32_t SliceAt(uint32_t track, int64_t ts) const;
@@ -332,6 +418,8 @@ struct Trace {
 
   // Slice index -> device activity row, or kNone (built by Finalize).
   std::vector<int32_t> device_row_of_slice;
+  // The OpTable row of a slice, or kNone (after Finalize).
+  int32_t OpRow(uint32_t slice) const;
   // Per track: [first, last) slice indices after Finalize.
   std::vector<std::pair<uint32_t, uint32_t>> track_slices;
 };

@@ -63,6 +63,7 @@ void strata_flow_in_(uint64_t flow_id) {
 void strata_step_begin_(uint64_t step) {
   uint32_t st = LoadState();
   if (!st) return;
+  NoteExplicitStep(step, true);
   EmitBytes(st, fmt_::kStepBegin, &step, 8);
   g_current_step.store(step, std::memory_order_relaxed);
 }
@@ -70,6 +71,7 @@ void strata_step_begin_(uint64_t step) {
 void strata_step_end_(uint64_t step) {
   uint32_t st = LoadState();
   if (!st) return;
+  NoteExplicitStep(step, false);
   EmitBytes(st, fmt_::kStepEnd, &step, 8);
   g_current_step.store(UINT64_MAX, std::memory_order_relaxed);
 }
@@ -77,6 +79,11 @@ void strata_step_end_(uint64_t step) {
 void strata_thread_name(const char* name) {
   if (!name || !LoadState()) return;
   SetThreadName(static_cast<uint32_t>(::syscall(SYS_gettid)), name);
+}
+
+void strata_report_collector(const char* collector, const char* state, const char* detail) {
+  if (!collector || !state || !LoadState()) return;
+  ReportCollectorStatus(collector, state, detail ? detail : "");
 }
 
 int strata_flush(void) { return FlushNow() ? 0 : -1; }

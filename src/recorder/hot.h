@@ -1,4 +1,8 @@
-// The recorder's hot path, inlined into the C API functions (api.cc).
+// The recorder's hot path, inlined into the C API functions (api.cc), and into
+// in-process collectors whose events are per op (the PyTorch observer): for them
+// an out-of-line EmitThreadEvent per event would cost more than the event.
+// libstrata exports t_chunk and SlowEmit for that; such a collector is loaded
+// only into processes where libstrata is (its TLS is in the static TLS block).
 //
 // Cost when recording: one relaxed load of the state, one TLS load, the clock
 // read, a bounds check, one 16-byte record store and one release store of
@@ -18,11 +22,11 @@ namespace strata::recorder {
 
 // The calling thread's current chunk; nullptr until its first event. Initial-exec
 // TLS: one %fs-relative load (libstrata is preloaded or linked, not dlopen'ed late).
-extern __thread Chunk* t_chunk __attribute__((tls_model("initial-exec")));
+extern __thread Chunk* t_chunk __attribute__((tls_model("initial-exec"), visibility("default")));
 
 // Handles everything the hot path does not: first event of a thread, a full
 // chunk, the drop/block policy. `ts` was read before the buffer check.
-void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts);
+STRATA_RECORDER_API void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts);
 
 inline uint32_t LoadState() { return __atomic_load_n(&strata_active_, __ATOMIC_RELAXED); }
 

@@ -1,6 +1,7 @@
 // Process entry and exit hooks of libstrata: start recording when the library
 // loads into a process with STRATA_TRACE_DIR set (LD_PRELOAD by `strata record`,
-// or linked), and make sure the trace is complete however the process ends:
+// or linked), attach framework observers when main() starts, and make sure the
+// trace is complete however the process ends:
 //   exit()/return from main  -> atexit handler
 //   _exit()/os._exit()       -> interposed _exit/_Exit
 //   exec*()                  -> interposed exec family flushes first
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "recorder/runtime.h"
@@ -92,6 +94,42 @@ Fn Next(const char* name) {
   return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
 }
 
+// Framework observers are separate libraries (they link the framework). A
+// program linked with the framework (a C++ libtorch program) has it loaded
+// when main() starts: the observer attaches then, before the program's first
+// op. Python programs load frameworks later; there the import hook that
+// `strata record` puts on PYTHONPATH attaches the observer instead.
+//   STRATA_TORCH_PROBE  soname whose presence means "libtorch is here"
+//   STRATA_TORCH_LIB    the observer library (libstrata_torch.so)
+void AttachFrameworkObservers() {
+  const char* probe = std::getenv("STRATA_TORCH_PROBE");
+  const char* lib = std::getenv("STRATA_TORCH_LIB");
+  if (!probe || !*probe || !lib || !*lib) return;
+  void* fw = dlopen(probe, RTLD_NOW | RTLD_NOLOAD);
+  if (!fw) return;
+  dlclose(fw);
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    ReportCollectorStatus("pytorch", "unavailable", std::string("cannot load the observer: ") + dlerror());
+    return;
+  }
+  using StartFn = int (*)(const char*);
+  auto start = reinterpret_cast<StartFn>(dlsym(h, "strata_torch_start"));
+  if (!start) {
+    ReportCollectorStatus("pytorch", "error", std::string(lib) + " has no strata_torch_start");
+    return;
+  }
+  start("native");
+}
+
+using MainFn = int (*)(int, char**, char**);
+MainFn g_program_main = nullptr;
+
+int MainWithObservers(int argc, char** argv, char** envp) {
+  if (g_started && InOwnProcess()) AttachFrameworkObservers();
+  return g_program_main(argc, argv, envp);
+}
+
 // A vfork() child (Python's subprocess uses vfork) shares our memory and must
 // not touch the recorder: it is recognised by its pid.
 void FlushBeforeExec() {
@@ -105,6 +143,18 @@ using strata::recorder::FlushBeforeExec;
 using strata::recorder::Next;
 
 extern "C" {
+
+// Wraps main() so that framework observers attach after every constructor ran
+// (the framework's own static registrations included) and before main's code.
+__attribute__((visibility("default"))) int __libc_start_main(int (*main)(int, char**, char**), int argc, char** argv,
+                                                             void (*init)(), void (*fini)(), void (*rtld_fini)(),
+                                                             void* stack_end) {
+  using Real = int (*)(int (*)(int, char**, char**), int, char**, void (*)(), void (*)(), void (*)(), void*);
+  static auto real = Next<Real>("__libc_start_main");
+  if (!real) return 127;
+  strata::recorder::g_program_main = main;
+  return real(strata::recorder::MainWithObservers, argc, argv, init, fini, rtld_fini, stack_end);
+}
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   if (strata::recorder::g_started && strata::recorder::InOwnProcess()) strata::recorder::Finalize();

@@ -45,7 +45,7 @@ __attribute__((visibility("default"))) uint32_t strata_active_ = 0;
 
 namespace strata::recorder {
 
-__thread Chunk* t_chunk __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Chunk* t_chunk __attribute__((tls_model("initial-exec"), visibility("default"))) = nullptr;
 std::atomic<uint64_t> g_current_step{UINT64_MAX};
 
 uint64_t CurrentStep() { return g_current_step.load(std::memory_order_relaxed); }
@@ -161,6 +161,11 @@ struct Runtime {
 };
 
 Runtime* g_rt = nullptr;
+// Mapped once at Start and kept across fork (MAP_SHARED: the child sees the
+// supervisor's changes too).
+format::ControlBlock* g_control = nullptr;
+std::atomic<bool> g_explicit_steps{false};
+std::atomic<StepListener> g_step_listener{nullptr};
 
 // --- chunk pool --------------------------------------------------------------
 
@@ -950,6 +955,17 @@ RecorderStats Stats() {
   return out;
 }
 
+const format::ControlBlock* Control() { return g_control; }
+
+bool ExplicitStepsUsed() { return g_explicit_steps.load(std::memory_order_relaxed); }
+
+void SetStepListener(StepListener listener) { g_step_listener.store(listener, std::memory_order_release); }
+
+void NoteExplicitStep(uint64_t step, bool begin) {
+  if (begin) g_explicit_steps.store(true, std::memory_order_relaxed);
+  if (StepListener l = g_step_listener.load(std::memory_order_acquire)) l(step, begin);
+}
+
 bool InOwnProcess() { return g_rt && static_cast<uint32_t>(::syscall(SYS_getpid)) == g_rt->pid; }
 
 uint64_t DroppedTotal() { return g_rt ? g_rt->dropped_total.load(std::memory_order_relaxed) : 0; }
@@ -1016,7 +1032,6 @@ Status Start(const Config& cfg) {
     return md.status();
   }
   rt->uuid = md->uuid;
-  MapControlBlock(cfg.dir);
   rt->pid = static_cast<uint32_t>(::getpid());
   rt->ppid = static_cast<uint32_t>(::getppid());
   format::Uuid r = format::NewRandomUuid();
@@ -1024,6 +1039,14 @@ Status Start(const Config& cfg) {
   rt->tsc = TscIsReliable();
   if (rt->tsc) rt->calib.Start(TakeClockAnchor());
   pthread_key_create(&rt->exit_key, OnThreadExit);
+  if (!g_control) {
+    std::string cpath = JoinPath(cfg.dir, format::kControlFileName);
+    if (PathExists(cpath)) {
+      auto cb = format::MapControlFile(cpath);
+      if (cb.ok()) g_control = *cb;
+      else std::fprintf(stderr, "strata: %s (run-time switches unavailable)\n", cb.status().message().c_str());
+    }
+  }
   g_rt = rt;
   QueueProcessInfo(*rt);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);

@@ -63,9 +63,20 @@ STRATA_RECORDER_API ExternalStream* OpenThreadStreamFor(uint32_t tid);
 STRATA_RECORDER_API void SetReorderWindow(ExternalStream* s, uint64_t window_ns);
 STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size);
 
-// The supervisor's control block (tiers switchable at run time): read its fields
-// with relaxed loads, on slow paths only. Defaults when there is no supervisor.
-STRATA_RECORDER_API const format::ControlBlock& Control();
+// The recording's run-time switches (format/control.h), mapped from the trace
+// directory; nullptr when the process was traced without a control file (its
+// collectors then take their settings from the environment). Read fields with
+// relaxed loads; they may change at any time.
+STRATA_RECORDER_API const format::ControlBlock* Control();
+
+// True once the program marked a step itself (strata_step_begin): collectors
+// that find steps automatically stand down from then on.
+STRATA_RECORDER_API bool ExplicitStepsUsed();
+
+// Called on the marking thread for each strata_step_begin/end, before the event
+// is written (e.g. to switch a per-step tier on). One listener per process.
+using StepListener = void (*)(uint64_t step, bool begin);
+STRATA_RECORDER_API void SetStepListener(StepListener listener);
 
 // Emits an event of the process stream (device descriptions, loss totals);
 // written at the next flush, stamped with the flush time.

@@ -25,14 +25,14 @@ STRATA_RECORDER_API Config ConfigFromEnv();
 
 // Starts recording in this process. Idempotent.
 STRATA_RECORDER_API Status Start(const Config& cfg);
-// Maps <dir>/control if the supervisor made one (called by Start).
-void MapControlBlock(const std::string& dir);
 
 // Final flush; recording stops. Safe to call more than once.
 STRATA_RECORDER_API void Finalize();
 // Best-effort final flush from a fatal-signal handler (bounded wait for locks).
 STRATA_RECORDER_API bool EmergencyFlush();
 STRATA_RECORDER_API uint64_t DroppedTotal();
+// Called by strata_step_begin/end: the program marks its own steps.
+void NoteExplicitStep(uint64_t step, bool begin);
 // False in a vfork() child, which shares the parent's memory.
 STRATA_RECORDER_API bool InOwnProcess();
 

@@ -11,6 +11,10 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeOverviewSection());
   s.push_back(MakeFindingsSection());
   s.push_back(MakeStepsSection());
+  s.push_back(MakeTrainingSection());
+  s.push_back(MakeFrameworkOpsSection());
+  s.push_back(MakeFrameworkMemorySection());
+  s.push_back(MakeDataflowSection());
   s.push_back(MakeGpuSection());
   s.push_back(MakeLaunchesSection());
   s.push_back(MakeTransfersSection());

@@ -55,6 +55,12 @@ std::unique_ptr<Section> MakeAcceleratorSection();
 // OS level (os_sections.cc).
 std::unique_ptr<Section> MakeOsSection();
 
+// Framework-level sections (framework_sections.cc).
+std::unique_ptr<Section> MakeTrainingSection();
+std::unique_ptr<Section> MakeFrameworkOpsSection();
+std::unique_ptr<Section> MakeFrameworkMemorySection();
+std::unique_ptr<Section> MakeDataflowSection();
+
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);
 std::string FormatBytes(double bytes);

@@ -49,6 +49,10 @@ struct StreamState {
 
 class LoadContext;
 using EventHandler = std::function<void(LoadContext&, StreamState&, const format::EventView&)>;
+// Called for every slice closed from a stream's stack, whoever closes it (its
+// level's end event, a core step_end, the end of the stream): decoders that
+// keep side rows for their slices (OpenSlice::ext) complete them here.
+using SliceHook = std::function<void(LoadContext&, const OpenSlice&, uint32_t slice, int64_t end_ts)>;
 using Hook = std::function<void(LoadContext&)>;
 // Called when a stream ends, e.g. to close what is still open.
 using StreamEndHook = std::function<void(LoadContext&, StreamState&)>;
@@ -64,9 +68,13 @@ class LoadContext {
   model::StringId Name(ProcessState& ps, uint32_t id);
   uint32_t CounterSeries(uint32_t process, model::StringId name);
   // Appends a finished slice; `depth` is the nesting hint for equal bounds.
+  // Runs the registry's slice hooks.
   uint32_t AddSlice(const OpenSlice& o, int64_t end_ts, uint32_t track, size_t depth);
   void Warn(std::string w) { trace_.warnings.push_back(std::move(w)); }
   void CountWarning(const std::string& what) { ++counted_warnings_[what]; }
+
+  // Old -> new slice index of Trace::Finalize (valid in AfterFinalize hooks).
+  const std::vector<int32_t>& SliceRemap() const { return slice_remap_; }
 
   // A per-load object of type T, created on first use: decoders keep their
   // cross-stream state here (pending flows, correlation maps, ...).
@@ -89,6 +97,8 @@ class LoadContext {
   std::map<std::string, uint64_t> counted_warnings_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
   ProcessState os_process_{model::kNoProcess, {}};  // cpu streams: tracks of no process
+  const std::vector<SliceHook>* slice_hooks_ = nullptr;
+  std::vector<int32_t> slice_remap_;
 };
 
 class DecoderRegistry {
@@ -97,6 +107,7 @@ class DecoderRegistry {
     handlers_[{stream_class, std::move(event_name)}] = std::move(h);
   }
   void OnStreamEnd(StreamEndHook h) { stream_end_.push_back(std::move(h)); }
+  void OnSliceAdded(SliceHook h) { slice_added_.push_back(std::move(h)); }
   // Before Trace::Finalize (slices still in import order).
   void BeforeFinalize(Hook h) { before_.push_back(std::move(h)); }
   // After Trace::Finalize (slices sorted and nested; SliceAt works).
@@ -106,6 +117,7 @@ class DecoderRegistry {
   friend class Loader;
   std::map<std::pair<uint32_t, std::string>, EventHandler> handlers_;
   std::vector<StreamEndHook> stream_end_;
+  std::vector<SliceHook> slice_added_;
   std::vector<Hook> before_, after_;
 };
 
@@ -113,6 +125,7 @@ class DecoderRegistry {
 void RegisterCoreDecoders(DecoderRegistry& r);
 void RegisterAccelDecoders(DecoderRegistry& r);  // accel_events.cc
 void RegisterOsDecoders(DecoderRegistry& r);  // os_events.cc
+void RegisterTorchDecoders(DecoderRegistry& r);
 void RegisterAllDecoders(DecoderRegistry& r);
 
 // Payload helpers for decoders: fields are byte-aligned little-endian.

@@ -8,6 +8,7 @@ void RegisterAllDecoders(DecoderRegistry& r) {
   RegisterCoreDecoders(r);
   RegisterAccelDecoders(r);
   RegisterOsDecoders(r);
+  RegisterTorchDecoders(r);
 }
 
 }  // namespace strata::importers::strata_ctf

@@ -63,6 +63,8 @@ uint32_t LoadContext::CounterSeries(uint32_t process, model::StringId name) {
 uint32_t LoadContext::AddSlice(const OpenSlice& o, int64_t end_ts, uint32_t track, size_t depth) {
   uint32_t i = trace_.slices.Add(o.ts, std::max<int64_t>(0, end_ts - o.ts), track, o.name, o.kind, o.arg);
   trace_.slices.depth.back() = static_cast<uint16_t>(std::min<size_t>(depth, 65535));
+  if (slice_hooks_)
+    for (const SliceHook& h : *slice_hooks_) h(*this, o, i, end_ts);
   return i;
 }
 
@@ -77,7 +79,10 @@ namespace strata_ctf {
 
 class Loader {
  public:
-  explicit Loader(std::string dir) : dir_(std::move(dir)) { RegisterAllDecoders(reg_); }
+  explicit Loader(std::string dir) : dir_(std::move(dir)) {
+    RegisterAllDecoders(reg_);
+    ctx_.slice_hooks_ = &reg_.slice_added_;
+  }
 
   StatusOr<model::Trace> Run() {
     std::string ctf = JoinPath(dir_, "ctf");
@@ -128,8 +133,9 @@ class Loader {
     for (File& f : files) STRATA_RETURN_IF_ERROR(ReadStream(f.path, f.map));
 
     for (auto& h : reg_.before_) h(ctx_);
-    t.Finalize();
+    ctx_.slice_remap_ = t.Finalize();
     for (auto& h : reg_.after_) h(ctx_);
+    ctx_.slice_remap_ = {};
     for (auto& [what, n] : ctx_.counted_warnings_) ctx_.Warn(std::to_string(n) + " " + what);
     return std::move(ctx_.trace_);
   }

@@ -1,0 +1,195 @@
+// Per-op cost of strata's PyTorch observer, next to PyTorch's own RecordFunction
+// floor, in one process (Google Benchmark). Every iteration runs one small aten
+// op (at::mul on 8x8 floats, allocating its result) from C++, so the numbers are
+// the observer's cost per op without Python around it:
+//
+//   untraced        strata attached, its op callbacks disabled, no memory events
+//   floor           + a do-nothing global RecordFunction callback (what any
+//                   RecordFunction observer pays first)
+//   strata_all      strata's op callbacks (--ops all), no memory events
+//   strata_memory   strata_all + allocator events (the default)
+//   strata_shapes   the detail tier (--shapes)
+//   memory_floor    (--alternate only) no strata tier; a do-nothing memory
+//                   reporter instead of strata's: c10's own cost of reporting
+//                   allocations (what torch.profiler's profile_memory pays too)
+// Modes are switched through the control block, as `strata record` would.
+//
+//   build/bin/torch_observer_bench --benchmark_repetitions=30 --benchmark_min_time=0.3 \
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//
+// On a machine shared with other work the per-benchmark numbers drift with the
+// neighbours. --alternate SECONDS switches mode every 2000 ops (~2 ms) instead,
+// round robin, so that every mode sees the same drift, and prints the median
+// over slices of each mode's CPU time per op (the op's thread; and the whole
+// process, which adds strata's flusher encoding the events):
+//   build/bin/torch_observer_bench --alternate 20
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/version.h>
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "format/control.h"
+#include "recorder/runtime.h"
+#include "recorder/runtime_internal.h"
+
+namespace {
+
+using strata::format::ControlBlock;
+using strata::format::OpsMode;
+
+ControlBlock* g_control = nullptr;
+at::CallbackHandle g_floor = 0;
+
+std::unique_ptr<at::ObserverContext> FloorStart(const at::RecordFunction&) { return nullptr; }
+void FloorEnd(const at::RecordFunction&, at::ObserverContext*) {}
+
+enum Mode { kUntraced, kFloor, kAll, kMemory, kShapes };
+
+void Switch(Mode m) {
+  ControlBlock* cb = g_control;
+  cb->ops_mode.store(static_cast<uint32_t>(m >= kAll ? OpsMode::kAll : OpsMode::kOff));
+  cb->detail.store(m == kShapes ? 1 : 0);
+  cb->memory.store(m == kMemory || m == kShapes ? 1 : 0);
+  cb->generation.fetch_add(1, std::memory_order_release);
+  if (m == kFloor) at::reenableCallback(g_floor);
+  else at::disableCallback(g_floor);
+  // The observer's control thread polls every 20 ms.
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+}
+
+using SetTiers = void (*)(int, int, int);
+SetTiers g_set_tiers = nullptr;
+int (*g_release_slot)() = nullptr;
+void (*g_reclaim_slot)() = nullptr;
+
+// Enabled, records nothing: what c10 spends reporting an allocation.
+struct NullReporter : c10::MemoryReportingInfoBase {
+#if TORCH_VERSION_MAJOR >= 2
+  void reportMemoryUsage(void*, int64_t, size_t, size_t, c10::Device) override {}
+#else
+  void reportMemoryUsage(void*, int64_t, int64_t, int64_t, c10::Device) override {}
+#endif
+  bool memoryProfilingEnabled() const override { return true; }
+};
+
+// Switches at once (no control-block polling), for --alternate.
+void SwitchNow(Mode m) {
+  g_set_tiers(m >= kAll ? 2 : 0, m == kShapes ? 1 : 0, m == kMemory || m == kShapes ? 1 : 0);
+  if (m == kFloor) at::reenableCallback(g_floor);
+  else at::disableCallback(g_floor);
+}
+
+uint64_t CpuNs(clockid_t c) {
+  timespec t;
+  clock_gettime(c, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+int Alternate(double seconds) {
+  const char* names[] = {"untraced", "floor", "strata_all", "strata_memory", "strata_shapes", "memory_floor"};
+  constexpr int kModes = 6, kOps = 2000;
+  auto null_reporter = std::make_shared<NullReporter>();
+  std::vector<double> thread_ns[kModes], process_ns[kModes];
+  at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (int slice = 0; std::chrono::steady_clock::now() < end; ++slice) {
+    int mi = slice % kModes;
+    Mode m = mi == 5 ? kUntraced : static_cast<Mode>(mi);
+    SwitchNow(m);
+    bool swapped = mi == 5 && g_release_slot();
+    if (swapped) c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
+    for (int i = 0; i < 50; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());  // settle
+    uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < kOps; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());
+    thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / kOps);
+    process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / kOps);
+    if (swapped) {
+      c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+      g_reclaim_slot();
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  std::printf("at::mul 8x8, CPU ns per op (median of %zu slices of %d ops per mode)\n", thread_ns[0].size(), kOps);
+  std::printf("  %-15s %10s %12s %10s %12s\n", "mode", "thread", "vs floor", "process", "vs floor");
+  double ft = median(thread_ns[kFloor]), fp = median(process_ns[kFloor]);
+  for (int m = 0; m < kModes; ++m) {
+    double t = median(thread_ns[m]), p = median(process_ns[m]);
+    std::printf("  %-15s %10.1f %+12.1f %10.1f %+12.1f\n", names[m], t, t - ft, p, p - fp);
+  }
+  return 0;
+}
+
+void BM_Op(benchmark::State& state) {
+  Switch(static_cast<Mode>(state.range(0)));
+  at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  for (auto _ : state) {
+    at::Tensor c = at::mul(a, b);
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+  // Let the flusher drain before the next mode (buffers are finite).
+  strata::recorder::FlushNow();
+}
+BENCHMARK(BM_Op)
+    ->ArgName("mode")
+    ->Arg(kUntraced)
+    ->Arg(kFloor)
+    ->Arg(kAll)
+    ->Arg(kMemory)
+    ->Arg(kShapes);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  char tmpl[] = "/tmp/strata-observer-bench-XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  std::string dir = tmpl;
+  ControlBlock cb;
+  strata::format::InitControlBlock(&cb);
+  cb.ops_mode.store(static_cast<uint32_t>(OpsMode::kOff));
+  cb.memory.store(0);
+  if (!strata::format::WriteControlFile(dir + "/control", cb).ok()) return 1;
+  setenv("STRATA_TRACE_DIR", dir.c_str(), 1);
+  if (!strata::recorder::Start(strata::recorder::ConfigFromEnv()).ok()) return 1;
+  auto mapped = strata::format::MapControlFile(dir + "/control");
+  if (!mapped.ok()) return 1;
+  g_control = *mapped;
+  void* h = dlopen(STRATA_TORCH_LIB, RTLD_NOW);
+  auto start = h ? reinterpret_cast<int (*)(const char*)>(dlsym(h, "strata_torch_start")) : nullptr;
+  if (!start || start("native") != 0) {
+    std::fprintf(stderr, "cannot start the observer from %s\n", STRATA_TORCH_LIB);
+    return 1;
+  }
+  g_floor = at::addGlobalCallback(at::RecordFunctionCallback(FloorStart, FloorEnd));
+  at::disableCallback(g_floor);
+  g_set_tiers = reinterpret_cast<SetTiers>(dlsym(h, "strata_torch_set_tiers"));
+  g_release_slot = reinterpret_cast<int (*)()>(dlsym(h, "strata_torch_release_profiler_slot"));
+  g_reclaim_slot = reinterpret_cast<void (*)()>(dlsym(h, "strata_torch_reclaim_profiler_slot"));
+  int rc = 0;
+  if (argc == 3 && std::string(argv[1]) == "--alternate" && g_set_tiers && g_release_slot && g_reclaim_slot) {
+    rc = Alternate(std::atof(argv[2]));
+  } else {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+  }
+  strata::recorder::Finalize();
+  std::string rm = "rm -rf " + dir;
+  return std::system(rm.c_str()) == 0 ? rc : 1;
+}

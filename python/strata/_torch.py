@@ -1,0 +1,280 @@
+"""strata's PyTorch support: attaches the observer (libstrata_torch) to a traced
+process and adds what only Python sees.
+
+`strata record` calls attach() from its import hook right after the program
+imported torch; nothing here is needed in user code. The observer records ops,
+memory and steps from C++ (RecordFunction callbacks, the allocator's memory
+reporting); this module adds:
+  - module scopes: global nn.Module forward pre/post hooks give every module's
+    forward a slice named by its qualified name ("Net.features.0 (Conv2d)");
+  - the batch size of a step: the leading dimension of the root module's first
+    input;
+  - the graph of each TorchScript module when it first runs.
+If the observer cannot be loaded, the program runs unchanged and the trace says
+why the PyTorch level is missing.
+"""
+import ctypes
+import json
+import os
+import threading
+
+_lib = None
+_torch = None
+_tls = threading.local()
+_names = {}  # id(module) -> (weakref to module, interned name id)
+_graphs = set()
+
+_ROOT = 1
+_TRAINING = 2
+
+
+def _report(state, detail):
+    from strata import _report_collector
+    _report_collector("pytorch", state, detail)
+
+
+def _loaded_libtorch():
+    """Real path of the libtorch_cpu mapped into this process, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "libtorch_cpu" in parts[5]:
+                    return os.path.realpath(parts[5].strip())
+    except OSError:
+        pass
+    return None
+
+
+def attached():
+    """True when the observer records this process."""
+    return _lib is not None
+
+
+def attach(torch):
+    """Loads and starts the observer for this process (idempotent)."""
+    global _lib, _torch
+    if _lib is not None:
+        return True
+    if not os.environ.get("STRATA_TRACE_DIR"):
+        return False
+    path = os.environ.get("STRATA_TORCH_LIB", "")
+    if not path or not os.path.exists(path):
+        _report("unavailable", "strata was built without its PyTorch observer (libtorch-dev was not found "
+                "when strata was built)")
+        return False
+    info = {}
+    try:
+        with open(os.path.splitext(path)[0] + ".json") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        pass
+    want = info.get("libtorch_cpu")
+    have = _loaded_libtorch()
+    if want and have and os.path.realpath(want) != have:
+        # Loading the observer would load a second libtorch into the process.
+        _report("unavailable", "the program uses torch %s (%s), but strata's observer was built against libtorch %s "
+                "(%s); rebuild strata against the program's libtorch" %
+                (getattr(torch, "__version__", "?"), have, info.get("torch_version", "?"), want))
+        return False
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        _report("unavailable", "cannot load %s: %s" % (path, e))
+        return False
+    lib.strata_torch_start.argtypes = [ctypes.c_char_p]
+    lib.strata_torch_start.restype = ctypes.c_int
+    lib.strata_torch_intern.argtypes = [ctypes.c_char_p]
+    lib.strata_torch_intern.restype = ctypes.c_uint32
+    lib.strata_torch_module_begin.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64]
+    lib.strata_torch_module_begin.restype = None
+    lib.strata_torch_module_end.argtypes = [ctypes.c_uint32]
+    lib.strata_torch_module_end.restype = None
+    lib.strata_torch_graph.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_char_p]
+    lib.strata_torch_graph.restype = None
+    lib.strata_torch_step_samples.argtypes = [ctypes.c_int64]
+    lib.strata_torch_step_samples.restype = None
+    lib.strata_torch_release_profiler_slot.restype = ctypes.c_int
+    lib.strata_torch_reclaim_profiler_slot.restype = None
+    if lib.strata_torch_start(b"python") != 0:
+        return False  # the observer said why
+    _lib = lib
+    _torch = torch
+    if os.environ.get("STRATA_TORCH_MODULES", "1") != "0":
+        _install_module_hooks(torch)
+    _make_way_for_profilers(torch)
+    return True
+
+
+def step_samples(n):
+    """The current step processes `n` samples (used by strata.step(samples=n))."""
+    if _lib is not None and n:
+        _lib.strata_torch_step_samples(int(n))
+
+
+# --- module scopes ---------------------------------------------------------------
+
+
+def _intern(name):
+    return _lib.strata_torch_intern(name.encode("utf-8", "replace"))
+
+
+def _qualified_name(module, stack):
+    cls = type(module).__name__
+    if not stack:
+        return cls
+    parent = stack[-1][0]
+    pent = _names.get(id(parent))
+    pname = pent[2] if pent is not None else type(parent).__name__
+    for attr, child in getattr(parent, "_modules", {}).items():
+        if child is module:
+            return "%s.%s (%s)" % (pname, attr, cls)
+    return "%s.<%s>" % (pname, cls)
+
+
+def _entry(module, stack):
+    import weakref
+    name = _qualified_name(module, stack)
+    try:
+        ref = weakref.ref(module)
+    except TypeError:
+        ref = lambda: module  # noqa: E731 (modules are weak-referenceable; be safe)
+    ent = (ref, _intern(name), name)
+    _names[id(module)] = ent
+    return ent
+
+
+def _pre_hook(module, inputs):
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    ent = _names.get(id(module))
+    if ent is None or ent[0]() is not module:
+        ent = _entry(module, stack)
+    flags = 0
+    batch = -1
+    if not stack:
+        flags = _ROOT | (_TRAINING if module.training else 0)
+        if inputs:
+            x = inputs[0]
+            if isinstance(x, _torch.Tensor) and x.dim() > 0:
+                batch = int(x.shape[0])
+    if isinstance(module, _torch.jit.ScriptModule):
+        _record_graph(module, ent[2])
+    stack.append((module, ent[1]))
+    _lib.strata_torch_module_begin(ent[1], flags, batch)
+
+
+def _post_hook(module, inputs, output):
+    stack = getattr(_tls, "stack", None)
+    # Modules whose forward raised never saw this hook: close them too.
+    while stack:
+        m, nid = stack.pop()
+        _lib.strata_torch_module_end(nid)
+        if m is module:
+            break
+
+
+def _install_module_hooks(torch):
+    mm = torch.nn.modules.module
+    if hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
+        mm.register_module_forward_pre_hook(_pre_hook)
+        mm.register_module_forward_hook(_post_hook)
+
+
+# --- coexisting with PyTorch's profilers ----------------------------------------------
+#
+# The observer's allocator reporting occupies the thread's PROFILER_STATE slot,
+# and PyTorch's profilers refuse to start on a thread where it is taken. Around
+# each profiler start and stop, the slot is handed over and taken back.
+
+
+def _wrap_start(cls, name):
+    real = getattr(cls, name, None)
+    if real is None or getattr(real, "_strata_wrapped", False):
+        return
+
+    def start(self, *a, **kw):
+        released = _lib.strata_torch_release_profiler_slot()
+        try:
+            return real(self, *a, **kw)
+        except BaseException:
+            if released:
+                _lib.strata_torch_reclaim_profiler_slot()
+            raise
+
+    start._strata_wrapped = True
+    setattr(cls, name, start)
+
+
+def _wrap_stop(cls, name):
+    real = getattr(cls, name, None)
+    if real is None or getattr(real, "_strata_wrapped", False):
+        return
+
+    def stop(self, *a, **kw):
+        try:
+            return real(self, *a, **kw)
+        finally:
+            _lib.strata_torch_reclaim_profiler_slot()
+
+    stop._strata_wrapped = True
+    setattr(cls, name, stop)
+
+
+def _make_way_for_profilers(torch):
+    import importlib
+    # torch.profiler.profile drives torch.autograd.profiler.profile through
+    # _start_trace() and __exit__(); the legacy profiler and emit_nvtx/emit_itt
+    # through __enter__/__exit__.
+    autograd_profiler = importlib.import_module("torch.autograd.profiler")
+    prof = getattr(autograd_profiler, "profile", None)
+    if prof is not None:
+        _wrap_start(prof, "_start_trace" if hasattr(prof, "_start_trace") else "__enter__")
+        _wrap_stop(prof, "__exit__")
+    for modname, clsname in (("torch.autograd.profiler_legacy", "profile"), ("torch.autograd.profiler", "emit_nvtx"),
+                             ("torch.autograd.profiler", "emit_itt")):
+        try:
+            cls = getattr(importlib.import_module(modname), clsname)
+        except (ImportError, AttributeError):
+            continue
+        _wrap_start(cls, "__enter__")
+        _wrap_stop(cls, "__exit__")
+
+
+# --- TorchScript graphs --------------------------------------------------------------
+
+
+def _record_graph(module, name):
+    key = (name, type(module).__name__)
+    if key in _graphs:
+        return
+    _graphs.add(key)
+    try:
+        graph = module.inlined_graph if hasattr(module, "inlined_graph") else module.graph
+        nodes, edges = graph_encoding(graph)
+    except Exception:
+        return
+    _lib.strata_torch_graph(_intern(name + " [TorchScript]"), nodes.encode("utf-8", "replace"),
+                            edges.encode("utf-8", "replace"))
+
+
+def graph_encoding(graph):
+    """A TorchScript graph as (node kinds joined by newlines, "from>to" edges
+    joined by spaces), constants left out."""
+    producer = {}  # value id -> index of the node that outputs it
+    kinds = []
+    edges = []
+    for node in graph.nodes():
+        kind = node.kind()
+        if kind == "prim::Constant":
+            continue
+        me = len(kinds)
+        kinds.append(kind)
+        for v in node.inputs():
+            src = producer.get(v.unique())
+            if src is not None:
+                edges.append("%d>%d" % (src, me))
+        for v in node.outputs():
+            producer[v.unique()] = me
+    return "\n".join(kinds), " ".join(edges)

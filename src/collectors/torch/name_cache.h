@@ -1,0 +1,137 @@
+// Per-thread name -> interned id cache of the op hot path.
+//
+// The recorder's Intern() takes a lock and hashes the text: far too slow per op.
+// Op names mostly come from operator schemas whose strings live as long as the
+// process, so the fast path keys on the name's *address*; but names of autograd
+// nodes and record_function scopes are std::strings that may live on the stack
+// and be reused for another name at the same address. So every hit is verified
+// against the cached text, and a miss falls back to a lookup by content, then
+// to Intern().
+//
+// The check compares the first 16 bytes as two masked 64-bit words, then the
+// rest (names longer than 15) with strncmp. Reading 16 bytes from a name is in
+// bounds because every name PyTorch hands out is a std::string's c_str(), whose
+// buffer is at least 16 bytes (the small-string buffer, or a heap buffer for
+// longer strings).
+//
+//   slots_[hash(addr) % 1024] --> Entry {id, flags, step, text} <-- by_text_[text]
+//
+// Entries are never freed (names are few: hundreds per program).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace strata::collectors::torch {
+
+// What a name means to step detection, decided once per name.
+enum NameFlags : uint32_t {
+  kNameOptimizerStep = 1u << 0,  // "Optimizer.step#SGD.step": a training step ends with it
+  kNameProfilerStep = 1u << 1,   // "ProfilerStep#N": the program's own step marks
+  kNameDataLoader = 1u << 2,     // "enumerate(DataLoader)#...__next__": waiting for a batch
+};
+
+struct NameEntry {
+  uint32_t id = 0;
+  uint32_t flags = 0;
+  uint64_t step = 0;   // the N of ProfilerStep#N
+  uint32_t len = 0;
+  uint64_t head[2] = {0, 0};  // the first 16 bytes of text + NUL, masked
+  uint64_t mask[2] = {0, 0};  // which of them belong to the name (its NUL included)
+  std::string text;
+
+  bool Matches(const char* name) const {
+    uint64_t w[2];
+    std::memcpy(w, name, 16);
+    if (((w[0] & mask[0]) ^ head[0]) | ((w[1] & mask[1]) ^ head[1])) return false;
+    return len < 16 || std::strncmp(text.c_str() + 16, name + 16, len - 15) == 0;
+  }
+};
+
+NameEntry MakeNameEntry(std::string_view text, uint32_t id);
+
+class NameCache {
+ public:
+  using InternFn = uint32_t (*)(std::string_view);
+  explicit NameCache(InternFn intern) : intern_(intern) {}
+
+  // Never null; id 0 when the recorder is not recording.
+  const NameEntry* Lookup(const char* name) {
+    Slot& s = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)];
+    if (s.ptr == name && name && s.entry->Matches(name)) return s.entry;
+    return LookupSlow(name, s);
+  }
+
+  size_t size() const { return entries_.size(); }
+
+ private:
+  static constexpr size_t kSlots = 1024;
+  struct Slot {
+    const char* ptr = nullptr;
+    const NameEntry* entry = nullptr;
+  };
+
+  const NameEntry* LookupSlow(const char* name, Slot& s) {
+    std::string_view text(name ? name : "");
+    const NameEntry* e;
+    auto it = by_text_.find(text);
+    if (it != by_text_.end()) {
+      e = it->second;
+    } else {
+      uint32_t id = intern_(text);
+      if (id == 0) return &none_;  // not recording: nothing worth caching
+      entries_.push_back(std::make_unique<NameEntry>(MakeNameEntry(text, id)));
+      e = entries_.back().get();
+      by_text_.emplace(e->text, e);
+    }
+    s.ptr = name;
+    s.entry = e;
+    return e;
+  }
+
+  InternFn intern_;
+  Slot slots_[kSlots];
+  std::unordered_map<std::string_view, const NameEntry*> by_text_;
+  std::vector<std::unique_ptr<NameEntry>> entries_;
+  NameEntry none_;
+};
+
+inline NameEntry MakeNameEntry(std::string_view text, uint32_t id) {
+  NameEntry e;
+  e.id = id;
+  e.text = std::string(text);
+  e.len = static_cast<uint32_t>(text.size());
+  unsigned char head[16] = {}, mask[16] = {};
+  for (size_t i = 0; i < 16 && i <= text.size(); ++i) {
+    head[i] = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
+    mask[i] = 0xff;
+  }
+  std::memcpy(e.head, head, 16);
+  std::memcpy(e.mask, mask, 16);
+  if (text.starts_with("Optimizer.step#")) e.flags |= kNameOptimizerStep;
+  if (text.starts_with("enumerate(DataLoader)#")) e.flags |= kNameDataLoader;
+  if (text.starts_with("ProfilerStep#")) {
+    std::string_view n = text.substr(13);
+    uint64_t v = 0;
+    bool digits = !n.empty();
+    for (char c : n) {
+      if (c < '0' || c > '9') {
+        digits = false;
+        break;
+      }
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (digits) {
+      e.flags |= kNameProfilerStep;
+      e.step = v;
+    }
+  }
+  return e;
+}
+
+}  // namespace strata::collectors::torch

@@ -1,0 +1,774 @@
+// libstrata_torch: the PyTorch observer. Loaded into a traced process that uses
+// libtorch (by the Python import hook, or by libstrata when a C++ program starts
+// with libtorch linked), it writes the framework level into the recorder:
+//
+//  - ops: three global RecordFunction callbacks, exactly one of the first two
+//    enabled at a time (the op tier):
+//      ops      every op scope but USER_SCOPE; begin {name, seq} / end
+//      detail   same, plus inputs and outputs (shapes, dtypes, cost, tensor ids)
+//      scopes   USER_SCOPE only, always on: record_function scopes, which carry
+//               the step marks (Optimizer.step#, ProfilerStep#) and DataLoader
+//               waits. A USER_SCOPE-only callback costs ~nothing per op: the
+//               dispatcher asks for FUNCTION-scope callbacks and finds none.
+//    --ops sampled enables `ops` only in windows: whole steps, chosen so that
+//    they cover ~window/period of the run (5% by default), or, in a program
+//    with no steps, 10 ms windows every ~200 ms from the control thread.
+//    RecordFunction's own sampling still pays most of the per-op cost when a
+//    coin flip says no (measured in BENCHMARKS.md); a disabled callback pays
+//    none of it. Whole steps give exact per-op shares of the sampled steps.
+//  - memory: a ProfilerStateBase pushed as the thread's PROFILER_STATE debug
+//    info, so c10's allocators report every alloc/free to it (what the
+//    profiler's profile_memory does). PyTorch's profilers refuse to start on a
+//    thread whose slot is taken: the Python side hands the slot over around
+//    them (strata_torch_release/reclaim_profiler_slot), so allocations made
+//    while torch.profiler runs go to it, not to strata.
+//  - steps: found from Optimizer.step# scopes, or ProfilerStep#N scopes, unless
+//    the program marks steps itself (strata.step / strata_step_begin).
+//  - modules: from the Python side (global nn.Module forward hooks) through the
+//    C entry points at the end of this file.
+//
+// The op hot path (OnOpStart/OnOpEnd) does: a TLS load, a name-cache probe, one
+// record store at begin and one at end. Nothing here throws across a callback.
+//
+// PyTorch versions. Built and tested against Debian's libtorch 1.13; the same
+// source compiles against PyTorch 2.x headers (scripts/check-torch-api.sh,
+// checked with the 2.3.1 and 2.15.0 wheels). What changed in 2.x and how it is
+// handled:
+//  - MemoryReportingInfoBase::reportMemoryUsage/reportOutOfMemory take the
+//    totals as size_t (int64_t in 1.x): both signatures, by TORCH_VERSION_MAJOR;
+//  - c10::optional/c10::variant became std:: types: the observer uses no API
+//    that returns them (RecordFunction::operator_name(), the name variant);
+//  - int-list arguments are SymInt[] in many 2.x schemas: concrete SymInt lists
+//    box as int lists (isIntList()), symbolic ones (torch.compile tracing) are
+//    described as generic lists, without a cost estimate;
+//  - nested tensors throw from sizes(): is_nested() is checked first;
+//  - ProfilerStateBase/ProfilerConfig live in profiler/orchestration/observer.h
+//    in both; both versions' profilers refuse an occupied PROFILER_STATE slot,
+//    handed over by the Python side either way.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "collectors/torch/observer.h"
+#include "format/control.h"
+#include "format/schema.h"
+#include "recorder/hot.h"
+#include "recorder/runtime.h"
+
+#define STRATA_TORCH_API extern "C" __attribute__((visibility("default")))
+
+namespace strata::collectors::torch {
+namespace {
+
+namespace fmt_ = strata::format;
+
+// Events written per op and per allocation go through the recorder's inlined
+// hot path (recorder/hot.h): the clock and one record store. The callbacks run
+// only while this process records, so the recording state is read once at
+// start (it only says which clock): a callback still running after the final
+// flush writes into a buffer that is never flushed again, which is harmless.
+uint32_t g_clock = recorder::kOnMonotonic;
+
+inline void EmitThreadEvent(uint32_t id, const void* payload, uint32_t size) {
+  recorder::EmitBytes(g_clock, static_cast<uint16_t>(id), payload, size);
+}
+inline void EmitName(uint32_t id, uint32_t name) { recorder::EmitSmall(g_clock, static_cast<uint16_t>(id), name, 4); }
+inline void EmitOpEnd() { recorder::EmitSmall(g_clock, fmt_::kOpEnd, 0, 0); }
+
+// --- settings ------------------------------------------------------------------
+
+struct Settings {
+  fmt_::OpsMode mode = fmt_::OpsMode::kAll;
+  bool detail = false;
+  int64_t detail_first = -1, detail_last = -1;
+  uint32_t window_ms = 10, period_ms = 200;
+  int64_t batch_size = 0;
+  bool memory = true;
+  bool modules = true;
+};
+
+int64_t EnvInt(const char* name, int64_t def) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return def;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  return end && *end == '\0' ? x : def;
+}
+
+// The control block is the source of truth; a process traced without one
+// (STRATA_TRACE_DIR set by hand) reads the same switches from the environment.
+Settings ReadSettings() {
+  Settings s;
+  if (const fmt_::ControlBlock* cb = recorder::Control()) {
+    s.mode = static_cast<fmt_::OpsMode>(cb->ops_mode.load(std::memory_order_relaxed));
+    if (s.mode != fmt_::OpsMode::kOff && s.mode != fmt_::OpsMode::kSampled) s.mode = fmt_::OpsMode::kAll;
+    s.detail = cb->detail.load(std::memory_order_relaxed) != 0;
+    s.detail_first = cb->detail_first_step.load(std::memory_order_relaxed);
+    s.detail_last = cb->detail_last_step.load(std::memory_order_relaxed);
+    s.window_ms = cb->sample_window_ms.load(std::memory_order_relaxed);
+    s.period_ms = cb->sample_period_ms.load(std::memory_order_relaxed);
+    s.batch_size = cb->batch_size.load(std::memory_order_relaxed);
+    s.memory = cb->memory.load(std::memory_order_relaxed) != 0;
+    s.modules = cb->modules.load(std::memory_order_relaxed) != 0;
+  } else {
+    if (const char* m = std::getenv("STRATA_TORCH_OPS")) fmt_::ParseOpsMode(m, &s.mode);
+    s.detail = EnvInt("STRATA_TORCH_SHAPES", 0) != 0;
+    s.detail_first = EnvInt("STRATA_TORCH_DETAIL_FIRST_STEP", -1);
+    s.detail_last = EnvInt("STRATA_TORCH_DETAIL_LAST_STEP", -1);
+    s.window_ms = static_cast<uint32_t>(EnvInt("STRATA_TORCH_SAMPLE_WINDOW_MS", 10));
+    s.period_ms = static_cast<uint32_t>(EnvInt("STRATA_TORCH_SAMPLE_PERIOD_MS", 200));
+    s.batch_size = EnvInt("STRATA_BATCH_SIZE", 0);
+    s.memory = EnvInt("STRATA_TORCH_MEMORY", 1) != 0;
+    s.modules = EnvInt("STRATA_TORCH_MODULES", 1) != 0;
+  }
+  if (s.window_ms == 0) s.window_ms = 1;
+  if (s.period_ms < s.window_ms) s.period_ms = s.window_ms;
+  return s;
+}
+
+uint64_t MonoMs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000u + static_cast<uint64_t>(t.tv_nsec) / 1000000u;
+}
+
+// --- memory --------------------------------------------------------------------
+
+std::atomic<bool> g_memory_on{false};
+
+// c10's allocators report to the PROFILER_STATE debug info of the allocating
+// thread. Deriving from ProfilerStateBase (not just MemoryReportingInfoBase)
+// keeps torch.profiler working: it casts that slot to ProfilerStateBase and
+// refuses to start only if the config there is not "disabled".
+class MemoryReporter final : public ::torch::profiler::impl::ProfilerStateBase {
+ public:
+  MemoryReporter()
+      : ProfilerStateBase(::torch::profiler::impl::ProfilerConfig(::torch::profiler::impl::ProfilerState::Disabled)) {}
+
+#if TORCH_VERSION_MAJOR >= 2
+  // PyTorch 2.0 changed the totals to size_t.
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t total_allocated, size_t total_reserved,
+                         c10::Device device) override {
+    Report(ptr, alloc_size, static_cast<int64_t>(total_allocated), static_cast<int64_t>(total_reserved), device);
+  }
+  void reportOutOfMemory(int64_t alloc_size, size_t total_allocated, size_t total_reserved, c10::Device device) override {
+    Oom(alloc_size, static_cast<int64_t>(total_allocated), static_cast<int64_t>(total_reserved), device);
+  }
+#else
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved,
+                         c10::Device device) override {
+    Report(ptr, alloc_size, total_allocated, total_reserved, device);
+  }
+  void reportOutOfMemory(int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device device) override {
+    Oom(alloc_size, total_allocated, total_reserved, device);
+  }
+#endif
+
+  bool memoryProfilingEnabled() const override { return g_memory_on.load(std::memory_order_relaxed); }
+  ::torch::profiler::impl::ActiveProfilerType profilerType() override {
+    return ::torch::profiler::impl::ActiveProfilerType::NONE;
+  }
+
+ private:
+  static uint8_t Index(c10::Device d) { return d.has_index() ? static_cast<uint8_t>(d.index()) : 255; }
+
+  static void Report(void* ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
+    if (alloc_size == 0) return;
+    Payload p;
+    p.Put<uint64_t>(reinterpret_cast<uintptr_t>(ptr))
+        .Put<uint64_t>(static_cast<uint64_t>(alloc_size > 0 ? alloc_size : -alloc_size))
+        .Put<uint64_t>(static_cast<uint64_t>(total_allocated))
+        .Put<uint64_t>(static_cast<uint64_t>(total_reserved))
+        .Put<uint8_t>(static_cast<uint8_t>(d.type()))
+        .Put<uint8_t>(Index(d));
+    EmitThreadEvent(alloc_size > 0 ? fmt_::kMemAlloc : fmt_::kMemFree, p.data(), p.size());
+  }
+  static void Oom(int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
+    Payload p;
+    p.Put<uint64_t>(static_cast<uint64_t>(alloc_size))
+        .Put<uint64_t>(static_cast<uint64_t>(total_allocated))
+        .Put<uint64_t>(static_cast<uint64_t>(total_reserved))
+        .Put<uint8_t>(static_cast<uint8_t>(d.type()))
+        .Put<uint8_t>(Index(d));
+    EmitThreadEvent(fmt_::kMemOom, p.data(), p.size());
+  }
+};
+
+// --- process state ---------------------------------------------------------------
+
+struct State {
+  std::mutex mu;  // settings, tier switches, window state
+  Settings settings;
+  uint32_t generation = 0;
+  at::CallbackHandle ops = 0, detail = 0, scopes = 0;
+  uint32_t tier = UINT32_MAX;  // applied: 0 no ops, 1 ops, 2 ops + detail
+  bool window_open = false;    // kSampled: inside a window
+  uint64_t next_window_ms = 0, window_end_ms = 0;  // time-driven windows (no steps)
+  bool step_window = false;    // the open window is a sampled step
+  uint64_t step_window_begin_ns = 0;
+  uint64_t next_sampled_step_ns = 0;  // earliest start of the next sampled step
+  uint64_t last_step_ms = 0;   // last step boundary: steps drive the windows while recent
+  uint64_t rng = 0;
+  std::atomic<int64_t> current_step{-1};
+  std::atomic<bool> step_windows{false};  // settings.detail_first >= 0, readable without mu
+  std::atomic<uint64_t> next_step{0};
+  std::atomic<bool> profiler_steps{false};
+  std::atomic<bool> modules_on{true};
+  std::atomic<int64_t> batch_size{0};
+  std::shared_ptr<MemoryReporter> reporter;
+  pthread_t control{};
+  bool control_running = false;
+  std::atomic<bool> stop{false};
+  std::string host;
+};
+
+State* g = nullptr;  // leaked on purpose: callbacks may run during static destruction
+
+// --- threads -------------------------------------------------------------------
+
+pthread_key_t g_thread_key;
+// Initial-exec: one %fs-relative load on the hot path. This library is dlopened,
+// but only a pointer is needed, which fits the loader's static TLS reserve.
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+void PushReporter() {
+  if (!g || !g->reporter) return;
+  // Never on top of a live profiler: it owns the slot while it runs.
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) return;
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, g->reporter);
+}
+
+void Announce(ThreadState& ts) {
+  uint64_t tid = ts.torch_thread;
+  EmitThreadEvent(fmt_::kTorchThread, &tid, sizeof tid);
+}
+
+ThreadState* InitThread() {
+  auto* ts = new ThreadState();
+  t_state = ts;
+  pthread_setspecific(g_thread_key, ts);
+  ts->torch_thread = at::RecordFunction::currentThreadId();
+  Announce(*ts);
+  try {
+    PushReporter();
+  } catch (...) {
+  }
+  return ts;
+}
+
+inline ThreadState& Thread() {
+  ThreadState* ts = t_state;
+  return ts ? *ts : *InitThread();
+}
+
+// --- tiers -----------------------------------------------------------------------
+
+uint32_t DesiredTierLocked() {
+  const Settings& s = g->settings;
+  int64_t cur = g->current_step.load(std::memory_order_relaxed);
+  bool step_window = s.detail_first >= 0 && cur >= s.detail_first && cur <= s.detail_last;
+  if (s.detail || step_window) return 2;
+  switch (s.mode) {
+    case fmt_::OpsMode::kAll: return 1;
+    case fmt_::OpsMode::kSampled: return g->window_open ? 1 : 0;
+    case fmt_::OpsMode::kOff: return 0;
+  }
+  return 1;
+}
+
+void EmitTier(uint32_t tier) {
+  Payload p;
+  p.Put<uint32_t>(tier).Put<uint32_t>(static_cast<uint32_t>(g->settings.mode));
+  EmitThreadEvent(fmt_::kOpsTier, p.data(), p.size());
+}
+
+void ApplyTierLocked() {
+  uint32_t want = DesiredTierLocked();
+  if (want == g->tier) return;
+  uint32_t old = g->tier == UINT32_MAX ? 0 : g->tier;
+  // The tier event brackets the ops it covers: written before ops are switched
+  // on, after they are switched off, so every recorded op lies inside a window.
+  if (want > old) EmitTier(want);
+  // The old callback goes first: an op constructed between the two switches is
+  // recorded by neither, never twice.
+  try {
+    if (old == 1) at::disableCallback(g->ops);
+    if (old == 2) at::disableCallback(g->detail);
+    if (want == 1) at::reenableCallback(g->ops);
+    if (want == 2) at::reenableCallback(g->detail);
+  } catch (...) {
+    recorder::ReportCollectorStatus("pytorch", "error", "switching the op tier failed");
+  }
+  if (want <= old) EmitTier(want);
+  g->tier = want;
+}
+
+void ApplyTier() {
+  std::lock_guard<std::mutex> lk(g->mu);
+  ApplyTierLocked();
+}
+
+// --- steps ---------------------------------------------------------------------
+//
+// A step found automatically runs from its first "activity" (fetching a batch
+// from a DataLoader, or the forward of a root module in training mode) to the
+// end of the optimizer's step. Its begin is written tentatively: right after the
+// previous step ends, then moved to the first activity (a later auto_step_begin
+// replaces an earlier one); a begin that no end follows (an eval loop, the end of
+// the program) is dropped by the importer.
+
+bool AutoStepsOff() { return recorder::ExplicitStepsUsed() || g->profiler_steps.load(std::memory_order_relaxed); }
+
+uint64_t NextRandom();
+
+// --ops sampled with steps: a step boundary closes the sampled step (if one was
+// open) and opens the next window if the duty budget allows. After a sampled
+// step of length d the next one starts no sooner than d * (period/window - 1),
+// jittered 0.5x..1.5x, so that sampled time stays ~window/period of the run
+// whatever the step length, and periodic patterns (an eval every 10 steps) are
+// not locked onto.
+void StepBoundary() {
+  if (g->settings.mode != fmt_::OpsMode::kSampled) return;
+  std::lock_guard<std::mutex> lk(g->mu);
+  if (g->settings.mode != fmt_::OpsMode::kSampled) return;
+  uint64_t now_ns = recorder::NowNs();
+  g->last_step_ms = now_ns / 1000000;
+  if (g->window_open && !g->step_window) g->window_open = false;  // steps take over from time windows
+  if (g->step_window) {
+    uint64_t d = std::max<uint64_t>(1, now_ns - g->step_window_begin_ns);
+    double ratio = static_cast<double>(g->settings.period_ms) / static_cast<double>(g->settings.window_ms) - 1.0;
+    double jitter = 0.5 + static_cast<double>(NextRandom() % 1001) / 1000.0;
+    g->next_sampled_step_ns = now_ns + static_cast<uint64_t>(static_cast<double>(d) * ratio * jitter);
+    g->step_window = false;
+    g->window_open = false;
+  }
+  if (!g->window_open && now_ns >= g->next_sampled_step_ns) {
+    g->window_open = true;
+    g->step_window = true;
+    g->step_window_begin_ns = now_ns;
+  }
+  ApplyTierLocked();
+}
+
+void StepBegins(ThreadState& ts, uint64_t step) {
+  ts.batch_emitted = false;
+  if (g->current_step.exchange(static_cast<int64_t>(step), std::memory_order_relaxed) == static_cast<int64_t>(step))
+    return;  // the same step again (its begin moved to its first activity)
+  StepBoundary();
+  if (g->step_windows.load(std::memory_order_relaxed)) ApplyTier();
+}
+
+void EmitAutoStep(uint32_t event, uint64_t step) { EmitThreadEvent(event, &step, sizeof step); }
+
+void StepActivity(ThreadState& ts) {
+  if (AutoStepsOff() || ts.step_activity) return;
+  if (!ts.step_pending) ts.step = g->next_step.fetch_add(1, std::memory_order_relaxed);
+  ts.step_pending = true;
+  ts.step_activity = true;
+  EmitAutoStep(fmt_::kAutoStepBegin, ts.step);
+  StepBegins(ts, ts.step);
+}
+
+void OptimizerStepEnded(ThreadState& ts) {
+  if (AutoStepsOff()) return;
+  if (ts.step_pending) {
+    EmitAutoStep(fmt_::kAutoStepEnd, ts.step);
+    ts.step = g->next_step.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    ts.step = g->next_step.fetch_add(1, std::memory_order_relaxed);
+  }
+  // The next step begins here unless an activity comes first.
+  ts.step_pending = true;
+  ts.step_activity = false;
+  EmitAutoStep(fmt_::kAutoStepBegin, ts.step);
+  StepBegins(ts, ts.step);
+}
+
+void OnExplicitStep(uint64_t step, bool begin) {
+  if (!g) return;
+  ThreadState& ts = Thread();
+  if (begin) {
+    StepBegins(ts, step);
+  } else {
+    g->current_step.store(-1, std::memory_order_relaxed);
+    StepBoundary();  // closes a sampled step
+    if (g->step_windows.load(std::memory_order_relaxed)) ApplyTier();
+  }
+}
+
+// --- callbacks -------------------------------------------------------------------
+
+inline const NameEntry& OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
+  const NameEntry* e = ts.names.Lookup(fn.name());
+  Payload p;
+  switch (fn.scope()) {
+    case at::RecordScope::BACKWARD_FUNCTION:
+      p.Put<uint32_t>(e->id).Put<int64_t>(fn.seqNr()).Put<uint64_t>(fn.forwardThreadId());
+      EmitThreadEvent(fmt_::kBwdBegin, p.data(), p.size());
+      break;
+    case at::RecordScope::TORCHSCRIPT_FUNCTION:
+      EmitName(fmt_::kScriptBegin, e->id);
+      break;
+    default:
+      if (fn.seqNr() >= 0) {
+        p.Put<uint32_t>(e->id).Put<int64_t>(fn.seqNr());
+        EmitThreadEvent(fmt_::kOpBeginSeq, p.data(), p.size());
+      } else {
+        EmitName(fmt_::kOpBegin, e->id);
+      }
+  }
+  return *e;
+}
+
+std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
+  OpBegin(Thread(), fn);
+  return nullptr;
+}
+
+void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitOpEnd(); }
+
+std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn) {
+  ThreadState& ts = Thread();
+  const NameEntry& e = OpBegin(ts, fn);
+  try {
+    EmitOpDetail(ts, fn, e);
+  } catch (...) {
+  }
+  return nullptr;
+}
+
+void OnDetailEnd(const at::RecordFunction& fn, at::ObserverContext*) {
+  try {
+    EmitOpOutputs(Thread(), fn);
+  } catch (...) {
+  }
+  EmitOpEnd();
+}
+
+std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) {
+  ThreadState& ts = Thread();
+  const NameEntry* e = ts.names.Lookup(fn.name());
+  if (e->flags & kNameProfilerStep) {
+    if (!recorder::ExplicitStepsUsed()) {
+      g->profiler_steps.store(true, std::memory_order_relaxed);
+      EmitAutoStep(fmt_::kAutoStepBegin, e->step);
+      StepBegins(ts, e->step);
+    }
+  } else if (e->flags & kNameDataLoader) {
+    StepActivity(ts);
+  }
+  EmitName(fmt_::kScopeBegin, e->id);
+  return nullptr;
+}
+
+void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*) {
+  ThreadState& ts = Thread();
+  const NameEntry* e = ts.names.Lookup(fn.name());
+  EmitName(fmt_::kScopeEnd, e->id);
+  if ((e->flags & kNameProfilerStep) && !recorder::ExplicitStepsUsed()) EmitAutoStep(fmt_::kAutoStepEnd, e->step);
+  else if (e->flags & kNameOptimizerStep) OptimizerStepEnded(ts);
+}
+
+// --- control thread ----------------------------------------------------------------
+//
+// Opens and closes the sampled windows, and picks up changes of the control
+// block (a supervisor switching tiers while the program runs).
+
+uint64_t NextRandom() {
+  uint64_t x = g->rng;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  g->rng = x;
+  return x;
+}
+
+// Window starts are jittered (0.5x..1.5x the period) so that they do not lock
+// onto the program's own period (steps) and sample the same phase every time.
+void ScheduleNextWindowLocked(uint64_t now) {
+  uint64_t period = g->settings.period_ms;
+  uint64_t gap = period / 2 + NextRandom() % (period + 1);
+  uint64_t w = g->settings.window_ms;
+  g->next_window_ms = now + (gap > w ? gap - w : 1);
+}
+
+void* ControlMain(void*) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "strata-torch");
+  while (!g->stop.load(std::memory_order_relaxed)) {
+    uint64_t now = MonoMs();
+    uint64_t sleep_ms = 20;
+    {
+      std::lock_guard<std::mutex> lk(g->mu);
+      if (const fmt_::ControlBlock* cb = recorder::Control()) {
+        uint32_t gen = cb->generation.load(std::memory_order_acquire);
+        if (gen != g->generation) {
+          g->generation = gen;
+          g->settings = ReadSettings();
+          g->step_windows.store(g->settings.detail_first >= 0, std::memory_order_relaxed);
+          g_memory_on.store(g->settings.memory, std::memory_order_relaxed);
+          g->modules_on.store(g->settings.modules, std::memory_order_relaxed);
+          g->batch_size.store(g->settings.batch_size, std::memory_order_relaxed);
+          ApplyTierLocked();
+        }
+      }
+      // Steps drive the windows while they come; without steps, time does.
+      bool steps_recent = g->last_step_ms && now - g->last_step_ms < std::max<uint64_t>(1000, 4 * g->settings.period_ms);
+      if (g->settings.mode == fmt_::OpsMode::kSampled && (g->step_window || steps_recent)) {
+        sleep_ms = 20;
+      } else if (g->settings.mode == fmt_::OpsMode::kSampled) {
+        if (g->window_open && now >= g->window_end_ms) {
+          g->window_open = false;
+          ScheduleNextWindowLocked(now);
+          ApplyTierLocked();
+        } else if (!g->window_open && now >= g->next_window_ms) {
+          g->window_open = true;
+          g->window_end_ms = now + g->settings.window_ms;
+          ApplyTierLocked();
+        }
+        uint64_t next = g->window_open ? g->window_end_ms : g->next_window_ms;
+        sleep_ms = next > now ? std::min<uint64_t>(next - now, 20) : 1;
+      } else if (g->window_open) {
+        g->window_open = false;
+        g->step_window = false;
+        ApplyTierLocked();
+      }
+    }
+    timespec ts{static_cast<time_t>(sleep_ms / 1000), static_cast<long>((sleep_ms % 1000) * 1000000)};
+    nanosleep(&ts, nullptr);
+  }
+  return nullptr;
+}
+
+void StartControlThread() {
+  g->stop.store(false);
+  {
+    std::lock_guard<std::mutex> lk(g->mu);
+    g->rng = (MonoMs() * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid()) ^ 0x5DEECE66Dull;
+    ScheduleNextWindowLocked(MonoMs());
+    g->next_window_ms = MonoMs() + NextRandom() % (g->settings.period_ms + 1);
+    // The first sampled step comes 0.5..1.5 periods in, not at once: the first
+    // steps of a run (warm-up: allocator growth, kernel selection) are not
+    // typical and would weigh heavily in a handful of samples.
+    uint64_t period_ns = uint64_t{g->settings.period_ms} * 1000000u;
+    g->next_sampled_step_ns = recorder::NowNs() + period_ns / 2 + NextRandom() % (period_ns + 1);
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  g->control_running = pthread_create(&g->control, &attr, ControlMain, nullptr) == 0;
+  pthread_attr_destroy(&attr);
+  if (g->control_running) pthread_detach(g->control);
+}
+
+// --- fork --------------------------------------------------------------------------
+
+void AtForkPrepare() {
+  if (g) g->mu.lock();
+}
+void AtForkParent() {
+  if (g) g->mu.unlock();
+}
+void AtForkChild() {
+  if (!g) return;
+  new (&g->mu) std::mutex();
+  // The child's streams are new: say again which framework thread this is.
+  if (ThreadState* ts = t_state) Announce(*ts);
+  EmitTier(g->tier);
+  if (g->control_running) StartControlThread();
+}
+
+void DeleteThreadState(void* p) {
+  delete static_cast<ThreadState*>(p);
+  t_state = nullptr;
+}
+
+std::string Describe(const Settings& s, const std::string& host) {
+  std::string d = "PyTorch " TORCH_VERSION " observer (" + host + "): ops " + fmt_::OpsModeName(s.mode);
+  if (s.detail) d += ", shapes";
+  if (s.detail_first >= 0) d += ", detail for steps " + std::to_string(s.detail_first) + "-" + std::to_string(s.detail_last);
+  d += s.memory ? ", memory" : ", no memory";
+  if (host == "python") d += s.modules ? ", modules" : ", no modules";
+  return d;
+}
+
+int Start(const std::string& host) {
+  if (!recorder::Active()) return -1;
+  g_clock = recorder::LoadState() == recorder::kOnTsc ? recorder::kOnTsc : recorder::kOnMonotonic;
+  static std::mutex start_mu;
+  std::lock_guard<std::mutex> lk(start_mu);
+  if (g) return 0;
+  auto* st = new State();
+  st->host = host;
+  st->settings = ReadSettings();
+  if (const fmt_::ControlBlock* cb = recorder::Control()) st->generation = cb->generation.load(std::memory_order_acquire);
+  st->modules_on.store(st->settings.modules);
+  st->step_windows.store(st->settings.detail_first >= 0);
+  st->batch_size.store(st->settings.batch_size);
+  pthread_key_create(&g_thread_key, DeleteThreadState);
+  g = st;
+  try {
+    // Registered enabled, then switched to the tier wanted: the ops and detail
+    // callbacks stay registered so that a switch is a cheap enable/disable.
+    g->scopes = at::addGlobalCallback(
+        at::RecordFunctionCallback(OnScopeStart, OnScopeEnd).scopes({at::RecordScope::USER_SCOPE}));
+    std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> op_scopes;
+    for (size_t i = 0; i < static_cast<size_t>(at::RecordScope::NUM_SCOPES); ++i)
+      if (static_cast<at::RecordScope>(i) != at::RecordScope::USER_SCOPE) op_scopes.insert(static_cast<at::RecordScope>(i));
+    g->ops = at::addGlobalCallback(at::RecordFunctionCallback(OnOpStart, OnOpEnd).scopes(op_scopes));
+    at::disableCallback(g->ops);
+    g->detail = at::addGlobalCallback(
+        at::RecordFunctionCallback(OnDetailStart, OnDetailEnd).needsInputs(true).needsOutputs(true).scopes(op_scopes));
+    at::disableCallback(g->detail);
+    g->tier = UINT32_MAX;  // forces the first tier event, whatever the tier
+    ApplyTier();
+    // Pushed even with memory off: the control block may switch it on later.
+    g->reporter = std::make_shared<MemoryReporter>();
+    g_memory_on.store(g->settings.memory);
+    Thread();  // announces this thread and pushes the reporter on it
+  } catch (const std::exception& e) {
+    recorder::ReportCollectorStatus("pytorch", "error", std::string("cannot register the observer: ") + e.what());
+    return -1;
+  }
+  recorder::SetStepListener(OnExplicitStep);
+  pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  if (g->settings.mode == fmt_::OpsMode::kSampled || recorder::Control() != nullptr) StartControlThread();
+  recorder::ReportCollectorStatus("pytorch", "ok", Describe(g->settings, host));
+  return 0;
+}
+
+}  // namespace
+
+ThreadState::ThreadState() : names(&recorder::Intern) {}
+
+uint32_t InternDetail(ThreadState& ts, const std::string& s) {
+  auto it = ts.strings.find(std::string_view(s));
+  if (it != ts.strings.end()) return it->second;
+  uint32_t id = recorder::Intern(s);
+  if (id) ts.strings.emplace(s, id);
+  return id;
+}
+
+}  // namespace strata::collectors::torch
+
+using strata::collectors::torch::g;
+namespace ct = strata::collectors::torch;
+namespace sf = strata::format;
+
+// --- C entry points (Python's ctypes, libstrata's main() hook) --------------------
+
+// Attaches the observer to this process: "python" (the import hook) or "native".
+// 0 on success (or already attached); -1 when not recording or registration failed.
+STRATA_TORCH_API int strata_torch_start(const char* host) { return ct::Start(host ? host : "native"); }
+
+// The libtorch version this observer was built against ("1.13.0").
+STRATA_TORCH_API const char* strata_torch_version() { return TORCH_VERSION; }
+
+STRATA_TORCH_API uint32_t strata_torch_intern(const char* name) {
+  return name ? strata::recorder::Intern(name) : 0;
+}
+
+enum : uint32_t { kModuleRoot = 1, kModuleTraining = 2 };
+
+// A module's forward begins (from a global forward pre-hook). `batch`: the
+// leading dimension of its first tensor input, -1 when none.
+STRATA_TORCH_API void strata_torch_module_begin(uint32_t name, uint32_t flags, int64_t batch) {
+  if (!g || !g->modules_on.load(std::memory_order_relaxed)) return;
+  ct::ThreadState& ts = ct::Thread();
+  if (flags & kModuleRoot) {
+    if (flags & kModuleTraining) ct::StepActivity(ts);
+    else ts.step_activity = false;  // eval: the next activity re-places the pending begin
+    int64_t given = g->batch_size.load(std::memory_order_relaxed);
+    int64_t samples = given > 0 ? given : batch;
+    if ((flags & kModuleTraining) && samples > 0 && !ts.batch_emitted) {
+      ts.batch_emitted = true;
+      uint64_t v = static_cast<uint64_t>(samples);
+      strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
+    }
+  }
+  strata::recorder::EmitThreadEvent(sf::kModuleBegin, &name, 4);
+}
+
+STRATA_TORCH_API void strata_torch_module_end(uint32_t name) {
+  if (!g || !g->modules_on.load(std::memory_order_relaxed)) return;
+  strata::recorder::EmitThreadEvent(sf::kModuleEnd, &name, 4);
+}
+
+// The program says how many samples the current step processes (strata.step(samples=N)).
+STRATA_TORCH_API void strata_torch_step_samples(int64_t samples) {
+  if (!g || samples <= 0) return;
+  ct::ThreadState& ts = ct::Thread();
+  ts.batch_emitted = true;
+  uint64_t v = static_cast<uint64_t>(samples);
+  strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
+}
+
+// Switches the tiers at once (benchmarks, tests): ops 0 off, 1 sampled, 2 all.
+// The control block's next change overrides it.
+STRATA_TORCH_API void strata_torch_set_tiers(int ops, int detail, int memory) {
+  if (!g) return;
+  std::lock_guard<std::mutex> lk(g->mu);
+  g->settings.mode = ops == 0 ? sf::OpsMode::kOff : ops == 1 ? sf::OpsMode::kSampled : sf::OpsMode::kAll;
+  g->settings.detail = detail != 0;
+  g->settings.memory = memory != 0;
+  ct::g_memory_on.store(memory != 0, std::memory_order_relaxed);
+  ct::ApplyTierLocked();
+}
+
+// PyTorch's profilers start only on a thread with no PROFILER_STATE: give ours
+// up on the calling thread (1 if it was there and is now gone), and take it back
+// once the profiler stopped.
+STRATA_TORCH_API int strata_torch_release_profiler_slot() {
+  if (!g || !g->reporter) return 0;
+  try {
+    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != g->reporter.get()) return 0;
+    c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);  // throws if another kind is innermost
+    return 1;
+  } catch (...) {
+    return 0;
+  }
+}
+
+STRATA_TORCH_API void strata_torch_reclaim_profiler_slot() {
+  if (!g) return;
+  try {
+    ct::PushReporter();
+  } catch (...) {
+  }
+}
+
+// A whole graph (a TorchScript module's IR), encoded as schema_torch.cc says.
+STRATA_TORCH_API void strata_torch_graph(uint32_t name, const char* nodes, const char* edges) {
+  if (!g) return;
+  std::string p(reinterpret_cast<const char*>(&name), 4);
+  // One event holds at most 64 KiB; a larger graph is cut at a node boundary.
+  std::string n = nodes ? nodes : "", e = edges ? edges : "";
+  constexpr size_t kMax = 60000;
+  if (n.size() + e.size() > kMax) {
+    if (n.size() > kMax / 2) n.resize(n.rfind('\n', kMax / 2) == std::string::npos ? 0 : n.rfind('\n', kMax / 2));
+    if (e.size() > kMax / 2) e.resize(e.rfind(' ', kMax / 2) == std::string::npos ? 0 : e.rfind(' ', kMax / 2));
+  }
+  p += n;
+  p.push_back('\0');
+  p += e;
+  p.push_back('\0');
+  strata::recorder::EmitThreadEvent(sf::kGraph, p.data(), static_cast<uint32_t>(p.size()));
+}

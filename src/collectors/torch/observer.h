@@ -1,0 +1,72 @@
+// Internals of the PyTorch observer (libstrata_torch), shared by its two
+// translation units: observer.cc (RecordFunction callbacks, allocator events,
+// steps, tiers, the C entry points) and detail.cc (the detail tier: arguments
+// to shapes, dtypes, cost estimates and tensor ids). Only these two files
+// include PyTorch headers.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "collectors/torch/cost_model.h"
+#include "collectors/torch/name_cache.h"
+
+namespace at {
+struct RecordFunction;
+}
+
+namespace strata::collectors::torch {
+
+// Heterogeneous lookup: find a std::string key by string_view without copying.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+struct ThreadState {
+  NameCache names;
+  uint64_t torch_thread = 0;  // RecordFunction::currentThreadId()
+
+  // Automatic steps on this thread (see observer.cc, "Steps").
+  bool step_pending = false;   // an auto_step_begin is out and its step not ended
+  bool step_activity = false;  // ...and it was placed at the step's first activity
+  bool batch_emitted = false;
+  uint64_t step = 0;           // the pending step's number
+
+  // Detail-tier scratch, reused per op.
+  std::vector<ArgDesc> args;
+  std::string shapes, dtypes, ids;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> strings;
+
+  ThreadState();
+};
+
+// Interns a detail string (shapes, dtypes) through the thread's cache.
+uint32_t InternDetail(ThreadState& ts, const std::string& s);
+
+// Detail tier (detail.cc): right after the op's begin event, and right before its end.
+void EmitOpDetail(ThreadState& ts, const at::RecordFunction& fn, const NameEntry& name);
+void EmitOpOutputs(ThreadState& ts, const at::RecordFunction& fn);
+
+// Little-endian payload builder for the fixed fields of schema_torch.cc.
+class Payload {
+ public:
+  template <typename T>
+  Payload& Put(T v) {
+    std::memcpy(buf_ + n_, &v, sizeof v);
+    n_ += sizeof v;
+    return *this;
+  }
+  const void* data() const { return buf_; }
+  uint32_t size() const { return n_; }
+
+ private:
+  uint8_t buf_[64];
+  uint32_t n_ = 0;
+};
+
+}  // namespace strata::collectors::torch

@@ -1,0 +1,234 @@
+// Framework-level report sections (PyTorch): training steps, ops, modules,
+// memory, dataflow. JSON keys live under "framework".
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "analysis/framework.h"
+#include "report/section.h"
+
+namespace strata::report {
+namespace {
+
+using nlohmann::json;
+
+// --skip-steps and --batch-size of `strata record`, from the manifest.
+analysis::FrameworkOptions OptionsFromManifest(const model::Trace& t) {
+  analysis::FrameworkOptions o;
+  if (t.manifest_json.empty()) return o;
+  json m = json::parse(t.manifest_json, nullptr, false);
+  if (!m.is_object() || !m.contains("options") || !m["options"].is_object()) return o;
+  const json& opt = m["options"];
+  if (opt.contains("skip_steps") && opt["skip_steps"].is_number_integer()) o.skip_steps = opt["skip_steps"].get<int64_t>();
+  if (opt.contains("batch_size") && opt["batch_size"].is_number_integer()) o.batch_size = opt["batch_size"].get<int64_t>();
+  return o;
+}
+
+json& Framework(json& root) {
+  if (!root.contains("framework")) root["framework"] = json::object();
+  return root["framework"];
+}
+
+class TrainingSection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions&) override {
+    opt_ = OptionsFromManifest(t);
+    s_ = analysis::Training(t, opt_);
+  }
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (s_.steps.empty()) return;
+    const auto& d = s_.duration;
+    out += fmt::format("Training steps: {} counted", d.count);
+    if (s_.skipped) out += fmt::format(" ({} warm-up skipped)", s_.skipped);
+    out += fmt::format("   mean {}   p50 {}   p90 {}\n", FormatDuration(static_cast<int64_t>(d.mean)),
+                       FormatDuration(d.p50), FormatDuration(d.p90));
+    if (s_.samples_per_s > 0)
+      out += fmt::format("  throughput  {:.1f} samples/s{}\n", s_.samples_per_s,
+                         s_.batch_size ? fmt::format(" (batch {})", s_.batch_size) : std::string());
+    else
+      out += "  throughput  unknown (no batch size: pass --batch-size or strata.step(samples=N))\n";
+    out += fmt::format("  data wait   {:.1f}% of step time inside DataLoader __next__\n", s_.data_wait_pct);
+    out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", "step", "time", "data wait", "samples", "mem peak",
+                       "allocs");
+    size_t shown = 0;
+    for (const auto& st : s_.steps) {
+      if (shown++ >= opt.top) {
+        out += fmt::format("  ... {} more\n", s_.steps.size() - opt.top);
+        break;
+      }
+      out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}{}\n", st.number, FormatDuration(st.dur),
+                         FormatDuration(st.data_wait_ns), st.samples ? std::to_string(st.samples) : "-",
+                         st.mem_peak >= 0 ? FormatBytes(static_cast<double>(st.mem_peak)) : "-", st.allocs,
+                         st.skipped ? "  (warm-up)" : "");
+    }
+  }
+  void RenderJson(json& root, const ReportOptions& opt) const override {
+    json steps = json::array();
+    for (size_t i = 0; i < s_.steps.size() && i < opt.max_rows; ++i) {
+      const auto& st = s_.steps[i];
+      steps.push_back({{"number", st.number}, {"ts_ns", st.ts}, {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
+                       {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak}, {"allocs", st.allocs},
+                       {"skipped", st.skipped}});
+    }
+    const auto& d = s_.duration;
+    Framework(root)["steps"] = {{"count", d.count},
+                                {"skipped", s_.skipped},
+                                {"mean_ns", d.mean},
+                                {"p50_ns", d.p50},
+                                {"p90_ns", d.p90},
+                                {"max_ns", d.max},
+                                {"batch_size", s_.batch_size},
+                                {"samples_per_s", s_.samples_per_s},
+                                {"data_wait_pct", s_.data_wait_pct},
+                                {"steps", steps}};
+  }
+
+ private:
+  analysis::FrameworkOptions opt_;
+  analysis::TrainingSteps s_;
+};
+
+class OpsSection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Ops(t); }
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (s_.ops_by_name.empty() && s_.modules.empty()) return;
+    out += fmt::format("Framework ops ({} recorded, --ops {}", s_.ops, s_.mode.empty() ? "?" : s_.mode);
+    if (s_.mode == "sampled")
+      out += fmt::format(": windows covered {:.1f}% of the run; counts and times are of the windows", 100 * s_.coverage);
+    out += ")\n";
+    if (s_.backward) out += fmt::format("  backward ops linked to their forward op: {} of {}\n", s_.backward_linked, s_.backward);
+    if (s_.flops > 0 || s_.bytes > 0)
+      out += fmt::format("  estimated work: {:.3f} GFLOP, {:.2f} MB moved ({:.2f} FLOP/byte)\n", static_cast<double>(s_.flops) / 1e9,
+                         static_cast<double>(s_.bytes) / 1e6,
+                         s_.bytes > 0 ? static_cast<double>(s_.flops) / static_cast<double>(s_.bytes) : 0.0);
+    bool cost = std::any_of(s_.ops_by_name.begin(), s_.ops_by_name.end(), [](const auto& o) { return o.flops >= 0; });
+    out += fmt::format("  {:<44} {:<8} {:>8} {:>11} {:>11} {:>7}{}\n", "op", "scope", "count", "total", "self", "self%",
+                       cost ? fmt::format(" {:>10} {:>10}", "GFLOP", "MB moved") : "");
+    for (size_t i = 0; i < s_.ops_by_name.size() && i < opt.top; ++i) {
+      const auto& o = s_.ops_by_name[i];
+      std::string c;
+      if (cost)
+        c = fmt::format(" {:>10} {:>10}", o.flops >= 0 ? fmt::format("{:.3f}", static_cast<double>(o.flops) / 1e9) : "-",
+                        o.bytes >= 0 ? fmt::format("{:.2f}", static_cast<double>(o.bytes) / 1e6) : "-");
+      out += fmt::format("  {:<44} {:<8} {:>8} {:>11} {:>11} {:>6.1f}%{}\n", Truncate(o.name, 44), o.scope, o.count,
+                         FormatDuration(o.total_ns), FormatDuration(o.self_ns), o.self_pct, c);
+    }
+    if (!s_.modules.empty()) {
+      out += fmt::format("\nModules\n  {:<52} {:>8} {:>11} {:>11}\n", "module", "count", "total", "self");
+      for (size_t i = 0; i < s_.modules.size() && i < opt.top; ++i) {
+        const auto& m = s_.modules[i];
+        out += fmt::format("  {:<52} {:>8} {:>11} {:>11}\n", Truncate(m.name, 52), m.count, FormatDuration(m.total_ns),
+                           FormatDuration(m.self_ns));
+      }
+    }
+  }
+  void RenderJson(json& root, const ReportOptions& opt) const override {
+    auto rows = [&](const std::vector<analysis::OpStats>& v) {
+      json a = json::array();
+      for (size_t i = 0; i < v.size() && i < opt.max_rows; ++i) {
+        const auto& o = v[i];
+        a.push_back({{"name", o.name}, {"scope", o.scope}, {"count", o.count}, {"total_ns", o.total_ns},
+                     {"self_ns", o.self_ns}, {"max_ns", o.max_ns}, {"self_pct", o.self_pct}, {"flops", o.flops},
+                     {"bytes", o.bytes}});
+      }
+      return a;
+    };
+    json& f = Framework(root);
+    f["ops_mode"] = s_.mode;
+    f["ops_recorded"] = s_.ops;
+    f["ops_coverage"] = s_.coverage;
+    f["backward_ops"] = s_.backward;
+    f["backward_linked"] = s_.backward_linked;
+    f["flops"] = s_.flops;
+    f["bytes"] = s_.bytes;
+    f["ops"] = rows(s_.ops_by_name);
+    f["modules"] = rows(s_.modules);
+  }
+
+ private:
+  analysis::OpsSummary s_;
+};
+
+class MemorySection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Memory(t); }
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (s_.devices.empty()) return;
+    out += fmt::format("Framework memory\n  {:<28} {:<7} {:>12} {:>10} {:>10} {:>12}\n", "process", "device", "peak",
+                       "allocs", "frees", "allocated");
+    for (const auto& d : s_.devices)
+      out += fmt::format("  {:<28} {:<7} {:>12} {:>10} {:>10} {:>12}\n", Truncate(d.process_label, 28),
+                         d.device == model::kNone ? "host" : fmt::format("gpu{}", d.device),
+                         FormatBytes(static_cast<double>(d.peak_bytes)), d.allocs, d.frees,
+                         FormatBytes(static_cast<double>(d.bytes_allocated)));
+    if (s_.ops.empty()) return;
+    out += fmt::format("  {:<44} {:>10} {:>12} {:>14}\n", "op (allocating directly)", "allocs", "bytes", "peak increase");
+    for (size_t i = 0; i < s_.ops.size() && i < std::min<size_t>(opt.top, 10); ++i) {
+      const auto& o = s_.ops[i];
+      out += fmt::format("  {:<44} {:>10} {:>12} {:>14}\n", Truncate(o.name, 44), o.allocs,
+                         FormatBytes(static_cast<double>(o.bytes)), FormatBytes(static_cast<double>(o.peak_increase)));
+    }
+  }
+  void RenderJson(json& root, const ReportOptions& opt) const override {
+    json devs = json::array();
+    for (const auto& d : s_.devices) {
+      // The timeline, thinned to at most max_rows points that keep each bucket's maximum.
+      json tl = json::array();
+      size_t n = d.timeline.size(), per = std::max<size_t>(1, (n + opt.max_rows - 1) / std::max<size_t>(1, opt.max_rows));
+      for (size_t i = 0; i < n; i += per) {
+        size_t best = i;
+        for (size_t j = i; j < std::min(n, i + per); ++j)
+          if (d.timeline[j].bytes > d.timeline[best].bytes) best = j;
+        tl.push_back({d.timeline[best].ts, d.timeline[best].bytes});
+      }
+      devs.push_back({{"process", d.process_label}, {"device", d.device == model::kNone ? "host" : std::to_string(d.device)},
+                      {"peak_bytes", d.peak_bytes}, {"peak_ts_ns", d.peak_ts}, {"allocs", d.allocs}, {"frees", d.frees},
+                      {"bytes_allocated", d.bytes_allocated}, {"timeline", tl}});
+    }
+    json ops = json::array();
+    for (size_t i = 0; i < s_.ops.size() && i < opt.max_rows; ++i) {
+      const auto& o = s_.ops[i];
+      ops.push_back({{"name", o.name}, {"allocs", o.allocs}, {"bytes", o.bytes}, {"peak_increase_bytes", o.peak_increase}});
+    }
+    Framework(root)["memory"] = {{"devices", devs}, {"ops", ops}};
+  }
+
+ private:
+  analysis::MemorySummary s_;
+};
+
+class DataflowSection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Dataflow(t); }
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (s_.edges == 0 && s_.graphs.empty()) return;
+    out += fmt::format("Dataflow: {} edges between {} ops\n", s_.edges, s_.ops_with_edges);
+    for (size_t i = 0; i < s_.top_pairs.size() && i < std::min<size_t>(opt.top, 10); ++i)
+      out += fmt::format("  {:<64} {:>8}\n", Truncate(s_.top_pairs[i].first, 64), s_.top_pairs[i].second);
+    for (const auto& g : s_.graphs)
+      out += fmt::format("  graph {} ({}): {} nodes, {} edges\n", g.name, g.process, g.nodes, g.edges);
+  }
+  void RenderJson(json& root, const ReportOptions& opt) const override {
+    json pairs = json::array();
+    for (size_t i = 0; i < s_.top_pairs.size() && i < opt.max_rows; ++i)
+      pairs.push_back({{"edge", s_.top_pairs[i].first}, {"count", s_.top_pairs[i].second}});
+    json graphs = json::array();
+    for (const auto& g : s_.graphs)
+      graphs.push_back({{"name", g.name}, {"process", g.process}, {"nodes", g.nodes}, {"edges", g.edges}});
+    Framework(root)["dataflow"] = {{"edges", s_.edges}, {"ops_with_edges", s_.ops_with_edges}, {"pairs", pairs},
+                                   {"graphs", graphs}};
+  }
+
+ private:
+  analysis::DataflowSummary s_;
+};
+
+}  // namespace
+
+std::unique_ptr<Section> MakeTrainingSection() { return std::make_unique<TrainingSection>(); }
+std::unique_ptr<Section> MakeFrameworkOpsSection() { return std::make_unique<OpsSection>(); }
+std::unique_ptr<Section> MakeFrameworkMemorySection() { return std::make_unique<MemorySection>(); }
+std::unique_ptr<Section> MakeDataflowSection() { return std::make_unique<DataflowSection>(); }
+
+}  // namespace strata::report

@@ -1,0 +1,544 @@
+// The PyTorch level on real training runs (Debian's python3-torch / libtorch):
+// recorded with `strata record`, checked against torch.profiler running the same
+// program. Skipped when this strata was built without libtorch or the system
+// Python has no torch.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "analysis/framework.h"
+#include "base/files.h"
+#include "tests/testing.h"
+
+namespace strata {
+namespace {
+
+using model::SliceKind;
+
+const char* kPython = "/usr/bin/python3";
+
+std::string Program() { return testing::SourceDir() + "/tests/programs/torch_train.py"; }
+std::string LibDir() {
+  std::string bin = testing::StrataBin();
+  return bin.substr(0, bin.rfind("/bin/")) + "/lib";
+}
+
+bool TorchUsable(std::string* why) {
+  if (!PathExists(LibDir() + "/libstrata_torch.so")) {
+    *why = "strata was built without libtorch (no libstrata_torch.so)";
+    return false;
+  }
+  static int ok = -1;
+  if (ok < 0) ok = testing::RunCommand({kPython, "-c", "import torch"}).exit_code == 0;
+  if (!ok) *why = std::string(kPython) + " cannot import torch";
+  return ok == 1;
+}
+
+#define REQUIRE_TORCH()                       \
+  do {                                        \
+    std::string why;                          \
+    if (!TorchUsable(&why)) GTEST_SKIP() << why; \
+  } while (0)
+
+std::vector<std::string> TrainCmd(std::vector<std::string> args) {
+  std::vector<std::string> cmd = {kPython, Program()};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return cmd;
+}
+
+nlohmann::json ReadJson(const std::string& path) {
+  auto text = ReadFile(path);
+  EXPECT_TRUE(text.ok()) << path;
+  return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json();
+}
+
+// The slice of the record_function("measured") scope.
+int32_t Measured(const model::Trace& t) {
+  model::StringId id = t.strings.Find("measured");
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.name[i] == id && t.slices.kind[i] == SliceKind::kSpan) return static_cast<int32_t>(i);
+  return model::kNone;
+}
+
+// Slices inside slice `root` on its track (itself included).
+std::vector<size_t> Subtree(const model::Trace& t, int32_t root) {
+  std::vector<size_t> out;
+  size_t r = static_cast<size_t>(root);
+  auto [first, last] = t.track_slices[t.slices.track[r]];
+  for (size_t i = first; i < last; ++i)
+    if (t.slices.ts[i] >= t.slices.ts[r] && t.slices.end(i) <= t.slices.end(r)) out.push_back(i);
+  return out;
+}
+
+// What torch.profiler's key_averages() counts: ops and record_function scopes.
+std::map<std::string, uint64_t> OpCounts(const model::Trace& t, int32_t root) {
+  std::map<std::string, uint64_t> counts;
+  for (size_t i : Subtree(t, root)) {
+    bool op = t.slices.kind[i] == SliceKind::kOp;
+    bool scope = t.slices.kind[i] == SliceKind::kSpan && t.OpRow(static_cast<uint32_t>(i)) != model::kNone;
+    if (op || scope) ++counts[std::string(t.strings.Get(t.slices.name[i]))];
+  }
+  return counts;
+}
+
+uint32_t MainProcess(const model::Trace& t) {
+  // The process that ran the steps.
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kStep) return t.tracks[t.slices.track[i]].process;
+  return 0;
+}
+
+TEST(TorchRecord, OpsMatchTorchProfilerAndStepsAreFound) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-ops");
+  std::string prof_out = testing::TempDir("torch-ops-profile") + ".json";
+  const std::vector<std::string> common = {"--model", "cnn", "--steps", "3", "--warmup", "2"};
+  std::vector<std::string> prof_args = common;
+  prof_args.insert(prof_args.end(), {"--mode", "profile", "--out", prof_out});
+  auto p = testing::RunCommand(TrainCmd(prof_args));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  auto rec = testing::Record(dir, TrainCmd(common), {"--ops", "all"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+
+  model::Trace t = testing::Load(dir);
+  int32_t measured = Measured(t);
+  ASSERT_NE(measured, model::kNone);
+  std::map<std::string, uint64_t> ours = OpCounts(t, measured);
+  std::map<std::string, uint64_t> theirs;
+  nlohmann::json prof = ReadJson(prof_out);
+  for (auto& [k, v] : prof["counts"].items()) theirs[k] = v.get<uint64_t>();
+  ASSERT_FALSE(theirs.empty());
+  std::string diff;
+  for (const auto& [k, v] : theirs)
+    if (ours.count(k) == 0 || ours[k] != v) diff += k + ": torch.profiler " + std::to_string(v) + ", strata " + std::to_string(ours[k]) + "\n";
+  for (const auto& [k, v] : ours)
+    if (theirs.count(k) == 0) diff += k + ": torch.profiler 0, strata " + std::to_string(v) + "\n";
+  EXPECT_EQ(diff, "");
+
+  // 2 warm-up + 3 measured steps, found from optimizer.step() with no help.
+  EXPECT_EQ(testing::CountSlices(t, "step"), 5u);
+  analysis::TrainingSteps steps = analysis::Training(t, {});
+  ASSERT_EQ(steps.steps.size(), 5u);
+  EXPECT_EQ(steps.batch_size, 16);
+  EXPECT_GT(steps.samples_per_s, 0);
+  for (const auto& s : steps.steps) {
+    EXPECT_GT(s.data_wait_ns, 0);  // every step fetched its batch from the DataLoader
+    EXPECT_LT(s.data_wait_ns, s.dur);
+  }
+  analysis::TrainingSteps skipped = analysis::Training(t, {2, 0});
+  EXPECT_EQ(skipped.duration.count, 3u);
+  EXPECT_EQ(skipped.skipped, 2u);
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
+TEST(TorchRecord, BackwardOpsLinkToTheForwardOpsThatCreatedThem) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-links");
+  auto rec = testing::Record(dir, TrainCmd({"--model", "cnn", "--steps", "2", "--warmup", "0"}));
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  auto squash = [](std::string s) {
+    std::string out;
+    for (char c : s)
+      if (c != '_') out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    return out;
+  };
+  size_t backward = 0, linked = 0;
+  std::set<std::string> kinds;
+  for (size_t r = 0; r < t.ops.size(); ++r) {
+    if (t.ops.scope[r] != model::OpScope::kBackward || t.ops.seq[r] < 0) continue;
+    ++backward;
+    int32_t f = t.ops.forward[r];
+    if (f == model::kNone) {
+      ADD_FAILURE() << "unlinked " << t.strings.Get(t.slices.name[t.ops.slice[r]]);
+      continue;
+    }
+    ++linked;
+    // MaxPool2DWithIndicesBackward0 <- aten::max_pool2d_with_indices, NllLossBackward0
+    // <- aten::nll_loss_forward, and so on.
+    std::string bwd(t.strings.Get(t.slices.name[t.ops.slice[r]]));
+    std::string fwd(t.strings.Get(t.slices.name[static_cast<size_t>(f)]));
+    ASSERT_NE(bwd.find("Backward"), std::string::npos) << bwd;
+    EXPECT_EQ(squash(fwd.substr(fwd.find("::") + 2)).rfind(squash(bwd.substr(0, bwd.find("Backward"))), 0), 0u)
+        << bwd << " <- " << fwd;
+    EXPECT_LT(t.slices.ts[static_cast<size_t>(f)], t.slices.ts[t.ops.slice[r]]);
+    kinds.insert(bwd);
+  }
+  EXPECT_EQ(backward, linked);
+  // conv, relu, max-pool, view, linear (addmm + t), log-softmax, nll-loss.
+  EXPECT_GE(kinds.size(), 8u);
+}
+
+TEST(TorchRecord, DataLoaderWorkersAreTracedAsTheirOwnProcesses) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-workers");
+  auto rec = testing::Record(dir, TrainCmd({"--model", "cnn", "--steps", "4", "--warmup", "0", "--workers", "2"}));
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  uint32_t main = MainProcess(t);
+  std::set<uint32_t> workers;
+  for (const model::Track& trk : t.tracks)
+    if (trk.kind == model::TrackKind::kThread && trk.process != main && trk.events > 0 &&
+        t.processes[trk.process].ppid == t.processes[main].pid)
+      workers.insert(trk.process);
+  EXPECT_EQ(workers.size(), 2u);
+  // The workers collate batches: their own ops on their own streams.
+  size_t worker_ops = 0;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kOp && workers.count(t.tracks[t.slices.track[i]].process)) ++worker_ops;
+  EXPECT_GT(worker_ops, 0u);
+  // The main process waited for its batches.
+  analysis::TrainingSteps steps = analysis::Training(t, {});
+  ASSERT_EQ(steps.steps.size(), 4u);
+  EXPECT_GT(steps.steps[0].data_wait_ns, 0);
+  EXPECT_GT(steps.data_wait_pct, 0);
+}
+
+TEST(TorchRecord, MemoryPeakMatchesTorchProfiler) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-memory");
+  std::string prof_out = testing::TempDir("torch-memory-profile") + ".json";
+  const std::vector<std::string> common = {"--model", "mlp", "--steps", "3", "--warmup", "0", "--batch", "128"};
+  std::vector<std::string> prof_args = common;
+  prof_args.insert(prof_args.end(), {"--mode", "profile", "--memory", "--out", prof_out});
+  auto p = testing::RunCommand(TrainCmd(prof_args));
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  int64_t theirs = ReadJson(prof_out)["memory_peak"].get<int64_t>();
+  ASSERT_GT(theirs, 1 << 20);
+
+  auto rec = testing::Record(dir, TrainCmd(common));
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  int32_t measured = Measured(t);
+  ASSERT_NE(measured, model::kNone);
+  analysis::MemorySummary mem = analysis::Memory(t);
+  uint32_t main = MainProcess(t);
+  const analysis::DeviceMemory* host = nullptr;
+  for (const auto& d : mem.devices)
+    if (d.process == main && d.device == model::kNone) host = &d;
+  ASSERT_NE(host, nullptr);
+  // The profiler counts from zero when it starts: compare the rise above the
+  // level at which the measured region began.
+  int64_t begin = t.slices.ts[static_cast<size_t>(measured)], end = t.slices.end(static_cast<size_t>(measured));
+  int64_t before = 0, peak = 0;
+  for (const auto& pt : host->timeline) {
+    if (pt.ts < begin) before = pt.bytes;
+    else if (pt.ts <= end) peak = std::max(peak, pt.bytes);
+  }
+  int64_t ours = peak - before;
+  EXPECT_NEAR(static_cast<double>(ours), static_cast<double>(theirs), 0.05 * static_cast<double>(theirs))
+      << "strata " << ours << " bytes, torch.profiler " << theirs << " bytes";
+  EXPECT_GT(host->allocs, 10u);
+  EXPECT_GE(host->peak_bytes, ours);
+  EXPECT_FALSE(mem.ops.empty());
+}
+
+TEST(TorchRecord, DataflowEdgesOfLinearReluLinear) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-graph");
+  auto rec = testing::Record(dir, TrainCmd({"--model", "graph", "--script"}), {"--shapes"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  int32_t measured = Measured(t);
+  ASSERT_NE(measured, model::kNone);
+  std::vector<size_t> inside = Subtree(t, measured);
+  std::set<int32_t> in(inside.begin(), inside.end());
+  // The ops the model's modules call directly.
+  auto top_level = [&](int32_t s) {
+    int32_t p = t.slices.parent[static_cast<size_t>(s)];
+    return t.slices.kind[static_cast<size_t>(s)] == SliceKind::kOp && p != model::kNone &&
+           t.slices.kind[static_cast<size_t>(p)] == SliceKind::kModule;
+  };
+  std::vector<std::pair<std::string, std::string>> edges;
+  for (size_t i = 0; i < t.edges.size(); ++i) {
+    int32_t a = t.edges.from[i], b = t.edges.to[i];
+    if (!in.count(a) || !in.count(b) || !top_level(a) || !top_level(b)) continue;
+    edges.emplace_back(std::string(t.strings.Get(t.slices.name[static_cast<size_t>(a)])) + "@" +
+                           std::string(t.strings.Get(t.slices.name[static_cast<size_t>(t.slices.parent[static_cast<size_t>(a)])])),
+                       std::string(t.strings.Get(t.slices.name[static_cast<size_t>(b)])) + "@" +
+                           std::string(t.strings.Get(t.slices.name[static_cast<size_t>(t.slices.parent[static_cast<size_t>(b)])])));
+  }
+  std::sort(edges.begin(), edges.end());
+  std::vector<std::pair<std::string, std::string>> want = {
+      {"aten::linear@Sequential.0 (Linear)", "aten::relu@Sequential.1 (ReLU)"},
+      {"aten::relu@Sequential.1 (ReLU)", "aten::linear@Sequential.2 (Linear)"},
+  };
+  EXPECT_EQ(edges, want);
+
+  // Detail: shapes and cost of the first linear.
+  bool saw_linear = false;
+  for (size_t i : inside) {
+    if (t.strings.Get(t.slices.name[i]) != "aten::linear") continue;
+    int32_t r = t.OpRow(static_cast<uint32_t>(i));
+    ASSERT_NE(r, model::kNone);
+    std::string shapes(t.strings.Get(t.ops.shapes[static_cast<size_t>(r)]));
+    if (shapes != "[[8, 16], [32, 16], [32]]") continue;
+    saw_linear = true;
+    EXPECT_EQ(t.strings.Get(t.ops.dtypes[static_cast<size_t>(r)]), "float, float, float");
+    EXPECT_EQ(t.ops.flops[static_cast<size_t>(r)], 2 * 8 * 16 * 32 + 8 * 32);
+  }
+  EXPECT_TRUE(saw_linear);
+
+  // The TorchScript version's graph: linear -> relu -> linear among its nodes.
+  ASSERT_EQ(t.graphs.size(), 1u);
+  const model::Graph& g = t.graphs[0];
+  std::vector<std::string> kinds;
+  for (auto n : g.nodes) kinds.emplace_back(t.strings.Get(n));
+  auto idx = [&](const std::string& k, int nth) {
+    for (size_t i = 0; i < kinds.size(); ++i)
+      if (kinds[i] == k && nth-- == 0) return static_cast<int>(i);
+    return -1;
+  };
+  int l0 = idx("aten::linear", 0), r0 = idx("aten::relu", 0), l1 = idx("aten::linear", 1);
+  ASSERT_GE(l0, 0);
+  ASSERT_GE(r0, 0);
+  ASSERT_GE(l1, 0);
+  auto has = [&](int a, int b) {
+    return std::find(g.edges.begin(), g.edges.end(), std::make_pair(static_cast<uint32_t>(a), static_cast<uint32_t>(b))) !=
+           g.edges.end();
+  };
+  EXPECT_TRUE(has(l0, r0));
+  EXPECT_TRUE(has(r0, l1));
+}
+
+TEST(TorchRecord, ExampleReportShowsStepsOpsAndMemoryPeak) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-example");
+  auto rec = testing::Record(dir, {kPython, testing::SourceDir() + "/examples/torch/train_cnn.py", "--steps", "6"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  auto text = testing::RunCommand({testing::StrataBin(), "report", dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Training steps: 6 counted"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("samples/s (batch 32)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("aten::convolution_backward"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Framework memory"), std::string::npos) << text.out;
+  auto r = testing::RunCommand({testing::StrataBin(), "report", "--json", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  const auto& f = j["framework"];
+  EXPECT_EQ(f["steps"]["count"], 6);
+  EXPECT_EQ(f["ops_mode"], "all");
+  bool mm = false;
+  for (const auto& o : f["ops"]) {
+    EXPECT_GT(o["count"].get<int64_t>(), 0);
+    EXPECT_GE(o["total_ns"].get<int64_t>(), o["self_ns"].get<int64_t>());
+    if (o["name"] == "aten::addmm") mm = true;
+  }
+  EXPECT_TRUE(mm);
+  ASSERT_FALSE(f["memory"]["devices"].empty());
+  EXPECT_GT(f["memory"]["devices"][0]["peak_bytes"].get<int64_t>(), 100000);
+  EXPECT_FALSE(f["modules"].empty());
+}
+
+TEST(TorchRecord, CrashOrExitStillLeavesAReadableTrace) {
+  REQUIRE_TORCH();
+  for (const char* end : {"exit", "segv", "raise"}) {
+    SCOPED_TRACE(end);
+    std::string dir = testing::TempDir(std::string("torch-end-") + end);
+    auto rec = testing::Record(dir, TrainCmd({"--model", "cnn", "--steps", "2", "--warmup", "0", "--end", end}));
+    EXPECT_NE(rec.exit_code, 0);
+    model::Trace t = testing::Load(dir);
+    EXPECT_EQ(testing::CountSlices(t, "step"), 2u);
+    EXPECT_GT(testing::CountSlices(t, "aten::convolution_backward"), 0u);
+    EXPECT_GT(t.memory.size(), 0u);
+    testing::ExpectBabeltraceAgrees(dir);
+  }
+}
+
+TEST(TorchRecord, TiersOffAndSampled) {
+  REQUIRE_TORCH();
+  std::string off = testing::TempDir("torch-off");
+  auto rec = testing::Record(off, TrainCmd({"--model", "cnn", "--steps", "3", "--warmup", "0"}), {"--ops", "off"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(off);
+  EXPECT_EQ(testing::CountSlices(t, "step"), 3u);
+  EXPECT_EQ(testing::CountSlices(t, "aten::addmm"), 0u);
+  EXPECT_EQ(testing::CountSlices(t, "Optimizer.step#SGD.step"), 3u);  // scopes stay on
+  EXPECT_GT(t.memory.size(), 0u);
+  EXPECT_EQ(t.ops_mode, "off");
+
+  // Sampled: ops only inside windows, which cover part of the run.
+  std::string sampled = testing::TempDir("torch-sampled");
+  rec = testing::Record(sampled, TrainCmd({"--model", "cnn", "--steps", "40", "--warmup", "0"}),
+                        {"--ops", "sampled", "--sample-window", "5", "--sample-period", "40"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  t = testing::Load(sampled);
+  EXPECT_EQ(t.ops_mode, "sampled");
+  EXPECT_EQ(testing::CountSlices(t, "step"), 40u);
+  analysis::OpsSummary ops = analysis::Ops(t);
+  EXPECT_GT(ops.ops, 0u);
+  EXPECT_GT(t.op_windows.size(), 1u);
+  EXPECT_GT(ops.coverage, 0.0);
+  EXPECT_LT(ops.coverage, 0.6);
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.kind[i] != SliceKind::kOp) continue;
+    uint32_t p = t.tracks[t.slices.track[i]].process;
+    bool in_window = false;
+    for (const auto& w : t.op_windows)
+      if (w.process == p && t.slices.ts[i] >= w.ts && t.slices.ts[i] <= w.ts + w.dur) in_window = true;
+    ASSERT_TRUE(in_window) << "an op outside every window at " << t.slices.ts[i];
+  }
+}
+
+TEST(TorchRecord, DetailForAWindowOfStepsOnly) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-ops-steps");
+  auto rec = testing::Record(dir, TrainCmd({"--model", "cnn", "--steps", "5", "--warmup", "0"}), {"--ops-steps", "2-3"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  std::map<uint64_t, std::pair<size_t, size_t>> per_step;  // step -> (ops, ops with shapes)
+  for (size_t r = 0; r < t.ops.size(); ++r) {
+    int32_t step = analysis::EnclosingOfKind(t, static_cast<int32_t>(t.ops.slice[r]), SliceKind::kStep);
+    if (step == model::kNone || t.ops.scope[r] == model::OpScope::kUser) continue;
+    auto& c = per_step[t.slices.arg[static_cast<size_t>(step)]];
+    ++c.first;
+    c.second += t.ops.shapes[r] != 0;
+  }
+  ASSERT_EQ(per_step.size(), 5u);
+  for (auto& [step, c] : per_step) {
+    EXPECT_GT(c.first, 50u) << step;
+    if (step == 2 || step == 3) EXPECT_GT(c.second, c.first * 9 / 10) << step;
+    else EXPECT_EQ(c.second, 0u) << step;
+  }
+}
+
+TEST(TorchRecord, ExplicitStepsReplaceDetection) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-explicit");
+  std::string script =
+      "import strata, torch\n"
+      "m = torch.nn.Linear(4, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+      "for i in range(3):\n"
+      "    with strata.step(samples=5):\n"
+      "        for _ in range(2):\n"
+      "            m(torch.randn(5, 4)).sum().backward(); opt.step()\n";
+  auto rec = testing::Record(dir, {kPython, "-c", script});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  analysis::TrainingSteps steps = analysis::Training(t, {});
+  ASSERT_EQ(steps.steps.size(), 3u);  // the program's 3, not the optimizer's 6
+  EXPECT_EQ(steps.batch_size, 5);
+}
+
+TEST(TorchRecord, ProfilerStepMarksAreTheSteps) {
+  REQUIRE_TORCH();
+  // A program that runs torch.profiler with a schedule itself: its ProfilerStep#N
+  // marks are the steps (not its 8 optimizer steps), and the profiler still works
+  // (strata hands it the thread's profiler slot).
+  std::string dir = testing::TempDir("torch-profiler-steps");
+  std::string script =
+      "import torch\n"
+      "from torch.profiler import profile, schedule, ProfilerActivity\n"
+      "m = torch.nn.Linear(8, 2); opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+      "with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=0, active=4)) as prof:\n"
+      "    for i in range(4):\n"
+      "        for _ in range(2):\n"
+      "            m(torch.randn(3, 8)).sum().backward(); opt.step()\n"
+      "        prof.step()\n"
+      "print(len(prof.key_averages()))\n";
+  auto rec = testing::Record(dir, {kPython, "-c", script});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_GT(std::stoi(rec.out), 3) << rec.out;
+  model::Trace t = testing::Load(dir);
+  // One step per ProfilerStep#N scope: from the profiler's start to the first
+  // prof.step(), then between calls, then to the profiler's exit. torch 1.13
+  // names the first two both #0 (its key_averages counts ProfilerStep#0 twice).
+  analysis::TrainingSteps steps = analysis::Training(t, {});
+  ASSERT_EQ(steps.steps.size(), 5u);
+  EXPECT_EQ(steps.steps.back().number, 3u);
+  EXPECT_EQ(testing::CountSlices(t, "ProfilerStep#0") + testing::CountSlices(t, "ProfilerStep#1") +
+                testing::CountSlices(t, "ProfilerStep#2") + testing::CountSlices(t, "ProfilerStep#3"),
+            5u);
+}
+
+TEST(TorchRecord, TierSwitchedWhileTheProgramRuns) {
+  REQUIRE_TORCH();
+  // The control block in the trace directory is how a supervisor switches tiers
+  // at run time; here the program flips it itself, from --ops off to all.
+  std::string dir = testing::TempDir("torch-switch");
+  std::string script =
+      "import mmap, os, struct, time, torch\n"
+      "def work(n):\n"
+      "    for _ in range(n): torch.relu(torch.randn(4, 4))\n"
+      "work(50)\n"
+      "f = open(os.path.join(os.environ['STRATA_TRACE_DIR'], 'control'), 'r+b')\n"
+      "m = mmap.mmap(f.fileno(), 4096)\n"
+      "struct.pack_into('<I', m, 16, 2)\n"                                        // ops_mode = all
+      "struct.pack_into('<I', m, 12, struct.unpack_from('<I', m, 12)[0] + 1)\n"  // generation
+      "time.sleep(0.2)\n"
+      "work(30)\n";
+  auto rec = testing::Record(dir, {kPython, "-c", script}, {"--ops", "off"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  EXPECT_EQ(testing::CountSlices(t, "aten::relu"), 30u);
+  ASSERT_EQ(t.op_windows.size(), 1u);
+  EXPECT_EQ(t.ops_mode, "off");  // as configured at start
+}
+
+TEST(TorchRecord, FailingTorchImportIsReported) {
+  REQUIRE_TORCH();
+  // A torch that cannot be imported: the program handles it and runs on; the
+  // trace says why there is no PyTorch level.
+  std::string fake = testing::TempDir("torch-fake");
+  std::filesystem::create_directories(fake + "/torch");
+  ASSERT_TRUE(WriteFileAtomic(fake + "/torch/__init__.py", "raise ImportError('no torch in this test')\n").ok());
+  std::string dir = testing::TempDir("torch-import-fails");
+  auto rec = testing::Record(
+      dir, {kPython, "-c", "try:\n    import torch\nexcept ImportError:\n    print('ran without torch')\n"}, {},
+      {{"PYTHONPATH", fake}});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_NE(rec.out.find("ran without torch"), std::string::npos);
+  model::Trace t = testing::Load(dir);
+  bool said = false;
+  for (const auto& c : t.collectors)
+    if (c.collector == "pytorch" && c.state == "unavailable" && c.detail.find("no torch in this test") != std::string::npos)
+      said = true;
+  EXPECT_TRUE(said);
+}
+
+TEST(TorchRecord, MissingObserverIsReported) {
+  REQUIRE_TORCH();
+  // A lib directory with libstrata but no observer: strata built without libtorch.
+  std::string lib = testing::TempDir("torch-nolib");
+  std::filesystem::create_directories(lib);
+  for (const char* f : {"libstrata.so", "libstrata.so.0"})
+    std::filesystem::copy_file(std::filesystem::canonical(LibDir() + "/" + f), lib + "/" + f);
+  std::string dir = testing::TempDir("torch-missing");
+  auto rec = testing::Record(dir, TrainCmd({"--model", "cnn", "--steps", "2", "--warmup", "0"}), {},
+                             {{"STRATA_LIB_DIR", lib}});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;  // the program ran unchanged
+  auto manifest = ReadJson(dir + "/strata.json");
+  bool said = false;
+  for (const auto& c : manifest["collectors"])
+    if (c["name"] == "pytorch" && c["state"] == "unavailable") said = true;
+  EXPECT_TRUE(said) << manifest.dump(2);
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir});
+  EXPECT_NE(r.out.find("pytorch        unavailable"), std::string::npos) << r.out;
+}
+
+TEST(TorchRecord, CppLibtorchProgram) {
+  REQUIRE_TORCH();
+  std::string prog = testing::TestProgram("torch_cpp");
+  if (!PathExists(prog)) GTEST_SKIP() << "torch_cpp was not built";
+  std::string dir = testing::TempDir("torch-cpp");
+  auto rec = testing::Record(dir, {prog});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  model::Trace t = testing::Load(dir);
+  EXPECT_EQ(testing::CountSlices(t, "step"), 3u);
+  EXPECT_EQ(testing::CountSlices(t, "aten::mm"), 3u + 3u);  // forward, and the weight's gradient
+  EXPECT_EQ(testing::CountSlices(t, "MmBackward0"), 3u);
+  EXPECT_GT(t.memory.size(), 0u);
+  bool ok = false;
+  for (const auto& c : t.collectors)
+    if (c.collector == "pytorch" && c.state == "ok" && c.detail.find("native") != std::string::npos) ok = true;
+  EXPECT_TRUE(ok);
+}
+
+}  // namespace
+}  // namespace strata
