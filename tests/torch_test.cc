@@ -371,7 +371,7 @@ TEST(TorchRecord, TiersOffAndSampled) {
   t = testing::Load(sampled);
   EXPECT_EQ(t.ops_mode, "sampled");
   EXPECT_EQ(testing::CountSlices(t, "step"), 40u);
-  analysis::OpsSummary ops = analysis::Ops(t);
+  analysis::FrameworkOpsSummary ops = analysis::FrameworkOps(t);
   EXPECT_GT(ops.ops, 0u);
   EXPECT_GT(t.op_windows.size(), 1u);
   EXPECT_GT(ops.coverage, 0.0);

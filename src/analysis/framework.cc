@@ -196,8 +196,8 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
   return out;
 }
 
-OpsSummary Ops(const model::Trace& t) {
-  OpsSummary out;
+FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
+  FrameworkOpsSummary out;
   out.mode = t.ops_mode;
   const auto& s = t.slices;
   std::vector<int64_t> self = SelfTimes(t);
@@ -217,11 +217,11 @@ OpsSummary Ops(const model::Trace& t) {
     counted_cost[r] = outermost;
   }
 
-  std::map<std::pair<int, model::StringId>, OpStats> ops, modules;
+  std::map<std::pair<int, model::StringId>, FrameworkOpStats> ops, modules;
   int64_t op_self_total = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s.kind[i] == SliceKind::kModule) {
-      OpStats& m = modules[{0, s.name[i]}];
+      FrameworkOpStats& m = modules[{0, s.name[i]}];
       ++m.count;
       m.total_ns += s.dur[i];
       m.self_ns += self[i];
@@ -231,7 +231,7 @@ OpsSummary Ops(const model::Trace& t) {
     if (s.kind[i] != SliceKind::kOp) continue;
     int32_t r = t.OpRow(static_cast<uint32_t>(i));
     model::OpScope scope = r == kNone ? model::OpScope::kFunction : t.ops.scope[static_cast<size_t>(r)];
-    OpStats& o = ops[{static_cast<int>(scope), s.name[i]}];
+    FrameworkOpStats& o = ops[{static_cast<int>(scope), s.name[i]}];
     ++o.count;
     ++out.ops;
     o.total_ns += s.dur[i];
@@ -262,7 +262,7 @@ OpsSummary Ops(const model::Trace& t) {
     o.self_pct = op_self_total > 0 ? 100.0 * static_cast<double>(o.self_ns) / static_cast<double>(op_self_total) : 0;
     out.ops_by_name.push_back(std::move(o));
   }
-  std::sort(out.ops_by_name.begin(), out.ops_by_name.end(), [](const OpStats& a, const OpStats& b) {
+  std::sort(out.ops_by_name.begin(), out.ops_by_name.end(), [](const FrameworkOpStats& a, const FrameworkOpStats& b) {
     return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.name < b.name;
   });
   for (auto& [key, m] : modules) {
@@ -270,7 +270,7 @@ OpsSummary Ops(const model::Trace& t) {
     m.scope = "module";
     out.modules.push_back(std::move(m));
   }
-  std::sort(out.modules.begin(), out.modules.end(), [](const OpStats& a, const OpStats& b) {
+  std::sort(out.modules.begin(), out.modules.end(), [](const FrameworkOpStats& a, const FrameworkOpStats& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
   });
 

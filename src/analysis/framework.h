@@ -43,7 +43,7 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt);
 
 // --- ops and modules -------------------------------------------------------------
 
-struct OpStats {
+struct FrameworkOpStats {
   std::string name;
   std::string scope;      // model::OpScopeName, or "module"
   uint64_t count = 0;
@@ -56,7 +56,7 @@ struct OpStats {
   uint64_t backward_linked = 0;  // backward nodes linked to their forward op
 };
 
-struct OpsSummary {
+struct FrameworkOpsSummary {
   std::string mode;       // how ops were recorded: "all", "sampled", "off", "" (no framework level)
   uint64_t ops = 0;       // op instances recorded
   int64_t recorded_ns = 0;  // time inside op windows (per process, summed)
@@ -64,10 +64,10 @@ struct OpsSummary {
   double coverage = 0;      // recorded_ns / run_ns: scale recorded times by 1/coverage for run totals
   uint64_t backward = 0, backward_linked = 0;  // backward nodes with a sequence number; linked to a forward op
   int64_t flops = 0, bytes = 0;  // detail tier: estimates of the outermost estimated ops (no double counting)
-  std::vector<OpStats> ops_by_name;  // kOp slices and record_function scopes, by self time
-  std::vector<OpStats> modules;      // kModule slices, by total time
+  std::vector<FrameworkOpStats> ops_by_name;  // kOp slices and record_function scopes, by self time
+  std::vector<FrameworkOpStats> modules;      // kModule slices, by total time
 };
-OpsSummary Ops(const model::Trace& t);
+FrameworkOpsSummary FrameworkOps(const model::Trace& t);
 
 // --- memory ------------------------------------------------------------------------
 

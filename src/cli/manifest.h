@@ -33,7 +33,6 @@ struct Manifest {
   std::map<std::string, std::string> silent_collectors;
   nlohmann::json extra = nlohmann::json::object();      // merged at top level
   // Filled by FinishManifest.
-  uint64_t events = 0;
   uint64_t lost = 0;
   uint64_t bytes = 0;
 };

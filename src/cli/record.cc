@@ -515,8 +515,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   st = FinishManifest(o.output, &manifest, rc, sig, "");
   if (!st.ok()) PrintError(st.message());
   if (!o.quiet) {
-    std::fprintf(stderr, "strata: trace written to %s (%llu events, %llu lost)\n", o.output.c_str(),
-                 static_cast<unsigned long long>(manifest.events), static_cast<unsigned long long>(manifest.lost));
+    std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %llu events lost)\n", o.output.c_str(),
+                 static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(manifest.lost));
   }
   return rc;
 }

@@ -88,9 +88,9 @@ class TrainingSection : public Section {
   analysis::TrainingSteps s_;
 };
 
-class OpsSection : public Section {
+class FrameworkOpsSection : public Section {
  public:
-  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Ops(t); }
+  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::FrameworkOps(t); }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (s_.ops_by_name.empty() && s_.modules.empty()) return;
     out += fmt::format("Framework ops ({} recorded, --ops {}", s_.ops, s_.mode.empty() ? "?" : s_.mode);
@@ -124,7 +124,7 @@ class OpsSection : public Section {
     }
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
-    auto rows = [&](const std::vector<analysis::OpStats>& v) {
+    auto rows = [&](const std::vector<analysis::FrameworkOpStats>& v) {
       json a = json::array();
       for (size_t i = 0; i < v.size() && i < opt.max_rows; ++i) {
         const auto& o = v[i];
@@ -147,7 +147,7 @@ class OpsSection : public Section {
   }
 
  private:
-  analysis::OpsSummary s_;
+  analysis::FrameworkOpsSummary s_;
 };
 
 class MemorySection : public Section {
@@ -227,7 +227,7 @@ class DataflowSection : public Section {
 }  // namespace
 
 std::unique_ptr<Section> MakeTrainingSection() { return std::make_unique<TrainingSection>(); }
-std::unique_ptr<Section> MakeFrameworkOpsSection() { return std::make_unique<OpsSection>(); }
+std::unique_ptr<Section> MakeFrameworkOpsSection() { return std::make_unique<FrameworkOpsSection>(); }
 std::unique_ptr<Section> MakeFrameworkMemorySection() { return std::make_unique<MemorySection>(); }
 std::unique_ptr<Section> MakeDataflowSection() { return std::make_unique<DataflowSection>(); }
 
