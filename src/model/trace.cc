@@ -124,39 +124,95 @@ void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
   v.swap(out);
 }
 
+// A slice's sort key within its track: start, longest first, the importer's
+// depth hint (a parent and child with equal bounds keep their nesting), then
+// the original position, which makes any sort stable.
+struct SliceKey {
+  int64_t ts;
+  int64_t dur;
+  uint16_t depth;
+  uint32_t index;
+  bool operator<(const SliceKey& o) const {
+    if (ts != o.ts) return ts < o.ts;
+    if (dur != o.dur) return dur > o.dur;
+    if (depth != o.depth) return depth < o.depth;
+    return index < o.index;
+  }
+};
+
+// Sorts nearly sorted keys (traces are written almost in time order per
+// thread) by insertion, in O(n + moves); past a budget of moves it leaves the
+// rest to std::sort.
+void SortKeys(std::vector<SliceKey>& k) {
+  size_t budget = 8 * k.size() + 4096;
+  for (size_t i = 1; i < k.size(); ++i) {
+    if (!(k[i] < k[i - 1])) continue;
+    SliceKey x = k[i];
+    size_t j = i;
+    for (; j > 0 && x < k[j - 1]; --j) k[j] = k[j - 1];
+    k[j] = x;
+    size_t moved = i - j;
+    if (moved > budget) {
+      std::sort(k.begin(), k.end());
+      return;
+    }
+    budget -= moved;
+  }
+}
+
 }  // namespace
 
 std::vector<int32_t> Trace::Finalize() {
   const size_t n = slices.size();
-  // Order: track, start, longest first, then the importer's depth hint (a parent
-  // and child with equal bounds keep their nesting).
+  // Order: track, then SliceKey. Tracks by a counting sort, which keeps the
+  // file order within each; a track's slices are sorted only when they are
+  // not in order already.
+  size_t ntracks = tracks.size();
+  for (uint32_t trk : slices.track) ntracks = std::max<size_t>(ntracks, size_t{trk} + 1);
+  std::vector<uint32_t> first(ntracks + 1, 0);
+  for (uint32_t trk : slices.track) ++first[trk + 1];
+  for (size_t t = 0; t < ntracks; ++t) first[t + 1] += first[t];
   std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-    if (slices.track[a] != slices.track[b]) return slices.track[a] < slices.track[b];
-    if (slices.ts[a] != slices.ts[b]) return slices.ts[a] < slices.ts[b];
-    if (slices.dur[a] != slices.dur[b]) return slices.dur[a] > slices.dur[b];
-    return slices.depth[a] < slices.depth[b];
-  });
+  {
+    std::vector<uint32_t> next(first.begin(), first.end() - 1);
+    for (uint32_t i = 0; i < n; ++i) order[next[slices.track[i]]++] = i;
+  }
+  std::vector<SliceKey> keys;
+  for (size_t t = 0; t < ntracks; ++t) {
+    uint32_t a = first[t], b = first[t + 1];
+    auto key = [this](uint32_t i) { return SliceKey{slices.ts[i], slices.dur[i], slices.depth[i], i}; };
+    bool sorted = true;
+    for (uint32_t k = a + 1; k < b && sorted; ++k) sorted = !(key(order[k]) < key(order[k - 1]));
+    if (sorted) continue;
+    keys.clear();
+    for (uint32_t k = a; k < b; ++k) keys.push_back(key(order[k]));
+    SortKeys(keys);
+    for (uint32_t k = a; k < b; ++k) order[k] = keys[k - a].index;
+  }
+  bool identity = true;
+  for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
+  // Old slice index -> new (returned: importers holding slice indices remap them).
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
-  Permute(slices.ts, order);
-  Permute(slices.dur, order);
-  Permute(slices.track, order);
-  Permute(slices.name, order);
-  Permute(slices.kind, order);
-  Permute(slices.depth, order);
-  Permute(slices.arg, order);
-  auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
-  for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
-  for (auto& s : device.launch) s = remap(s);
-  for (auto& s : flows.from) s = remap(s);
-  for (auto& s : flows.to) s = remap(s);
-  for (auto& s : args.slice) s = static_cast<uint32_t>(new_index[s]);
-  for (auto& s : ops.slice) s = static_cast<uint32_t>(new_index[s]);
-  for (auto& s : ops.forward) s = remap(s);
-  for (auto& s : edges.from) s = remap(s);
-  for (auto& s : edges.to) s = remap(s);
+  if (!identity) {
+    Permute(slices.ts, order);
+    Permute(slices.dur, order);
+    Permute(slices.track, order);
+    Permute(slices.name, order);
+    Permute(slices.kind, order);
+    Permute(slices.depth, order);
+    Permute(slices.arg, order);
+    auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
+    for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
+    for (auto& s : device.launch) s = remap(s);
+    for (auto& s : flows.from) s = remap(s);
+    for (auto& s : flows.to) s = remap(s);
+    for (auto& s : args.slice) s = static_cast<uint32_t>(new_index[s]);
+    for (auto& s : ops.slice) s = static_cast<uint32_t>(new_index[s]);
+    for (auto& s : ops.forward) s = remap(s);
+    for (auto& s : edges.from) s = remap(s);
+    for (auto& s : edges.to) s = remap(s);
+  }
 
   // Nesting by containment, per track.
   slices.parent.assign(n, kNone);
@@ -197,14 +253,22 @@ std::vector<int32_t> Trace::Finalize() {
   device_row_of_slice.assign(n, kNone);
   for (size_t r = 0; r < device.size(); ++r) device_row_of_slice[device.slice[r]] = static_cast<int32_t>(r);
 
-  // Args sorted by slice so an analysis can binary-search them.
-  std::vector<uint32_t> aorder(args.size());
-  std::iota(aorder.begin(), aorder.end(), 0u);
-  std::stable_sort(aorder.begin(), aorder.end(), [this](uint32_t a, uint32_t b) { return args.slice[a] < args.slice[b]; });
-  Permute(args.slice, aorder);
-  Permute(args.key, aorder);
-  Permute(args.str, aorder);
-  Permute(args.num, aorder);
+  // Args sorted by slice so an analysis can binary-search them: a stable
+  // counting sort, skipped when the importer added them in slice order.
+  if (!std::is_sorted(args.slice.begin(), args.slice.end())) {
+    size_t m = args.size();
+    size_t slots = n;
+    for (uint32_t s : args.slice) slots = std::max<size_t>(slots, size_t{s} + 1);
+    std::vector<uint32_t> at(slots + 1, 0);
+    for (uint32_t s : args.slice) ++at[s + 1];
+    for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
+    std::vector<uint32_t> aorder(m);
+    for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
+    Permute(args.slice, aorder);
+    Permute(args.key, aorder);
+    Permute(args.str, aorder);
+    Permute(args.num, aorder);
+  }
 
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);

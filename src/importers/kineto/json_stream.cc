@@ -166,6 +166,95 @@ struct ValueScanner {
   }
 };
 
+// Without -mpopcnt (the default x86-64 target) __builtin_popcountll is a call
+// into libgcc's table lookup, which was 3% of an import; this is inline.
+inline int PopCount(uint64_t x) {
+#if defined(__POPCNT__)
+  return __builtin_popcountll(x);
+#else
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<int>((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
+// Finds where the elements of the events array end, 64 bytes at a time, over
+// a whole window in one pass: a batch is every element that closes before the
+// window's end. Only strings and brackets are tracked; simdjson validates the rest.
+struct ElementScanner {
+  size_t pos = 0;        // next byte to classify
+  int64_t depth = 0;     // 0 between elements
+  bool in_string = false;
+  bool escape_next = false;  // the window ended inside a backslash escape
+  size_t last_end = 0;   // one past the last element that closed (0: none yet)
+  size_t array_end = 0;  // the closer that took the depth below 0, when Scan returned true
+
+  void Start(size_t at) {
+    pos = at;
+    depth = 0;
+    in_string = false;
+    escape_next = false;
+    last_end = 0;
+  }
+  void Shift(size_t delta) {
+    pos = pos >= delta ? pos - delta : 0;
+    last_end = last_end >= delta ? last_end - delta : 0;
+  }
+  // Scans [pos, end); true when the array's own closer was found (at array_end).
+  // Needs 64 readable bytes at buf + pos (the window keeps that much padding).
+  bool Scan(const char* buf, size_t end) {
+    while (pos < end) {
+      size_t n = std::min<size_t>(64, end - pos);
+      uint64_t valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+      BlockMasks m = Classify64(buf + pos);
+      m.quote &= valid;
+      m.backslash &= valid;
+      if (m.backslash != 0 || escape_next) {
+        // Rare: find the escaped bytes one by one (a run of backslashes escapes every other one).
+        uint64_t escaped = 0;
+        bool esc = escape_next;
+        for (size_t i = 0; i < n; ++i) {
+          if (esc) {
+            escaped |= uint64_t{1} << i;
+            esc = false;
+          } else if (buf[pos + i] == '\\') {
+            esc = true;
+          }
+        }
+        escape_next = esc;
+        m.quote &= ~escaped;
+      }
+      uint64_t inside = PrefixXor(m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+      uint64_t open = m.open & ~inside & valid, close = m.close & ~inside & valid;
+      // Depth only reaches 0 in this block if it has at least `depth` closers.
+      int closers = PopCount(close);
+      if (closers < depth) {
+        depth += PopCount(open) - closers;
+      } else {
+        uint64_t brackets = open | close;
+        while (brackets) {
+          int i = __builtin_ctzll(brackets);
+          uint64_t bit = uint64_t{1} << i;
+          if (open & bit) {
+            ++depth;
+          } else if (--depth <= 0) {
+            if (depth < 0) {
+              array_end = pos + static_cast<size_t>(i);
+              return true;
+            }
+            last_end = pos + static_cast<size_t>(i) + 1;
+          }
+          brackets &= brackets - 1;
+        }
+      }
+      in_string = (inside >> (n - 1)) & 1;
+      pos += n;
+    }
+    return false;
+  }
+};
+
 class Streamer {
  public:
   Streamer(ByteSource& src, JsonEventSink& sink, const JsonStreamOptions& opt)
@@ -216,6 +305,7 @@ class Streamer {
       elem_start_ = elem_start_ >= delta ? elem_start_ - delta : 0;
       batch_start_ = batch_start_ >= delta ? batch_start_ - delta : 0;
       scan_.Shift(delta);
+      escan_.Shift(delta);
       base_ += delta;
     }
     if (end_ == cap_ + 1) {
@@ -299,72 +389,71 @@ class Streamer {
     }
   }
 
-  Status Flush(size_t last_end) {
-    if (batch_count_ == 0) return OkStatus();
-    // Frame the complete elements as one array, in place: the byte before the
-    // first element becomes '[' and the byte after the last one ']'.
-    char saved = buf_[last_end];
-    buf_[batch_start_ - 1] = '[';
-    buf_[last_end] = ']';
-    size_t len = last_end - batch_start_ + 2;
-    size_t capacity = (cap_ + 2 + simdjson::SIMDJSON_PADDING) - (batch_start_ - 1);
-    Status st = sink_.Batch(buf_.get() + batch_start_ - 1, len, capacity, Offset(batch_start_));
-    buf_[last_end] = saved;
-    batch_count_ = 0;
+  // Hands [start, end) of the window (complete elements and the separators
+  // between them) to the sink, framed as one array in place: the byte before
+  // the first element becomes '[' and the byte at `end` ']'.
+  Status Flush(size_t start, size_t end) {
+    char saved = buf_[end];
+    buf_[start - 1] = '[';
+    buf_[end] = ']';
+    size_t len = end - start + 2;
+    size_t capacity = (cap_ + 2 + simdjson::SIMDJSON_PADDING) - (start - 1);
+    Status st = sink_.Batch(buf_.get() + start - 1, len, capacity, Offset(start));
+    buf_[end] = saved;
     return st;
   }
 
+  // The next non-whitespace byte inside the events array (not consumed).
+  StatusOr<char> NextInEvents() {
+    for (;;) {
+      while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
+      if (pos_ < end_) return buf_[pos_];
+      if (eof_)
+        return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside \"traceEvents\" (truncated file?)",
+                   Offset(pos_));
+      STRATA_RETURN_IF_ERROR(Fill(pos_));
+    }
+  }
+
   Status Events() {
-    // Elements are scanned one by one; complete ones accumulate in the batch
-    // until the window is exhausted, then go to the sink together.
-    batch_count_ = 0;
-    size_t last_end = 0;
+    // One pass over each window finds where its last complete element ends;
+    // everything before goes to the sink as one batch, the partial element
+    // after it moves to the front of the next window.
     for (bool first = true;; first = false) {
-      // Skip to the next element or the end of the array.
-      for (;;) {
-        while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
-        if (pos_ < end_) break;
-        if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside \"traceEvents\" (truncated file?)",
-                             Offset(pos_));
-        STRATA_RETURN_IF_ERROR(Flush(last_end));
-        STRATA_RETURN_IF_ERROR(Fill(pos_));
-      }
-      char c = buf_[pos_];
+      STRATA_ASSIGN_OR_RETURN(char c, NextInEvents());
       if (c == ']') {
-        STRATA_RETURN_IF_ERROR(Flush(last_end));
         ++pos_;
         return OkStatus();
       }
       if (!first) {
         if (c != ',') return Err(StatusCode::kCorrupt, "invalid JSON: expected ',' or ']' between events at byte {}", Offset(pos_));
         ++pos_;
-        // Whitespace after the comma.
-        for (;;) {
-          while (pos_ < end_ && IsWs(buf_[pos_])) ++pos_;
-          if (pos_ < end_) break;
-          if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside \"traceEvents\"", Offset(pos_));
-          STRATA_RETURN_IF_ERROR(Flush(last_end));
-          STRATA_RETURN_IF_ERROR(Fill(pos_));
-        }
-        c = buf_[pos_];
+        STRATA_ASSIGN_OR_RETURN(c, NextInEvents());
       }
       if (c != '{')
         return Err(StatusCode::kCorrupt, "invalid trace: element of \"traceEvents\" at byte {} is not an object", Offset(pos_));
-      // Scan the element; if the window runs out, flush what is complete and
-      // keep this element's bytes for the next window.
-      size_t start = pos_;
-      scan_.Start(pos_);
-      elem_start_ = start;
-      while (!scan_.Scan(buf_.get(), end_)) {
-        if (eof_) return Err(StatusCode::kCorrupt, "invalid JSON: input ends at byte {} inside the event that starts at byte {} (truncated file?)",
-                             Offset(end_), Offset(elem_start_));
-        STRATA_RETURN_IF_ERROR(Flush(last_end));
-        STRATA_RETURN_IF_ERROR(Fill(elem_start_));
+      batch_start_ = pos_;
+      escan_.Start(pos_);
+      for (;;) {
+        if (escan_.Scan(buf_.get(), end_)) {
+          size_t q = escan_.array_end;
+          if (buf_[q] != ']')
+            return Err(StatusCode::kCorrupt, "invalid JSON: unbalanced '{}' at byte {}", Printable(buf_[q]), Offset(q));
+          STRATA_RETURN_IF_ERROR(Flush(batch_start_, q));
+          pos_ = q + 1;
+          return OkStatus();
+        }
+        if (escan_.last_end != 0) {
+          STRATA_RETURN_IF_ERROR(Flush(batch_start_, escan_.last_end));
+          pos_ = escan_.last_end;
+          break;  // a separator, then the next batch
+        }
+        if (eof_)
+          return Err(StatusCode::kCorrupt,
+                     "invalid JSON: input ends at byte {} inside the event that starts at byte {} (truncated file?)",
+                     Offset(end_), Offset(batch_start_));
+        STRATA_RETURN_IF_ERROR(Fill(batch_start_));
       }
-      pos_ = scan_.pos;
-      if (batch_count_ == 0) batch_start_ = elem_start_;
-      ++batch_count_;
-      last_end = pos_;
     }
   }
 
@@ -377,10 +466,10 @@ class Streamer {
   uint64_t base_ = 0;  // input offset of buf_[1]
   bool eof_ = false;
   bool saw_events_ = false;
-  ValueScanner scan_;
+  ValueScanner scan_;     // top-level members
+  ElementScanner escan_;  // the events array
   size_t elem_start_ = 0;
   size_t batch_start_ = 0;
-  size_t batch_count_ = 0;
 };
 
 }  // namespace

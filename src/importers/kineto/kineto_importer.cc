@@ -37,6 +37,58 @@ inline std::string_view Trim(std::string_view s) {
 // malformed: starts, ends and their differences must not overflow int64 downstream.
 constexpr uint64_t kMaxMicros = (uint64_t{1} << 61) / 1000;
 
+inline uint64_t Load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Eight ASCII digits at p, 8 readable bytes -> their value, or false if one is
+// not a digit. The SWAR arithmetic simdjson's number parser uses: Kineto
+// timestamps have 16 integer digits, so two steps instead of 16.
+inline bool EightDigits(const char* p, uint64_t* out) {
+  uint64_t v = Load8(p);
+  if ((((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) !=
+       0x3333333333333333ull))
+    return false;
+  v = (v & 0x0F0F0F0F0F0F0F0Full) * 2561 >> 8;
+  v = (v & 0x00FF00FF00FF00FFull) * 6553601 >> 16;
+  *out = (v & 0x0000FFFF0000FFFFull) * 42949672960001ull >> 32;
+  return true;
+}
+
+inline bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+// Digits at [p, e) -> value (wrapping past 19 digits; callers bound the count).
+inline const char* Digits(const char* p, const char* e, uint64_t* v) {
+  uint64_t x = 0;
+  uint64_t eight;
+  while (e - p >= 8 && EightDigits(p, &eight)) {
+    x = x * 100000000 + eight;
+    p += 8;
+  }
+  while (p < e && IsDigit(*p)) x = x * 10 + static_cast<uint64_t>(*p++ - '0');
+  *v = x;
+  return p;
+}
+
+// A plain decimal integer token ("123", "-5": at most 18 digits, nothing but
+// whitespace after) -> value. The common case of every integer field.
+inline bool FastInt(std::string_view s, int64_t* v) {
+  const char* p = s.data();
+  const char* e = p + s.size();
+  bool neg = p < e && *p == '-';
+  p += neg;
+  const char* d = p;
+  uint64_t x;
+  p = Digits(p, e, &x);
+  if (p == d || p - d > 18) return false;
+  for (; p < e; ++p)
+    if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') return false;
+  *v = neg ? -static_cast<int64_t>(x) : static_cast<int64_t>(x);
+  return true;
+}
+
 // "123", "-5", "1712195495505543.2", "1.5e3" (microseconds) -> nanoseconds.
 // Up to three fraction digits are exact; further ones round half up.
 bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
@@ -49,13 +101,10 @@ bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
     neg = true;
     ++p;
   }
-  if (p == e || *p < '0' || *p > '9') return false;
+  if (p == e || !IsDigit(*p)) return false;
   uint64_t ip = 0;
   const char* digits_start = p;
-  while (p < e && *p >= '0' && *p <= '9') {
-    ip = ip * 10 + static_cast<uint64_t>(*p - '0');
-    ++p;
-  }
+  p = Digits(p, e, &ip);
   if (p - digits_start > 16 || ip > kMaxMicros) return false;
   {
     int64_t frac = 0;
@@ -64,7 +113,7 @@ bool ParseMicros(std::string_view s, int64_t* ns, bool* fractional) {
       *fractional = true;
       ++p;
       int n = 0;
-      while (p < e && *p >= '0' && *p <= '9') {
+      while (p < e && IsDigit(*p)) {
         if (n < 3) frac = frac * 10 + (*p - '0');
         else if (n == 3 && *p >= '5') frac += 1;  // round half up at the 4th digit
         ++n;
@@ -90,6 +139,7 @@ slow: {
 }
 
 bool ParseInt(std::string_view s, int64_t* v) {
+  if (FastInt(s, v)) return true;
   s = Trim(s);
   if (!s.empty() && s.front() == '"') {  // numbers written as strings ("25738", "0x7f")
     if (s.size() < 2 || s.back() != '"') return false;
@@ -115,6 +165,13 @@ bool ParseInt(std::string_view s, int64_t* v) {
 }
 
 bool ParseDouble(std::string_view s, double* v) {
+  int64_t i;
+  // Integers convert exactly as from_chars would round them (18 digits fit
+  // int64); "-0" keeps its sign on the slow path.
+  if (FastInt(s, &i) && !(i == 0 && s[0] == '-')) {
+    *v = static_cast<double>(i);
+    return true;
+  }
   s = Trim(s);
   auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
@@ -130,12 +187,6 @@ inline bool PlainString(std::string_view tok, std::string_view* out) {
   return true;
 }
 
-inline uint64_t Load8(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-
 // Does the key whose first 8 raw bytes are `w` equal `k`? (k plus the closing quote, little-endian.)
 template <size_t N>
 inline bool KeyIs(uint64_t w, const char (&k)[N]) {
@@ -149,8 +200,7 @@ inline bool KeyIs(uint64_t w, const char (&k)[N]) {
 
 // A key's raw text (keys with escapes are compared in their escaped form,
 // which no key this importer looks for has).
-inline std::string_view KeyOf(const od::raw_json_string& k, const char* limit) {
-  const char* p = reinterpret_cast<const char*>(k.raw());
+inline std::string_view KeyOf(const char* p, const char* limit) {
   const char* q = p;
   while (q < limit && !(*q == '"' && (q == p || q[-1] != '\\'))) ++q;
   return std::string_view(p, static_cast<size_t>(q - p));
@@ -284,6 +334,7 @@ enum class Role : uint8_t {
   kExternalId, kSequence, kName, kMemBytes, kAddr, kDeviceType, kDeviceId, kTotalAllocated, kTotalReserved,
   kCount,            // (number of roles that are looked up)
   kDrop,             // derived or profiler-internal: not kept
+  kLegacyDevice,     // "Device" (2021 schema): the pid again on host events, kept on device ones
   kKeep,             // kept in ArgTable as is
 };
 constexpr size_t kRoles = static_cast<size_t>(Role::kCount);
@@ -302,6 +353,7 @@ Role RoleOf(std::string_view k) {
       if (k == "Bytes") return Role::kMemBytes;
       break;
     case 6:
+      if (k == "Device") return Role::kLegacyDevice;
       if (k == "device") return Role::kDevice;
       if (k == "stream") return Role::kStream;
       if (k == "Ev Idx" || k == "queued") return Role::kDrop;
@@ -354,6 +406,8 @@ struct Arg {
   std::string_view raw;  // scalar token, or the JSON text of an array/object
   bool container = false;
   Role role = Role::kKeep;
+  int16_t slot = -1;     // the key's entry in Builder's key cache, -1 none
+  uint32_t gen = 0;      // that entry's generation when the arg was read
 };
 
 struct Event {
@@ -366,6 +420,165 @@ struct Event {
   bool bad_number = false;
   std::vector<Arg> args;
   std::array<int8_t, kRoles> known;  // index in args of each looked-up role, -1 absent
+};
+
+inline bool IsWs(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// Up to 8 bytes of [p, p + n) as an integer (for hashing short keys safely).
+inline uint64_t LoadUpTo8(const char* p, size_t n) {
+  uint64_t v = 0;
+  if (n == 0) return v;  // p may be null for an empty view (memcpy from null is UB even for 0 bytes)
+  std::memcpy(&v, p, std::min<size_t>(n, 8));
+  return v;
+}
+
+// Interning with a direct-mapped cache in front of the pool: a repeated name
+// (most names repeat thousands of times) is found by a cheap hash of its
+// length and a few of its bytes and confirmed by one memcmp, instead of
+// hashing every byte into the pool's map. A miss or a collision only costs
+// the pool lookup, so the cache never changes which id a string gets.
+class InternCache {
+ public:
+  explicit InternCache(model::StringPool& pool) : pool_(pool), slots_(kSlots) {}
+
+  StringId Intern(std::string_view s) {
+    Slot& e = slots_[Hash(s) & (kSlots - 1)];
+    if (e.data != nullptr && e.len == s.size() && (s.empty() || std::memcmp(e.data, s.data(), s.size()) == 0)) return e.id;
+    StringId id = pool_.Intern(s);
+    std::string_view v = pool_.Get(id);  // stable storage
+    e = {v.data(), v.size(), id};
+    return id;
+  }
+
+ private:
+  static constexpr size_t kSlots = 4096;
+  struct Slot {
+    const char* data = nullptr;
+    size_t len = 0;
+    StringId id = 0;
+  };
+  static uint64_t Hash(std::string_view s) {
+    size_t n = s.size();
+    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+    if (n >= 8) {
+      h = (h ^ Load8(s.data())) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ Load8(s.data() + n - 8)) * 0x94D049BB133111EBull;
+      h = (h ^ Load8(s.data() + n / 2 - 4)) * 0x9E3779B97F4A7C15ull;
+    } else {
+      h = (h ^ LoadUpTo8(s.data(), n)) * 0xBF58476D1CE4E5B9ull;
+    }
+    return h ^ (h >> 31);
+  }
+  model::StringPool& pool_;
+  std::vector<Slot> slots_;
+};
+
+// Arg keys are recognized once per distinct key, not once per arg: a small
+// direct-mapped table from the raw key text to its role and (once an arg with
+// that key is kept) its interned id. `gen` tells an Arg whether its slot still
+// holds its key after a collision replaced it.
+class KeyCache {
+ public:
+  struct Entry {
+    std::string text;  // the raw (escaped) key
+    Role role = Role::kKeep;
+    uint32_t gen = 0;
+    StringId id = model::StringPool::kNotFound;
+  };
+  KeyCache() : slots_(kSlots) {}
+
+  int16_t Find(std::string_view k) {
+    auto slot = static_cast<int16_t>(Hash(k) & (kSlots - 1));
+    Entry& e = slots_[static_cast<size_t>(slot)];
+    if (e.gen == 0 || e.text != k) {
+      e.text.assign(k);
+      e.role = RoleOf(k);
+      e.gen = ++gen_;
+      e.id = model::StringPool::kNotFound;
+    }
+    return slot;
+  }
+  Entry& operator[](int16_t slot) { return slots_[static_cast<size_t>(slot)]; }
+
+ private:
+  static constexpr size_t kSlots = 256;
+  static uint64_t Hash(std::string_view k) {
+    size_t n = k.size();
+    uint64_t h = (n * 0x9E3779B97F4A7C15ull) ^ LoadUpTo8(k.data(), n);
+    h *= 0xBF58476D1CE4E5B9ull;
+    if (n > 8) h = (h ^ LoadUpTo8(k.data() + n - 8, 8)) * 0x94D049BB133111EBull;
+    return h >> 40;
+  }
+  std::vector<Entry> slots_;
+  uint32_t gen_ = 0;
+};
+
+// API calls by correlation id, to link device activities to their launch.
+// Calls are appended as they are read and indexed once at the end: Kineto's
+// correlation ids are dense, so the index is usually an array over
+// [min, max]; sparse ids get a sorted one. (A node-based hash map here was
+// a tenth of the import time.)
+class LaunchIndex {
+ public:
+  void Add(uint64_t corr, uint32_t slice) {
+    calls_.push_back({corr, slice, false});
+    min_ = std::min(min_, corr);
+    max_ = std::max(max_, corr);
+  }
+
+  // Indexes the calls; returns how many share their id with a later call
+  // (the later one is the one linked).
+  uint64_t Build() {
+    uint64_t dups = 0;
+    if (calls_.empty()) return 0;
+    uint64_t range = max_ - min_;
+    if (range < 4 * calls_.size() + 4096) {
+      dense_.assign(range + 1, 0);
+      for (size_t i = 0; i < calls_.size(); ++i) {
+        uint32_t& slot = dense_[calls_[i].corr - min_];
+        if (slot != 0) ++dups;
+        slot = static_cast<uint32_t>(i + 1);
+      }
+      return dups;
+    }
+    sorted_.resize(calls_.size());
+    for (size_t i = 0; i < calls_.size(); ++i) sorted_[i] = static_cast<uint32_t>(i);
+    std::stable_sort(sorted_.begin(), sorted_.end(),
+                     [this](uint32_t a, uint32_t b) { return calls_[a].corr < calls_[b].corr; });
+    size_t out = 0;
+    for (size_t i = 0; i < sorted_.size(); ++i) {
+      if (i + 1 < sorted_.size() && calls_[sorted_[i + 1]].corr == calls_[sorted_[i]].corr) {
+        ++dups;  // the next one (later in the file) wins
+        continue;
+      }
+      sorted_[out++] = sorted_[i];
+    }
+    sorted_.resize(out);
+    return dups;
+  }
+
+  // The call with this correlation id (after Build), or -1.
+  int64_t Find(uint64_t corr) const {
+    if (corr < min_ || corr > max_) return -1;
+    if (!dense_.empty()) return static_cast<int64_t>(dense_[corr - min_]) - 1;
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), corr,
+                               [this](uint32_t i, uint64_t c) { return calls_[i].corr < c; });
+    return it != sorted_.end() && calls_[*it].corr == corr ? static_cast<int64_t>(*it) : -1;
+  }
+  uint32_t slice(int64_t i) const { return calls_[static_cast<size_t>(i)].slice; }
+  bool linked(int64_t i) const { return calls_[static_cast<size_t>(i)].linked; }
+  void MarkLinked(int64_t i) { calls_[static_cast<size_t>(i)].linked = true; }
+
+ private:
+  struct Call {
+    uint64_t corr;
+    uint32_t slice;
+    bool linked;  // some device activity names this call's id
+  };
+  std::vector<Call> calls_;
+  uint64_t min_ = UINT64_MAX, max_ = 0;
+  std::vector<uint32_t> dense_;   // corr - min_ -> call index + 1, 0 for none
+  std::vector<uint32_t> sorted_;  // call indices by corr, one per id
 };
 
 struct PendingFlow {
@@ -459,7 +672,12 @@ class Builder : public JsonEventSink {
       return Err(StatusCode::kCorrupt, "invalid JSON in the events from byte {}: {}", offset, simdjson::error_message(err));
     for (auto el : arr) {
       od::object obj;
-      if ((err = el.get_object().get(obj))) return JsonError(doc, d, offset, err);
+      if ((err = el.get_object().get(obj))) {
+        if (err == simdjson::INCORRECT_TYPE)
+          return Err(StatusCode::kCorrupt, "invalid trace: an element of \"traceEvents\" near byte {} is not an object",
+                     Where(doc, d, offset));
+        return JsonError(doc, d, offset, err);
+      }
       ev_.ph = 0;
       ev_.name = ev_.cat = ev_.bp = ev_.scope = ev_.id = {};
       ev_.name_escaped = false;
@@ -489,14 +707,16 @@ class Builder : public JsonEventSink {
     }
     for (auto& p : t_.processes) p.rank = rank_;
     // Launch links by correlation id.
+    if (uint64_t dups = launches_.Build())
+      Count("API calls that share a correlation id with an earlier one (the last one is linked)", dups);
     size_t unlinked = 0;
     for (size_t r = 0; r < t_.device.size(); ++r) {
       uint64_t c = t_.device.correlation[r];
       if (c == 0) continue;
-      auto it = launch_of_corr_.find(c);
-      if (it != launch_of_corr_.end()) {
-        t_.device.launch[r] = static_cast<int32_t>(it->second.slice);
-        it->second.linked = true;
+      int64_t call = launches_.Find(c);
+      if (call >= 0) {
+        t_.device.launch[r] = static_cast<int32_t>(launches_.slice(call));
+        launches_.MarkLinked(call);
       }
       else if (t_.slices.kind[t_.device.slice[r]] != SliceKind::kAnnotation) ++unlinked;
     }
@@ -512,11 +732,14 @@ class Builder : public JsonEventSink {
   }
 
  private:
-  Status JsonError(const char* doc, od::document& d, uint64_t offset, simdjson::error_code err) {
+  static uint64_t Where(const char* doc, od::document& d, uint64_t offset) {
     const char* at = nullptr;
-    uint64_t where = offset;
-    if (!d.current_location().get(at) && at >= doc) where = offset + static_cast<uint64_t>(at - doc) - 1;
-    return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: {}", where, simdjson::error_message(err));
+    if (!d.current_location().get(at) && at >= doc) return offset + static_cast<uint64_t>(at - doc) - 1;
+    return offset;
+  }
+  Status JsonError(const char* doc, od::document& d, uint64_t offset, simdjson::error_code err) {
+    return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: {}", Where(doc, d, offset),
+               simdjson::error_message(err));
   }
 
   void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
@@ -629,6 +852,19 @@ class Builder : public JsonEventSink {
     return simdjson::SUCCESS;
   }
 
+  // The raw text of the key whose first byte is `kp`, given where its value
+  // starts: the key's closing quote is the last one before the ':'.
+  std::string_view KeyBefore(const char* kp, const char* value) const {
+    const char* q = value;
+    while (q > kp && IsWs(q[-1])) --q;
+    if (q > kp && q[-1] == ':') {
+      --q;
+      while (q > kp && IsWs(q[-1])) --q;
+      if (q > kp && q[-1] == '"') return std::string_view(kp, static_cast<size_t>(q - 1 - kp));
+    }
+    return KeyOf(kp, limit_);
+  }
+
   simdjson::error_code ReadArgs(od::value& v) {
     od::object a;
     auto err = v.get_object().get(a);
@@ -640,25 +876,29 @@ class Builder : public JsonEventSink {
     for (auto f : a) {
       od::field field;
       if ((err = std::move(f).get(field))) return err;
-      Arg arg;
-      arg.key = KeyOf(field.key(), limit_);
+      const char* kp = reinterpret_cast<const char*>(field.key().raw());
       od::value val = field.value();
-      od::json_type type;
-      if ((err = val.type().get(type))) return err;
-      if (type == od::json_type::array) {
+      std::string_view tok = val.raw_json_token();  // starts at the value
+      Arg arg;
+      arg.key = KeyBefore(kp, tok.data());
+      arg.slot = keys_.Find(arg.key);
+      const KeyCache::Entry& ke = keys_[arg.slot];
+      arg.role = ke.role;
+      arg.gen = ke.gen;
+      char c = tok.empty() ? '\0' : tok.front();
+      if (c == '[') {
         od::array arr;
         if ((err = val.get_array().get(arr))) return err;
         if ((err = arr.raw_json().get(arg.raw))) return err;
         arg.container = true;
-      } else if (type == od::json_type::object) {
+      } else if (c == '{') {
         od::object o;
         if ((err = val.get_object().get(o))) return err;
         if ((err = o.raw_json().get(arg.raw))) return err;
         arg.container = true;
       } else {
-        arg.raw = val.raw_json_token();
-        arg.raw = Trim(arg.raw);
-        if (type == od::json_type::string && arg.raw.find('\\') != std::string_view::npos) {
+        arg.raw = Trim(tok);
+        if (c == '"' && std::memchr(arg.raw.data(), '\\', arg.raw.size()) != nullptr) {
           // Keep an unescaped copy; the view into the parser's buffer would not outlive the batch anyway.
           std::string_view s;
           if ((err = val.get_string().get(s))) return err;
@@ -667,7 +907,6 @@ class Builder : public JsonEventSink {
           arg.raw = escaped_args_.back();
         }
       }
-      arg.role = RoleOf(arg.key);
       if (arg.role < Role::kCount && ev_.args.size() < 127) ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(ev_.args.size());
       ev_.args.push_back(arg);
     }
@@ -752,12 +991,11 @@ class Builder : public JsonEventSink {
 
   StringId Name() {
     if (ev_.name.empty()) return 0;
-    return t_.strings.Intern(ev_.name);
+    return intern_.Intern(ev_.name);
   }
 
   void AddArgs(uint32_t slice, bool device_row) {
     for (const Arg& a : ev_.args) {
-      std::string_view k = a.key;
       // Columns, derived values and profiler internals are not repeated here.
       switch (a.role) {
         case Role::kDrop:
@@ -774,16 +1012,17 @@ class Builder : public JsonEventSink {
         case Role::kKind:
           if (device_row) continue;
           break;
+        case Role::kLegacyDevice:
+          if (!device_row) continue;  // legacy: the pid again
+          break;
         default:
           break;
       }
-      if (k == "Device" && !device_row) continue;  // legacy: the pid again
-      StringId key = a.role == Role::kExternalId ? k_external_id_ : InternKey(k);
+      StringId key = a.role == Role::kExternalId ? k_external_id_ : KeyId(a);
       double num = std::numeric_limits<double>::quiet_NaN();
       StringId str = 0;
-      std::string_view s;
       if (a.container) {
-        str = t_.strings.Intern(a.raw);
+        str = intern_.Intern(a.raw);
       } else if (!a.raw.empty() && a.raw.front() == '"') {
         std::string_view inner = a.raw.substr(1, a.raw.size() >= 2 ? a.raw.size() - 2 : 0);
         int64_t iv;
@@ -791,7 +1030,7 @@ class Builder : public JsonEventSink {
         if (!inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
             ParseInt(inner, &iv))
           num = static_cast<double>(iv);
-        str = t_.strings.Intern(inner);
+        str = intern_.Intern(inner);
       } else if (a.raw == "null") {
         continue;
       } else if (a.raw == "true" || a.raw == "false") {
@@ -799,18 +1038,21 @@ class Builder : public JsonEventSink {
       } else if (!ParseDouble(a.raw, &num)) {
         // simdjson does not validate tokens it is not asked to convert.
         Count("args with an invalid JSON value (kept as text)");
-        str = t_.strings.Intern(a.raw);
+        str = intern_.Intern(a.raw);
       }
       t_.args.Add(slice, key, str, num);
     }
   }
 
-  StringId InternKey(std::string_view k) {
-    auto it = key_cache_.find(k);
-    if (it != key_cache_.end()) return it->second;
-    StringId id = t_.strings.Intern(k);
-    key_cache_.emplace(t_.strings.Get(id), id);
-    return id;
+  StringId KeyId(const Arg& a) {
+    if (a.slot >= 0) {
+      KeyCache::Entry& e = keys_[a.slot];
+      if (e.gen == a.gen) {
+        if (e.id == model::StringPool::kNotFound) e.id = intern_.Intern(e.text);
+        return e.id;
+      }
+    }
+    return intern_.Intern(a.key);
   }
 
   void AddEvent() {
@@ -887,11 +1129,7 @@ class Builder : public JsonEventSink {
     } else {
       if ((cat == Cat::kRuntime || cat == Cat::kDriver) && ArgInt(Role::kCorrelation, &corr) && corr > 0) {
         t_.slices.arg[s] = static_cast<uint64_t>(corr);
-        auto [it, inserted] = launch_of_corr_.try_emplace(static_cast<uint64_t>(corr), Launch{s, false});
-        if (!inserted) {
-          Count("API calls that share a correlation id with an earlier one (the last one is linked)");
-          it->second.slice = s;
-        }
+        launches_.Add(static_cast<uint64_t>(corr), s);
       } else if (cat == Cat::kCpuOp) {
         int64_t seq;
         if (ArgInt(Role::kSequence, &seq) && seq >= 0) t_.slices.arg[s] = static_cast<uint64_t>(seq);
@@ -971,7 +1209,11 @@ class Builder : public JsonEventSink {
     ev_.name = name;
     ev_.cat = catname;
     ev_.args.clear();
-    for (const SavedArg& a : args) ev_.args.push_back({a.key, a.raw, a.container});
+    for (const SavedArg& a : args) {
+      Arg arg{a.key, a.raw, a.container};
+      if (arg.key == "Device") arg.role = Role::kLegacyDevice;
+      ev_.args.push_back(arg);
+    }
     AddSlice(Classify(catname), o.ts, dur);
   }
 
@@ -1052,8 +1294,8 @@ class Builder : public JsonEventSink {
     flows_.erase(std::remove_if(flows_.begin(), flows_.end(),
                                 [this](const PendingFlow& f) {
                                   if (!f.launch || f.corr == 0) return false;
-                                  auto it = launch_of_corr_.find(f.corr);
-                                  return it != launch_of_corr_.end() && it->second.linked;
+                                  int64_t call = launches_.Find(f.corr);
+                                  return call >= 0 && launches_.linked(call);
                                 }),
                  flows_.end());
     std::stable_sort(flows_.begin(), flows_.end(), [](const PendingFlow& a, const PendingFlow& b) {
@@ -1153,13 +1395,10 @@ class Builder : public JsonEventSink {
   std::unordered_map<std::pair<uint32_t, int64_t>, uint32_t, PairHash> tracks_;
   std::pair<uint32_t, int64_t> last_track_key_{UINT32_MAX, 0};
   uint32_t last_track_ = 0;
-  struct Launch {
-    uint32_t slice;
-    bool linked;  // some device activity names this correlation id
-  };
-  std::unordered_map<uint64_t, Launch> launch_of_corr_;
+  LaunchIndex launches_;
   std::unordered_map<uint64_t, uint32_t> series_;
-  std::unordered_map<std::string_view, StringId> key_cache_;
+  InternCache intern_{t_.strings};
+  KeyCache keys_;
   std::map<int64_t, StringId> process_names_;
   std::vector<PendingThreadName> pending_thread_names_;
   std::unordered_map<uint32_t, std::vector<OpenBE>> open_;
