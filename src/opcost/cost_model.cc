@@ -1,10 +1,10 @@
-#include "collectors/torch/cost_model.h"
+#include "opcost/cost_model.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-namespace strata::collectors::torch {
+namespace strata::opcost {
 namespace {
 
 // Products of shapes overflow int64 only for absurd inputs; compute in double
@@ -368,4 +368,4 @@ OpCost EstimateCost(std::string_view op, std::span<const ArgDesc> args) {
   return {};
 }
 
-}  // namespace strata::collectors::torch
+}  // namespace strata::opcost
