@@ -177,29 +177,33 @@ class Builder {
       }
       if (bad) continue;
       std::string_view base = BaseName(s);
-      if (IsConv(base) && !concrete.is_array()) InferConvGeometry(args, NextInputDims(s, k_dims));
+      if (IsConv(base) && !concrete.is_array()) InferConvGeometry(args, ConvOutputDims(s, k_dims, args));
       opcost::OpCost c = opcost::EstimateCost(t_.strings.Get(sl.name[s]), args);
       if (c.flops < 0 || c.bytes < 0) continue;
       Add(s, {static_cast<double>(c.flops), static_cast<double>(c.bytes), precision});
     }
   }
 
-  // The first input's dims of the next op on the same thread that starts after
-  // slice `s` ends (not nested in it).
-  std::vector<int64_t> NextInputDims(uint32_t s, model::StringId k_dims) const {
+  // The first input of a later op on the same thread (not nested in slice `s`)
+  // shaped like a convolution's output: [N, out_channels, *spatial] with `rank`
+  // dims. In between may come ops on other tensors (batch_norm's
+  // num_batches_tracked += 1), hence a search over the next few ops.
+  std::vector<int64_t> ConvOutputDims(uint32_t s, model::StringId k_dims, const std::vector<ArgDesc>& args) const {
+    if (args.size() < 2 || args[0].kind != ArgKind::kTensor || args[1].kind != ArgKind::kTensor) return {};
     const auto& sl = t_.slices;
-    auto [first, last] = t_.track_slices[sl.track[s]];
-    (void)first;
-    for (uint32_t i = s + 1; i < last && i < s + 64; ++i) {
+    uint32_t last = t_.track_slices[sl.track[s]].second;
+    int ops_seen = 0;
+    for (uint32_t i = s + 1; i < last && i < s + 512 && ops_seen < 8; ++i) {
       if (sl.ts[i] < sl.end(s) || sl.kind[i] != SliceKind::kOp) continue;
       int32_t a = t_.FindArg(i, k_dims);
       if (a < 0 || !t_.args.str[static_cast<size_t>(a)]) continue;
+      ++ops_seen;
       nlohmann::json d = nlohmann::json::parse(t_.strings.Get(t_.args.str[static_cast<size_t>(a)]), nullptr, false);
+      if (!d.is_array() || d.empty() || !d[0].is_array() || d[0].size() != args[0].ndim) continue;
       std::vector<int64_t> out;
-      if (d.is_array() && !d.empty() && d[0].is_array())
-        for (const auto& v : d[0])
-          if (v.is_number_integer()) out.push_back(v.get<int64_t>());
-      return out;
+      for (const auto& v : d[0])
+        if (v.is_number_integer()) out.push_back(v.get<int64_t>());
+      if (out.size() == args[0].ndim && out[0] == args[0].dims[0] && out[1] == args[1].dims[0]) return out;
     }
     return {};
   }
@@ -401,9 +405,13 @@ class Builder {
     if (r_.items.empty()) return;
     const auto& sl = t_.slices;
     std::vector<std::pair<int64_t, int64_t>> windows;
-    for (uint32_t s = 0; s < sl.size(); ++s)
-      if (sl.kind[s] == SliceKind::kStep && sl.parent[s] == model::kNone && t_.tracks[sl.track[s]].kind == model::TrackKind::kThread)
-        windows.emplace_back(sl.ts[s], sl.end(s));
+    for (uint32_t s = 0; s < sl.size(); ++s) {
+      if (sl.kind[s] != SliceKind::kStep || t_.tracks[sl.track[s]].kind != model::TrackKind::kThread) continue;
+      bool nested = false;  // a step inside a step (a profiler step around a training step) counts once
+      for (int32_t p = sl.parent[s]; p != model::kNone && !nested; p = sl.parent[static_cast<size_t>(p)])
+        nested = sl.kind[static_cast<size_t>(p)] == SliceKind::kStep;
+      if (!nested) windows.emplace_back(sl.ts[s], sl.end(s));
+    }
     std::sort(windows.begin(), windows.end());
     if (windows.size() >= 3) {
       size_t skip = std::min(opt_.skip_steps, windows.size() - 1);

@@ -12,20 +12,19 @@ struct TypeInfo {
   std::string_view precision;
 };
 
-// c10::ScalarType names as the profiler prints them (c10::toString or the C++
-// type name, with or without the c10:: prefix, depending on the version).
+// Tensor dtypes as the profiler prints them: caffe2::TypeMeta names ("float",
+// "long int", "c10::Half"), with or without the c10:: prefix. Capitalized
+// ScalarType names that are also IValue tags ("Int", "Double", "Bool": what the
+// profiler writes for scalar arguments) are deliberately absent.
 constexpr TypeInfo kTypes[] = {
-    {"float", 4, "f32"},           {"Float", 4, "f32"},          {"double", 8, "f64"},
-    {"Double", 8, "f64"},          {"Half", 2, "f16"},           {"BFloat16", 2, "f16"},
-    {"long int", 8, ""},           {"long", 8, ""},              {"int64_t", 8, ""},
-    {"Long", 8, ""},               {"int", 4, ""},               {"Int", 4, ""},
-    {"short int", 2, ""},          {"short", 2, ""},             {"Short", 2, ""},
-    {"signed char", 1, "i8"},      {"Char", 1, "i8"},            {"unsigned char", 1, ""},
-    {"Byte", 1, ""},               {"bool", 1, ""},              {"Bool", 1, ""},
-    {"complex<float>", 8, "f32"},  {"ComplexFloat", 8, "f32"},   {"complex<double>", 16, "f64"},
-    {"ComplexDouble", 16, "f64"},  {"complex<Half>", 4, "f16"},  {"Float8_e4m3fn", 1, "i8"},
-    {"Float8_e5m2", 1, "i8"},      {"Float8_e4m3fnuz", 1, "i8"}, {"Float8_e5m2fnuz", 1, "i8"},
-    {"qint8", 1, "i8"},            {"quint8", 1, "i8"},          {"qint32", 4, ""},
+    {"float", 4, "f32"},           {"double", 8, "f64"},         {"Half", 2, "f16"},
+    {"BFloat16", 2, "f16"},        {"long int", 8, ""},          {"long", 8, ""},
+    {"int64_t", 8, ""},            {"int", 4, ""},               {"short int", 2, ""},
+    {"short", 2, ""},              {"signed char", 1, "i8"},     {"unsigned char", 1, ""},
+    {"bool", 1, ""},               {"complex<float>", 8, "f32"}, {"complex<double>", 16, "f64"},
+    {"complex<Half>", 4, "f16"},   {"Float8_e4m3fn", 1, "i8"},   {"Float8_e5m2", 1, "i8"},
+    {"Float8_e4m3fnuz", 1, "i8"},  {"Float8_e5m2fnuz", 1, "i8"}, {"qint8", 1, "i8"},
+    {"quint8", 1, "i8"},           {"qint32", 4, ""},
 };
 
 const TypeInfo* FindType(std::string_view type) {
