@@ -133,6 +133,83 @@ TEST(Roofline, ClassifiesAgainstTheRidgePoint) {
   EXPECT_EQ(p.bound, "");
 }
 
+// --- the findings rules on a constructed GPU trace --------------------------------
+
+// Four 10 ms steps on an A100 (fp32 roof 19.5 TFLOP/s, 2039 GB/s): in each, one op
+// launches an 8 ms kernel and the thread waits for it, so the kernel is the step's
+// critical path. The op's estimate sets where the kernel sits on the roofline.
+model::Trace GpuSteps(const char* op, double flops, double bytes, const char* dtypes) {
+  model::Trace t;
+  t.processes.push_back({});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 1});
+  t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, 7, 0, 0});
+  t.tracks.back().device = 0;
+  model::Device d;
+  d.name = "NVIDIA A100-SXM4-80GB";
+  d.memory_bytes = 80ull << 30;
+  t.devices.push_back(d);
+  auto& sl = t.slices;
+  auto name = [&t](const char* n) { return t.strings.Intern(n); };
+  const int64_t ms = 1000000;
+  for (int i = 0; i < 4; ++i) {
+    int64_t s0 = i * 10 * ms;
+    sl.Add(s0, 10 * ms, 0, name("ProfilerStep#1"), model::SliceKind::kStep, static_cast<uint64_t>(i));
+    uint32_t o = sl.Add(s0 + ms / 10, ms / 5, 0, name(op), model::SliceKind::kOp);
+    uint32_t l = sl.Add(s0 + ms / 10 + 1000, 5000, 0, name("cudaLaunchKernel"), model::SliceKind::kRuntime);
+    sl.Add(s0 + ms / 2, 8 * ms, 0, name("cudaDeviceSynchronize"), model::SliceKind::kRuntime);
+    uint32_t k = sl.Add(s0 + ms / 2, 8 * ms, 1, name("kernel"), model::SliceKind::kKernel);
+    t.device.Add(k, 0, 7, static_cast<uint64_t>(i + 1));
+    t.device.launch.back() = static_cast<int32_t>(l);
+    uint32_t r = t.ops.Add(o, model::OpScope::kFunction, -1);
+    t.ops.flops[r] = static_cast<int64_t>(flops);
+    t.ops.bytes[r] = static_cast<int64_t>(bytes);
+    t.ops.dtypes[r] = name(dtypes);
+  }
+  t.Finalize();
+  return t;
+}
+
+const analysis::Finding* FindingOf(const std::vector<analysis::Finding>& f, std::string_view category) {
+  for (const auto& x : f)
+    if (x.category == category) return &x;
+  return nullptr;
+}
+
+TEST(RooflineRules, Fp32GemmNearTheRoofIsComputeBound) {
+  // 80% of the fp32 roof at 200 FLOP/byte (ridge 9.6).
+  double flops = 0.8 * 19.5e12 * 8e-3;
+  model::Trace t = GpuSteps("aten::mm", flops, flops / 200, "[float, float]");
+  analysis::RooflineResult r = analysis::Roofline(t);
+  ASSERT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.ops[0].bound, "compute");
+  EXPECT_NEAR(r.ops[0].pct_of_roof, 80, 0.01);
+  std::vector<analysis::Finding> f = analysis::Diagnose(t);
+  const analysis::Finding* cb = FindingOf(f, "compute_bound");
+  ASSERT_NE(cb, nullptr);
+  EXPECT_EQ(FindingOf(f, "memory_bound"), nullptr);
+  EXPECT_EQ(cb->involved, std::vector<std::string>{"aten::mm"});
+  // On TF32 tensor cores (156 TFLOP/s) at the same efficiency the 8 ms kernel
+  // takes 1 ms: 7 ms of a 10 ms step, halved to be conservative.
+  EXPECT_NEAR(cb->estimated_gain_pct, 35, 1);
+  EXPECT_NE(cb->suggestion.find("tf32 tensor"), std::string::npos) << cb->suggestion;
+}
+
+TEST(RooflineRules, LowIntensityKernelIsMemoryBound) {
+  // 0.25 FLOP/byte at 40% of the bandwidth roof (815.6 GB/s of 2039).
+  double bytes = 0.4 * 2039e9 * 8e-3;
+  model::Trace t = GpuSteps("aten::add", bytes / 4, bytes, "[float, float, Scalar]");
+  std::vector<analysis::Finding> f = analysis::Diagnose(t);
+  const analysis::Finding* mb = FindingOf(f, "memory_bound");
+  ASSERT_NE(mb, nullptr);
+  EXPECT_EQ(FindingOf(f, "compute_bound"), nullptr);
+  EXPECT_EQ(mb->involved, std::vector<std::string>{"aten::add"});
+  // The gap to the bandwidth roof is 60% of 8 ms, halved: 2.4 ms of 10 ms.
+  EXPECT_NEAR(mb->estimated_gain_pct, 24, 1);
+  // The same op at the roof leaves nothing to gain from the kernel itself.
+  model::Trace at_roof = GpuSteps("aten::add", 2039e9 * 8e-3 / 4, 2039e9 * 8e-3, "[float]");
+  EXPECT_EQ(FindingOf(analysis::Diagnose(at_roof), "memory_bound"), nullptr);
+}
+
 // --- real GPU traces ----------------------------------------------------------
 
 const analysis::RooflinePoint* Find(const std::vector<analysis::RooflinePoint>& v, std::string_view name) {
