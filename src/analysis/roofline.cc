@@ -93,7 +93,7 @@ void InferConvGeometry(std::vector<ArgDesc>& args, const std::vector<int64_t>& o
   stride.ndim = padding.ndim = static_cast<uint8_t>(spatial);
   for (int k = 0; k < spatial; ++k) {
     int64_t i = in.dims[2 + k], kk = w.dims[2 + k], o = out_dims[static_cast<size_t>(2 + k)];
-    if (o <= 0 || i <= 0) return;
+    if (o <= 0 || i <= 0 || o > (int64_t{1} << 31) || i > (int64_t{1} << 31) || kk < 0 || kk > (int64_t{1} << 31)) return;
     int64_t s = std::max<int64_t>(1, (i + o - 1) / o);
     int64_t p = std::max<int64_t>(0, ((o - 1) * s + kk - i + 1) / 2);
     stride.dims[k] = s;
