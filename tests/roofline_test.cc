@@ -138,7 +138,8 @@ TEST(Roofline, ClassifiesAgainstTheRidgePoint) {
 // Four 10 ms steps on an A100 (fp32 roof 19.5 TFLOP/s, 2039 GB/s): in each, one op
 // launches an 8 ms kernel and the thread waits for it, so the kernel is the step's
 // critical path. The op's estimate sets where the kernel sits on the roofline.
-model::Trace GpuSteps(const char* op, double flops, double bytes, const char* dtypes) {
+model::Trace GpuSteps(const char* op, double flops, double bytes, const char* dtypes, double hw_flops = -1,
+                      double hw_dram = -1) {
   model::Trace t;
   t.processes.push_back({});
   t.tracks.push_back({model::TrackKind::kThread, 0, 1});
@@ -160,6 +161,11 @@ model::Trace GpuSteps(const char* op, double flops, double bytes, const char* dt
     uint32_t k = sl.Add(s0 + ms / 2, 8 * ms, 1, name("kernel"), model::SliceKind::kKernel);
     t.device.Add(k, 0, 7, static_cast<uint64_t>(i + 1));
     t.device.launch.back() = static_cast<int32_t>(l);
+    if (hw_flops >= 0) {  // what strata --gpu-metrics attaches to a kernel (importers/strata/accel_events.cc)
+      t.args.Add(k, name("flops_f32"), 0, hw_flops);
+      t.args.Add(k, name("flops_f16"), 0, 0);
+      t.args.Add(k, name("dram_bytes"), 0, hw_dram);
+    }
     uint32_t r = t.ops.Add(o, model::OpScope::kFunction, -1);
     t.ops.flops[r] = static_cast<int64_t>(flops);
     t.ops.bytes[r] = static_cast<int64_t>(bytes);
@@ -192,6 +198,21 @@ TEST(RooflineRules, Fp32GemmNearTheRoofIsComputeBound) {
   // takes 1 ms: 7 ms of a 10 ms step, halved to be conservative.
   EXPECT_NEAR(cb->estimated_gain_pct, 35, 1);
   EXPECT_NE(cb->suggestion.find("tf32 tensor"), std::string::npos) << cb->suggestion;
+}
+
+// Hardware counters, when recorded, take precedence over the op's estimate.
+TEST(Roofline, KernelHardwareCountersOverrideEstimates) {
+  double flops = 0.8 * 19.5e12 * 8e-3;
+  model::Trace t = GpuSteps("aten::mm", flops, flops / 200, "[float]", flops / 2, flops / 4);
+  analysis::RooflineResult r = analysis::Roofline(t);
+  ASSERT_EQ(r.kernels.size(), 1u);
+  EXPECT_TRUE(r.kernels[0].measured);
+  EXPECT_EQ(r.kernels_measured, 4u);
+  EXPECT_DOUBLE_EQ(r.kernels[0].flops, 4 * flops / 2);
+  EXPECT_DOUBLE_EQ(r.kernels[0].intensity, 2.0);
+  EXPECT_EQ(r.kernels[0].bound, "memory");  // 2 FLOP/byte measured, below the 9.6 ridge
+  EXPECT_EQ(r.ops[0].bound, "compute");     // the op's own estimate: 200 FLOP/byte
+  EXPECT_DOUBLE_EQ(r.kernel_time_covered, 1.0);
 }
 
 TEST(RooflineRules, LowIntensityKernelIsMemoryBound) {
