@@ -2,6 +2,7 @@
 // with every chart the trace has data for.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +62,31 @@ TEST(HtmlReport, DataflowTraceRendersEveryChartInChromium) {
     EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
   // The screenshot is a page with content, not a blank or error page.
   EXPECT_GT(out.nonwhite, 0.03) << "screenshot looks empty";
+}
+
+// The roofline scatter of a real GPU trace (ResNet-50 on a V100, shapes recorded
+// by torch.profiler): roofs and points drawn.
+TEST(HtmlReport, SharedGpuTraceRendersTheRoofline) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  std::string data = testing::ExternalDataDir();
+  if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
+  std::string dir = testing::TempDir("html_roofline");
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/resnet50.html";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", "--html", html,
+                                data + "/kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Rendered out = Render(html, dir + "/resnet50.png");
+  size_t chart = out.dom.find("id=\"chart-roofline\"");
+  ASSERT_NE(chart, std::string::npos);
+  size_t end = out.dom.find("</svg>", chart);
+  std::string svg = out.dom.substr(chart, end - chart);
+  EXPECT_NE(svg.find("class=\"roof\""), std::string::npos) << "no roof drawn";
+  size_t points = 0;
+  for (size_t p = svg.find("<circle"); p != std::string::npos; p = svg.find("<circle", p + 1)) ++points;
+  EXPECT_GE(points, 10u) << "kernel points";
+  EXPECT_NE(out.dom.find("V100 SXM2 datasheet"), std::string::npos);
+  EXPECT_GT(out.nonwhite, 0.03);
 }
 
 TEST(HtmlReport, SweepDirectoryRendersTheThroughputCurve) {

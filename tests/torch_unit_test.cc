@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/files.h"
-#include "collectors/torch/cost_model.h"
+#include "opcost/cost_model.h"
 #include "collectors/torch/name_cache.h"
 #include "format/control.h"
 #include "format/schema.h"
@@ -20,10 +20,10 @@
 namespace strata {
 namespace {
 
-using collectors::torch::ArgDesc;
-using collectors::torch::ArgKind;
-using collectors::torch::EstimateCost;
-using collectors::torch::OpCost;
+using opcost::ArgDesc;
+using opcost::ArgKind;
+using opcost::EstimateCost;
+using opcost::OpCost;
 
 ArgDesc Tensor(std::vector<int64_t> dims, int elem = 4) {
   ArgDesc a;

@@ -44,4 +44,8 @@ struct FindingsContext {
   int64_t PathTimeInside(const std::function<bool(size_t)>& is_target) const;
 };
 
+// Rules in their own files (rules_<topic>.cc).
+void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roofline.cc
+void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
+
 }  // namespace strata::analysis

@@ -12,14 +12,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectors/torch/cost_model.h"
 #include "collectors/torch/name_cache.h"
+#include "opcost/cost_model.h"
 
 namespace at {
 struct RecordFunction;
 }
 
 namespace strata::collectors::torch {
+
+using opcost::ArgDesc;
+using opcost::ArgKind;
+using opcost::EstimateCost;
+using opcost::kMaxDims;
+using opcost::OpCost;
 
 // Heterogeneous lookup: find a std::string key by string_view without copying.
 struct StringHash {

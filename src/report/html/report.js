@@ -173,25 +173,38 @@
     return svg;
   }
 
-  // points: [{x, y, label, color}], roofs: [{name, peak, bw}] (log-log)
+  // points: [{x, y, label, color, shape}], roofs: [{name, peak, bw}] (log-log).
+  // Each roof is drawn as its bandwidth slope up to the ridge, then flat at the peak.
   function roofline(parent, id, points, roofs) {
+    points = points.filter(p => p.x > 0 && p.y > 0);
     if (!points.length) return null;
-    const w = 900, h = 380, m = { l: 80, r: 20, t: 12, b: 40 };
+    const w = 900, h = 400, m = { l: 80, r: 20, t: 12, b: 40 };
     const svg = frame(parent, id, w, h);
-    const xs = points.map(p => p.x).filter(v => v > 0), ys = points.map(p => p.y).filter(v => v > 0);
-    let x0 = Math.min(...xs, 0.01) / 2, x1 = Math.max(...xs, 100) * 2;
-    let y0 = Math.min(...ys) / 2, y1 = Math.max(...ys, ...roofs.map(r => r.peak)) * 2;
+    const xs = points.map(p => p.x), ys = points.map(p => p.y);
+    const ridges = roofs.filter(r => r.peak > 0 && r.bw > 0).map(r => r.peak / r.bw);
+    const x0 = Math.min(...xs, ...ridges, 0.1) / 2, x1 = Math.max(...xs, ...ridges, 100) * 2;
+    const y0 = Math.min(...ys) / 2, y1 = Math.max(...ys, ...roofs.map(r => r.peak)) * 2;
     const x = scaleLog(x0, x1, m.l, w - m.r), y = scaleLog(y0, y1, h - m.b, m.t);
     axes(svg, x, y, m, w, h, v => num(v, 3), v => (v >= 1e12 ? (v / 1e12) + " T" : v >= 1e9 ? (v / 1e9) + " G" : v >= 1e6 ? (v / 1e6) + " M" : num(v)),
       "arithmetic intensity (FLOP/byte)", "FLOP/s");
     roofs.forEach((r, i) => {
+      if (!(r.peak > 0 && r.bw > 0)) return;
       const ridge = r.peak / r.bw;
-      const c = COLORS[(i + 3) % COLORS.length];
+      const c = COLORS[(i + 4) % COLORS.length];
       const pts = [[x0, r.bw * x0], [ridge, r.peak], [x1, r.peak]].map(p => [p[0], Math.max(p[1], y0)]);
-      svgEl("path", { d: pts.map((p, k) => (k ? "L" : "M") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(""), fill: "none", stroke: c, "stroke-dasharray": "6 3", "stroke-width": 1.5 }, svg);
-      svgEl("text", { x: x(ridge) + 4, y: y(r.peak) - 4 }, svg).textContent = r.name + " (ridge " + num(ridge) + " FLOP/B)";
+      const path = svgEl("path", { d: pts.map((p, k) => (k ? "L" : "M") + x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(""), fill: "none", stroke: c, "stroke-dasharray": r.primary ? "" : "6 3", "stroke-width": r.primary ? 2 : 1.2, class: "roof" }, svg);
+      tip(path, r.name + ": " + num(r.peak / 1e12) + " TFLOP/s, " + num(r.bw / 1e9) + " GB/s, ridge " + num(ridge) + " FLOP/byte");
+      svgEl("text", { x: Math.min(x(ridge) + 4, w - m.r - 160), y: y(r.peak) - 4, fill: c }, svg).textContent = r.name + " (ridge " + num(ridge, 1) + ")";
     });
-    points.forEach(p => tip(svgEl("circle", { cx: x(Math.max(p.x, x0)), cy: y(Math.max(p.y, y0)), r: p.r || 4, fill: p.color || COLORS[0], "fill-opacity": 0.75 }, svg), p.label));
+    points.forEach(p => {
+      const cx = x(p.x), cy = y(p.y), sz = p.r || 4;
+      const node = p.shape === "square"
+        ? svgEl("rect", { x: cx - sz, y: cy - sz, width: 2 * sz, height: 2 * sz, fill: p.color, "fill-opacity": 0.75 }, svg)
+        : p.shape === "diamond"
+          ? svgEl("path", { d: `M${cx},${cy - sz * 1.6}L${cx + sz * 1.6},${cy}L${cx},${cy + sz * 1.6}L${cx - sz * 1.6},${cy}Z`, fill: p.color, stroke: "var(--fg)", "fill-opacity": 0.9 }, svg)
+          : svgEl("circle", { cx: cx, cy: cy, r: sz, fill: p.color, "fill-opacity": 0.6 }, svg);
+      tip(node, p.label);
+    });
     return svg;
   }
 
@@ -286,10 +299,28 @@
 
   if (R.roofline && R.roofline.points && R.roofline.points.length) {
     const rf = R.roofline;
-    const s = section("roofline", "Roofline", rf.device ? "Device: " + rf.device.name : null);
-    roofline(s, "chart-roofline", rf.points.map(p => ({ x: p.intensity, y: p.flops_per_s, label: p.name + " (" + p.bound + ")", color: p.bound === "compute" ? "var(--c4)" : "var(--c1)" })),
-      (rf.roofs || []).map(r => ({ name: r.name, peak: r.peak_flops, bw: r.bandwidth_bytes_per_s })));
-    legend(s, ["memory-bound", "compute-bound"]);
+    const note = rf.device ? "Device: " + rf.device + (rf.source ? " · peaks from " + rf.source : "") +
+      (rf.ridge ? " · ridge " + num(rf.ridge, 1) + " FLOP/byte (" + rf.roof + ")" : "") : "No device peaks known: intensities only.";
+    const s = section("roofline", "Roofline", note);
+    const COL = { compute: "var(--c4)", memory: "var(--c1)", "": "var(--c8)" };
+    const SHAPE = { kernel: "circle", op: "square", step: "diamond" };
+    const pts = rf.points.filter(p => p.intensity > 0 && p.flops_per_s > 0);
+    const maxT = Math.max(...pts.map(p => p.time_ns || 0), 1);
+    roofline(s, "chart-roofline", pts.map(p => ({
+      x: p.intensity, y: p.flops_per_s, color: COL[p.bound || ""], shape: SHAPE[p.level],
+      r: p.level === "step" ? 6 : 3 + 5 * Math.sqrt((p.time_ns || 0) / maxT),
+      label: `${p.name} [${p.level}, ${p.count}x]: ${num(p.intensity)} FLOP/byte, ${num(p.flops_per_s / 1e9)} GFLOP/s, ${dur(p.time_ns)}, ` +
+        `${pct(p.pct_of_roof)} of the ${p.roof || "?"} roof (${p.bound || "unclassified"}-bound)${p.measured ? ", hardware counters" : ", estimated"}`
+    })), (rf.roofs || []).map(r => ({ name: r.name, peak: r.peak_flops, bw: r.bandwidth_bytes_per_s, primary: r.name === rf.roof })));
+    const lg = el("div", { class: "legend" }, s);
+    [["memory-bound", COL.memory], ["compute-bound", COL.compute]].forEach(([n, c]) => el("span", { text: n, style: "--sw:" + c }, lg));
+    el("span", { class: "shapes", text: "● kernel  ■ op  ◆ step (size: time)" }, lg);
+    table(s, [
+      { title: "name", key: "name", fmt: v => trunc(v, 70) }, { title: "level", key: "level" },
+      { title: "count", key: "count", num: true, fmt: v => num(v, 0) }, { title: "time", key: "time_ns", num: true, fmt: dur },
+      { title: "FLOP/byte", key: "intensity", num: true, fmt: v => num(v, 2) }, { title: "GFLOP/s", key: "flops_per_s", num: true, fmt: v => num(v / 1e9, 1) },
+      { title: "% of roof", key: "pct_of_roof", num: true, fmt: pct }, { title: "bound", key: "bound" }, { title: "roof", key: "roof" }],
+      rf.points.filter(p => p.level === "step").concat(rf.points.filter(p => p.level !== "step").sort((a, b) => b.time_ns - a.time_ns).slice(0, 15)));
   }
 
   if (R.memory && R.memory.timeline && R.memory.timeline.length) {

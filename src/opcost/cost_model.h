@@ -16,7 +16,7 @@
 #include <span>
 #include <string_view>
 
-namespace strata::collectors::torch {
+namespace strata::opcost {
 
 inline constexpr int kMaxDims = 8;
 
@@ -52,4 +52,4 @@ int64_t Numel(const ArgDesc& a);
 // `op` is the op's full name ("aten::addmm", "aten::add_").
 OpCost EstimateCost(std::string_view op, std::span<const ArgDesc> args);
 
-}  // namespace strata::collectors::torch
+}  // namespace strata::opcost

@@ -1,10 +1,10 @@
-#include "collectors/torch/cost_model.h"
+#include "opcost/cost_model.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 
-namespace strata::collectors::torch {
+namespace strata::opcost {
 namespace {
 
 // Products of shapes overflow int64 only for absurd inputs; compute in double
@@ -14,6 +14,10 @@ int64_t Sat(double v) {
   if (v > 9.0e18) return INT64_MAX;
   return static_cast<int64_t>(v);
 }
+
+// Larger sizes, strides or paddings than any real tensor has; beyond them the
+// shape arithmetic could overflow int64.
+constexpr int64_t kMaxExtent = int64_t{1} << 31;
 
 bool IsTensor(const ArgDesc& a) { return a.kind == ArgKind::kTensor && !a.truncated; }
 
@@ -92,6 +96,13 @@ bool ReadConv(std::span<const ArgDesc> args, const ConvLayout& l, int spatial, C
   }
   p->transposed = l.transposed >= 0 && IntArg(args, static_cast<size_t>(l.transposed), 0) != 0;
   p->groups = l.groups >= 0 ? std::max<int64_t>(1, IntArg(args, static_cast<size_t>(l.groups), 1)) : 1;
+  // Arguments recorded by other tools (torch.profiler's concrete inputs) can be
+  // anything: keep the integer arithmetic below defined.
+  for (int k = 0; k < spatial; ++k)
+    if (p->stride[k] < 1 || p->dilation[k] < 1 || p->padding[k] < 0 || p->output_padding[k] < 0 ||
+        p->stride[k] > kMaxExtent || p->dilation[k] > kMaxExtent || p->padding[k] > kMaxExtent ||
+        p->output_padding[k] > kMaxExtent)
+      return false;
   return true;
 }
 
@@ -101,6 +112,8 @@ bool ReadConv(std::span<const ArgDesc> args, const ConvLayout& l, int spatial, C
 double ConvMacs(const ArgDesc& in, const ArgDesc& w, const ConvParams& p, int64_t* out_spatial) {
   int s = p.spatial;
   if (in.ndim != s + 2 || w.ndim != s + 2) return -1;
+  for (int k = 0; k < s + 2; ++k)
+    if (in.dims[k] < 0 || w.dims[k] < 0 || in.dims[k] > kMaxExtent || w.dims[k] > kMaxExtent) return -1;
   double n = static_cast<double>(in.dims[0]);
   double macs_per_point = 1;
   for (int k = 0; k < s; ++k) macs_per_point *= static_cast<double>(w.dims[2 + k]);
@@ -368,4 +381,4 @@ OpCost EstimateCost(std::string_view op, std::span<const ArgDesc> args) {
   return {};
 }
 
-}  // namespace strata::collectors::torch
+}  // namespace strata::opcost
