@@ -46,9 +46,9 @@ class Standardize(nn.Module):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fixed", action="store_true", help="vectorize the preprocessing")
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--features", type=int, default=96)
+    ap.add_argument("--features", type=int, default=160)
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
