@@ -1,9 +1,10 @@
 // Planted bottleneck: a host synchronization after every kernel.
 //
-// Each step runs a chain of stages on an OpenCL device. For every stage the
-// host computes the stage's coefficients (host-side work, as a scheduler or a
-// parameter update does), writes them to the device and enqueues the stage's
-// kernel. The slow variant calls clFinish after every kernel, a habit from
+// Each step runs a chain of stages on an OpenCL device, as a streaming
+// pipeline does. For every stage the host waits for the stage's input to
+// arrive (from a sensor or a socket: time spent waiting, not computing), derives
+// the stage's coefficients from it, writes them to the device and enqueues the
+// stage's kernel. The slow variant calls clFinish after every kernel, a habit from
 // debugging ("make errors show up where they happen"): the host then waits for
 // the device to drain, and the device waits while the host prepares the next
 // stage — host and device take turns instead of working at the same time.
@@ -15,16 +16,18 @@
 // --fixed applies the suggestion: the stages are enqueued without waiting (the
 // coefficient writes are non-blocking, from buffers that live until the step
 // ends) and the step synchronizes once, with the blocking read of its result.
-// The host prepares stage k+1 while the device runs stage k. Results are
-// identical.
+// The host receives and prepares stage k+1 while the device runs stage k.
+// Results are identical.
 //
 // The device is one compute unit of the OpenCL CPU device (PoCL), partitioned
 // off with clCreateSubDevices, so that the host thread and the "accelerator"
 // each have a core, as a host and its GPU do.
 //
-//   host_sync [--fixed] [--steps N] [--stages K]
+//   host_sync [--fixed] [--steps N] [--stages K] [--input-us U]
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+
+#include <time.h>
 
 #include <chrono>
 #include <cmath>
@@ -60,9 +63,13 @@ __kernel void stage(__global float* x, __global const float* coef, int reps) {
 
 constexpr size_t kCoef = 128;
 
-// The host's share of a stage: coefficients from a (deliberately not cheap)
-// schedule, about as long as the host code between two launches of a real step.
-void StageCoefficients(int step, int stage, int host_iters, float* out) {
+// The host's share of a stage: wait for its input (modelled as a fixed
+// latency: the wait costs no CPU, so the example's timing does not depend on how
+// busy the machine is), then derive the coefficients from it.
+void StageCoefficients(int step, int stage, int input_us, int host_iters, float* out) {
+  timespec wait{0, static_cast<long>(input_us) * 1000};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &wait, &wait) != 0) {
+  }
   for (size_t j = 0; j < kCoef; ++j) {
     double acc = 0;
     for (int r = 0; r < host_iters; ++r) acc += std::sin(0.001 * (step * 131 + stage * 17 + static_cast<int>(j) + r));
@@ -75,7 +82,7 @@ void StageCoefficients(int step, int stage, int host_iters, float* out) {
 
 int main(int argc, char** argv) {
   bool fixed = false;
-  int steps = 40, stages = 12, reps = 400, host_iters = 40;
+  int steps = 20, stages = 12, reps = 600, host_iters = 10, input_us = 400;
   size_t n = 4096;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -85,12 +92,13 @@ int main(int argc, char** argv) {
     else if (a == "--stages") stages = next();
     else if (a == "--reps") reps = next();
     else if (a == "--host-iters") host_iters = next();
+    else if (a == "--input-us") input_us = next();
     else {
-      std::fprintf(stderr, "usage: host_sync [--fixed] [--steps N] [--stages K] [--reps R] [--host-iters H]\n");
+      std::fprintf(stderr, "usage: host_sync [--fixed] [--steps N] [--stages K] [--reps R] [--host-iters H] [--input-us U]\n");
       return 2;
     }
   }
-  if (steps <= 0 || stages <= 0 || reps <= 0 || host_iters <= 0) {
+  if (steps <= 0 || stages <= 0 || reps <= 0 || host_iters <= 0 || input_us < 0 || input_us > 999999) {
     std::fprintf(stderr, "host_sync: counts must be positive\n");
     return 2;
   }
@@ -139,7 +147,7 @@ int main(int argc, char** argv) {
     strata::Step step(static_cast<uint64_t>(s));
     for (int k = 0; k < stages; ++k) {
       float* hc = host_coef.data() + static_cast<size_t>(k) * kCoef;
-      StageCoefficients(s, k, host_iters, hc);
+      StageCoefficients(s, k, input_us, host_iters, hc);
       cl_mem c = coef[static_cast<size_t>(k)];
       CK(clEnqueueWriteBuffer(q, c, CL_FALSE, 0, kCoef * sizeof(float), hc, 0, nullptr, nullptr));
       CK(clSetKernelArg(kernel, 1, sizeof c, &c));

@@ -273,14 +273,17 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // a step needs and is not counted.
   const auto& sl = c.t.slices;
   std::vector<std::pair<int64_t, int64_t>> busy;  // device activity, merged
+  std::vector<int64_t> kernels;                     // kernel start times
   for (size_t r = 0; r < c.t.device.size(); ++r) {
     size_t s = c.t.device.slice[r];
     auto k = sl.kind[s];
     if (k == model::SliceKind::kKernel || k == model::SliceKind::kMemcpy || k == model::SliceKind::kMemset)
       busy.emplace_back(sl.ts[s], sl.end(s));
+    if (k == model::SliceKind::kKernel) kernels.push_back(sl.ts[s]);
   }
-  if (busy.empty()) return;
+  if (kernels.empty()) return;
   std::sort(busy.begin(), busy.end());
+  std::sort(kernels.begin(), kernels.end());
   std::vector<std::pair<int64_t, int64_t>> merged;
   for (const auto& b : busy) {
     if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
@@ -296,17 +299,22 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     blocked += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
     int64_t ret = sl.end(i);
-    // The first busy interval starting after the return; the device is idle at
-    // the return when the one before it has ended.
+    // The device is idle at the return when no activity spans it; it ran dry
+    // when the last one before it ended (or when the sync began, if later).
     auto it = std::upper_bound(merged.begin(), merged.end(), ret,
                                [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
-    if (it == merged.end() || it->first >= c.windows[static_cast<size_t>(w)].end) continue;
     int64_t dry = sl.ts[i];
     if (it != merged.begin()) {
       if (std::prev(it)->second > ret) continue;  // still busy with other work
       dry = std::max(dry, std::prev(it)->second);
     }
-    drained_idle += static_cast<double>(it->first - dry);
+    // Idle until the next kernel: small copies the host queued meanwhile (the
+    // next stage's inputs) do not end the wait for work.
+    auto k = std::lower_bound(kernels.begin(), kernels.end(), ret);
+    if (k == kernels.end() || *k >= c.windows[static_cast<size_t>(w)].end) continue;
+    int64_t idle = *k - dry;
+    for (; it != merged.end() && it->first < *k; ++it) idle -= std::min(it->second, *k) - it->first;
+    drained_idle += static_cast<double>(std::max<int64_t>(0, idle));
     counted += 1;
   }
   if (count == 0) return;
