@@ -72,8 +72,8 @@ def main():
     ap.add_argument("--fixed", action="store_true", help="load in background worker processes")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--latency-ms", type=float, default=0.6, help="fetch latency per record")
-    ap.add_argument("--width", type=int, default=1024, help="hidden width (sets the compute per step)")
+    ap.add_argument("--latency-ms", type=float, default=0.4, help="fetch latency per record")
+    ap.add_argument("--width", type=int, default=384, help="hidden width (sets the compute per step)")
     args = ap.parse_args()
     torch.manual_seed(0)
     # One compute thread: the example's compute time then does not depend on
