@@ -10,8 +10,9 @@
 // suggestion and the metric names, not timings.
 //
 // Timing-sensitive (SERIAL). The machine these run on may be shared: a pair
-// whose speed-up is off is recorded again (at most 3 times) before the test
-// fails, and every attempt's figures are printed.
+// whose speed-up is off is recorded again (3 times in all, 5 for the OpenCL
+// one) before the test fails, and every attempt's figures are printed. The
+// planted category must be the top finding on every attempt.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,7 @@ struct Planted {
   std::vector<std::string> cmd;  // the slow variant; --fixed is appended for the fix
   std::string category;          // the planted cause
   std::map<std::string, std::string> env;
+  int attempts = 3;  // recordings before a speed-up off by more than 2x fails the test
 };
 
 struct Pair {
@@ -150,10 +152,10 @@ void CheckGolden(const std::string& name, const json& got) {
 }
 
 // Records until the measured speed-up is within a factor of 2 of the estimate
-// (at most 3 attempts); checks the planted cause on every attempt.
+// (at most ex.attempts times); checks the planted cause on every attempt.
 Pair CheckExample(const Planted& ex) {
   Pair p;
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  for (int attempt = 0; attempt < ex.attempts; ++attempt) {
     p = RecordPair(ex, attempt);
     if (::testing::Test::HasFailure()) return p;
     const json& findings = p.slow["findings"];
@@ -167,7 +169,7 @@ Pair CheckExample(const Planted& ex) {
     if (ratio >= 0.5 && ratio <= 2.0) return p;
   }
   ADD_FAILURE() << ex.name << ": the measured speed-up " << p.measured_pct << "% is not within a factor of 2 of the "
-                << "estimated " << p.estimated_pct << "% (3 attempts)";
+                << "estimated " << p.estimated_pct << "% (" << ex.attempts << " attempts)";
   return p;
 }
 
@@ -213,7 +215,9 @@ TEST(Bottlenecks, TinyOps) {
 TEST(Bottlenecks, HostSync) {
   std::string why;
   if (!OpenClUsable(&why)) GTEST_SKIP() << why;
-  Planted ex{"host_sync", {BinDir() + "/host_sync"}, "host_sync", ClEnv()};
+  // Its "device" is PoCL on the same 2 cores as the host: other load on the
+  // machine moves its step times most, and a run takes 2-4 s, so more tries.
+  Planted ex{"host_sync", {BinDir() + "/host_sync"}, "host_sync", ClEnv(), 5};
   Pair p = CheckExample(ex);
   if (HasFailure()) return;
   ExpectFixed(p, "host_sync");

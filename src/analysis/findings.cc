@@ -320,7 +320,18 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   if (count == 0) return;
   double per_step_syncs = c.PerStep(count);
   double idle = c.PerStep(drained_idle);
-  double gain = c.Pct(idle);
+  // Without the syncs, host and device overlap: the step still takes at least
+  // the device's busy time and the host's own (unblocked) time.
+  double device_busy = 0;
+  for (const auto& win : c.windows) {
+    auto it = std::upper_bound(merged.begin(), merged.end(), win.start,
+                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+    if (it != merged.begin()) --it;
+    for (; it != merged.end() && it->first < win.end; ++it)
+      device_busy += static_cast<double>(std::max<int64_t>(0, std::min(it->second, win.end) - std::max(it->first, win.start)));
+  }
+  double floor_ns = std::max(c.PerStep(device_busy), c.step_ns - c.PerStep(blocked));
+  double gain = c.Pct(std::min(idle, std::max(0.0, c.step_ns - floor_ns)));
   if (gain < 1) return;
   Finding f;
   f.category = "host_sync";
@@ -333,7 +344,8 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   f.metrics = {{"syncs_per_step", per_step_syncs},
                {"draining_syncs_per_step", c.PerStep(counted)},
                {"blocked_ns_per_step", c.PerStep(blocked)},
-               {"device_idle_after_sync_ns_per_step", idle}};
+               {"device_idle_after_sync_ns_per_step", idle},
+               {"device_busy_ns_per_step", c.PerStep(device_busy)}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.estimated_gain_pct = gain;
   f.suggestion = "Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking reads "
