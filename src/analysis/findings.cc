@@ -165,6 +165,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   constexpr double kMinLoop = 8;    // tiny calls in a scope before it counts as a loop
   struct Loop {
     int64_t first = INT64_MAX, last = INT64_MIN;
+    uint32_t track = 0;
     double calls = 0, ns = 0;
     std::vector<std::pair<int64_t, int64_t>> large;  // other outermost ops in the scope
   };
@@ -216,6 +217,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     }
     l.first = std::min(l.first, sl.ts[i]);
     l.last = std::max(l.last, sl.end(i));
+    l.track = sl.track[i];
     l.calls += 1;
     l.ns += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
@@ -226,10 +228,18 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     double span = static_cast<double>(l.last - l.first);
     for (auto [b, e] : l.large)
       if (b >= l.first && e <= l.last) span -= static_cast<double>(e - b);
+    span = std::max(span, l.ns);
+    // What the loop costs the step: the share of it on the step's critical
+    // path (all of it when the host is the bottleneck; little when the host
+    // runs ahead of a busy device).
+    double on_path = 0;
+    for (const PathSegment& g : c.paths[static_cast<size_t>(key.first)].segments)
+      if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
+    if (l.last > l.first) span *= std::min(1.0, on_path / static_cast<double>(l.last - l.first));
     nloops += 1;
     tiny_count += l.calls;
     tiny_ns += l.ns;
-    loop_ns += std::max(span, l.ns);
+    loop_ns += span;
   }
   double per_step_count = c.PerStep(tiny_count);
   double per_step_ops_ns = c.PerStep(tiny_ns);
