@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "analysis/critical_path.h"
 #include "analysis/findings_context.h"
@@ -205,12 +206,12 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     std::nth_element(d.begin(), d.begin() + static_cast<ptrdiff_t>(d.size() / 2), d.end());
     if (d[d.size() / 2] < kTiny) tiny.insert(name);
   }
-  std::map<std::pair<int, int32_t>, Loop> loops;  // (window, enclosing non-op scope)
+  std::map<std::tuple<int, uint32_t, int32_t>, Loop> loops;  // (window, thread, enclosing non-op scope)
   double ops = static_cast<double>(calls.size());
   std::map<std::string, double> by_name;
   for (const Call& k : calls) {
     size_t i = k.slice;
-    Loop& l = loops[{k.window, k.scope}];
+    Loop& l = loops[{k.window, sl.track[i], k.scope}];
     if (!tiny.count(sl.name[i])) {
       l.large.emplace_back(sl.ts[i], sl.end(i));
       continue;
@@ -233,7 +234,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     // path (all of it when the host is the bottleneck; little when the host
     // runs ahead of a busy device).
     double on_path = 0;
-    for (const PathSegment& g : c.paths[static_cast<size_t>(key.first)].segments)
+    for (const PathSegment& g : c.paths[static_cast<size_t>(std::get<0>(key))].segments)
       if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
     if (l.last > l.first) span *= std::min(1.0, on_path / static_cast<double>(l.last - l.first));
     nloops += 1;
