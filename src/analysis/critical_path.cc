@@ -51,6 +51,14 @@ class Walker {
     }
     pieces_.resize(t_.tracks.size());
     built_.assign(t_.tracks.size(), false);
+    // Runtime calls that block until the device has done their work (an
+    // OpenCL read with blocking=CL_TRUE): waits, like an explicit sync.
+    model::StringId blocking = t_.strings.Find("blocking");
+    blocking_.assign(s.size(), 0);
+    if (blocking != model::StringPool::kNotFound)
+      for (size_t a = 0; a < t_.args.size(); ++a)
+        if (t_.args.key[a] == blocking && t_.args.num[a] != 0 && t_.args.slice[a] < s.size())
+          blocking_[t_.args.slice[a]] = 1;
   }
 
   StepCriticalPath Run(int32_t step_slice, int64_t start, int64_t end, uint32_t track) {
@@ -86,7 +94,8 @@ class Walker {
       const bool on_device = t_.tracks[trk].kind == model::TrackKind::kDeviceQueue;
       SliceKind kind = p->slice == kNone ? SliceKind::kOther : t_.slices.kind[static_cast<size_t>(p->slice)];
       bool waiting = p->slice == kNone || IsContainer(kind) || kind == SliceKind::kDeviceSync ||
-                     (!on_device && IsSyncName(t_.strings.Get(t_.slices.name[static_cast<size_t>(p->slice)])));
+                     (!on_device && (IsSyncName(t_.strings.Get(t_.slices.name[static_cast<size_t>(p->slice)])) ||
+                                     blocking_[static_cast<size_t>(p->slice)]));
       if (waiting) {
         if (p->slice != kNone && !on_device && kind != SliceKind::kDeviceSync && !IsContainer(kind)) {
           // A synchronization call: the device work it waited for is the path.
@@ -331,6 +340,7 @@ class Walker {
               [](const SlackItem& a, const SlackItem& b) { return a.slack_ns < b.slack_ns; });
   }
 
+  std::vector<char> blocking_;  // per slice: a blocking runtime call
   const model::Trace& t_;
   CriticalPathOptions opt_;
   std::vector<std::vector<int32_t>> incoming_;

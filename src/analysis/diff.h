@@ -5,7 +5,9 @@
 // step's duration, so the per-item changes of mean time-on-path sum to the
 // change of the mean step time, and the ranking says what moved the step. A
 // second view compares self time per step (all threads), which also shows work
-// that changed off the critical path.
+// that changed off the critical path. A third view rolls the path time up into
+// the innermost module or span each piece ran in, so that a change spread over
+// many small ops of one scope reads as that scope's change.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,12 @@ struct TraceDiff {
   bool used_steps = true;               // false: whole traces compared (no steps recorded)
   std::vector<DiffItem> critical_path;  // ranked by |delta|
   std::vector<DiffItem> self_time;      // ranked by |delta|
-  double top3_explained = 0;            // share of the step change explained by the top 3 path items
+  // The critical-path time again, with what ran inside a module or span
+  // (innermost) rolled up into that scope: also sums to the step change.
+  std::vector<DiffItem> scopes;         // ranked by |delta|
+  double top3_path_explained = 0;       // share of the step change explained by the top 3 path items
+  double top3_scopes_explained = 0;     // ... by the top 3 scope items
+  double top3_explained = 0;            // the larger of the two
 };
 
 struct DiffOptions {

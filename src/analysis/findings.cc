@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "analysis/critical_path.h"
 #include "analysis/findings_context.h"
@@ -125,57 +126,143 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // then takes max(loading, rest), so a fix saves min(loading, rest).
   double rest = c.step_ns - per_step;
   double gain = c.Pct(std::min(per_step, std::max(0.0, rest)));
+  // Loading already in worker processes (PyTorch's multiprocessing iterator):
+  // what is left is the workers not keeping up, or the batches' transfer.
+  bool workers = false;
+  for (auto& [n, v] : by_name) workers = workers || Contains(n, "MultiProcessing");
   Finding f;
   f.category = "input_pipeline";
   f.title = fmt::format("The training loop waits for its input: {:.0f}% of each step loads data", pct);
-  f.evidence = fmt::format("{} of the {} mean step is spent inside data loading on the step's thread, in line with the "
-                           "model's work instead of beside it ({} steps measured).",
-                           Ms(per_step), Ms(c.step_ns), c.steps);
+  f.evidence = fmt::format("{} of the {} mean step is spent inside data loading on the step's thread, {} ({} steps "
+                           "measured).",
+                           Ms(per_step), Ms(c.step_ns),
+                           workers ? "waiting for batches from the loader's worker processes"
+                                   : "in line with the model's work instead of beside it",
+                           c.steps);
   f.metrics = {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.estimated_gain_pct = gain;
-  f.suggestion = "Load batches in background worker processes (PyTorch: DataLoader(num_workers=N, pin_memory=True, "
-                 "persistent_workers=True); TensorFlow: dataset.prefetch/interleave with AUTOTUNE) so that loading "
-                 "overlaps with compute; cache or pre-decode expensive samples.";
+  f.suggestion = workers ? "The loader's workers do not keep up: add workers (DataLoader(num_workers=...)), raise "
+                           "prefetch_factor, keep them alive across epochs (persistent_workers=True), and make each "
+                           "sample cheaper to load (cache, pre-decode, larger sequential reads)."
+                         : "Load batches in background worker processes (PyTorch: DataLoader(num_workers=N, "
+                           "pin_memory=True, persistent_workers=True); TensorFlow: dataset.prefetch/interleave with "
+                           "AUTOTUNE) so that loading overlaps with compute; cache or pre-decode expensive samples.";
   out->push_back(std::move(f));
 }
 
 void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
-  // Many tiny framework ops per step: each pays the framework's dispatch cost
-  // (argument checks, allocation, kernel selection) for a few microseconds of math.
+  // Many tiny framework ops per step, called one after the other from the
+  // program (a Python loop over columns or small tensors): each call pays the
+  // framework's dispatch cost (argument parsing, dispatcher, allocation) and the
+  // interpreter's between calls, for a few microseconds of math. Counted per
+  // call the program makes: outermost ops only (an op's nested ops are part of
+  // its dispatch). The calls of one scope (a module's forward, a span, the step
+  // itself) form a loop; its time runs from its first tiny call to its last,
+  // host code between the calls included (vectorizing removes that too), less
+  // the larger ops that ran in between.
   const auto& sl = c.t.slices;
-  constexpr int64_t kTiny = 20000;  // ns
-  double tiny_self = 0, tiny_count = 0, ops = 0;
-  std::map<std::string, double> by_name;
+  constexpr int64_t kTiny = 20000;  // ns: an op this short does little math
+  constexpr double kMinLoop = 8;    // tiny calls in a scope before it counts as a loop
+  struct Loop {
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    uint32_t track = 0;
+    double calls = 0, ns = 0;
+    std::vector<std::pair<int64_t, int64_t>> large;  // other outermost ops in the scope
+  };
+  // Outermost op calls in the steps, with their enclosing non-op scope.
+  struct Call {
+    size_t slice;
+    int window;
+    int32_t scope;
+  };
+  std::vector<Call> calls;
+  std::map<model::StringId, std::vector<int64_t>> durations;
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (sl.kind[i] != model::SliceKind::kOp || !c.InSteps(i)) continue;
-    // Leaf ops only: a composite op's duration includes its children's.
-    ops += 1;
-    if (sl.dur[i] >= kTiny) continue;
-    bool leaf = true;
-    size_t j = i + 1;
-    if (j < sl.size() && sl.parent[j] == static_cast<int32_t>(i)) leaf = false;
-    if (!leaf) continue;
-    tiny_count += 1;
-    tiny_self += static_cast<double>(c.self[i]);
+    if (sl.kind[i] != model::SliceKind::kOp) continue;
+    int w = c.WindowOf(sl.ts[i]);
+    if (w < 0) continue;
+    int32_t scope = sl.parent[i];
+    bool outermost = true;
+    for (; scope != model::kNone; scope = sl.parent[static_cast<size_t>(scope)])
+      if (sl.kind[static_cast<size_t>(scope)] == model::SliceKind::kOp) outermost = false;
+      else break;
+    if (!outermost) continue;
+    // The step's own thread only (loader workers and other threads overlap
+    // with it), and not inside data loading, which input_pipeline accounts.
+    uint32_t step_track = c.windows[static_cast<size_t>(w)].track;
+    if (step_track != UINT32_MAX && sl.track[i] != step_track) continue;
+    bool loading = false;
+    for (int32_t p = scope; p != model::kNone && !loading; p = sl.parent[static_cast<size_t>(p)])
+      loading = IsDataLoading(c.Name(static_cast<size_t>(p)));
+    if (loading) continue;
+    calls.push_back({i, w, scope});
+    durations[sl.name[i]].push_back(sl.dur[i]);
+  }
+  // An op is tiny by its typical (median) call: a call preempted by other load
+  // on the machine is longer but costs the same dispatch.
+  std::set<model::StringId> tiny;
+  for (auto& [name, d] : durations) {
+    std::nth_element(d.begin(), d.begin() + static_cast<ptrdiff_t>(d.size() / 2), d.end());
+    if (d[d.size() / 2] < kTiny) tiny.insert(name);
+  }
+  std::map<std::tuple<int, uint32_t, int32_t>, Loop> loops;  // (window, thread, enclosing non-op scope)
+  double ops = static_cast<double>(calls.size());
+  std::map<std::string, double> by_name;
+  for (const Call& k : calls) {
+    size_t i = k.slice;
+    Loop& l = loops[{k.window, sl.track[i], k.scope}];
+    if (!tiny.count(sl.name[i])) {
+      l.large.emplace_back(sl.ts[i], sl.end(i));
+      continue;
+    }
+    l.first = std::min(l.first, sl.ts[i]);
+    l.last = std::max(l.last, sl.end(i));
+    l.track = sl.track[i];
+    l.calls += 1;
+    l.ns += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
   }
+  double tiny_count = 0, tiny_ns = 0, loop_ns = 0, nloops = 0;
+  for (auto& [key, l] : loops) {
+    if (l.calls < kMinLoop) continue;
+    double span = static_cast<double>(l.last - l.first);
+    for (auto [b, e] : l.large)
+      if (b >= l.first && e <= l.last) span -= static_cast<double>(e - b);
+    span = std::max(span, l.ns);
+    // What the loop costs the step: the share of it on the step's critical
+    // path (all of it when the host is the bottleneck; little when the host
+    // runs ahead of a busy device).
+    double on_path = 0;
+    for (const PathSegment& g : c.paths[static_cast<size_t>(std::get<0>(key))].segments)
+      if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
+    if (l.last > l.first) span *= std::min(1.0, on_path / static_cast<double>(l.last - l.first));
+    nloops += 1;
+    tiny_count += l.calls;
+    tiny_ns += l.ns;
+    loop_ns += span;
+  }
   double per_step_count = c.PerStep(tiny_count);
-  double per_step_ns = c.PerStep(tiny_self);
-  double pct = c.Pct(per_step_ns);
+  double per_step_ops_ns = c.PerStep(tiny_ns);
+  double per_step_loop_ns = c.PerStep(loop_ns);
+  double pct = c.Pct(per_step_loop_ns);
   if (per_step_count < 100 || pct < 10) return;
-  // Vectorizing many small ops into a few large ones removes the per-op
-  // overhead; the arithmetic itself stays. Framework dispatch dominates ops
-  // this small, so most of their time goes.
-  double gain = 0.7 * pct;
+  // Vectorizing turns each loop into a few large ops: the per-call costs go,
+  // the arithmetic stays (a few elements per call, a small share of calls this
+  // short), so most of the loops' time is saved.
+  double gain = 0.85 * pct;
   Finding f;
   f.category = "dispatch_overhead";
   f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
-  f.evidence = fmt::format("{:.0f} ops per step run shorter than {} each (mean {}), {} of a {} step: mostly per-op "
-                           "dispatch cost, not math. {:.0f} ops per step in all.",
-                           per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_self / tiny_count : 0), Ms(per_step_ns),
-                           Ms(c.step_ns), c.PerStep(ops));
-  f.metrics = {{"tiny_ops_per_step", per_step_count}, {"tiny_op_ns_per_step", per_step_ns}, {"step_ns", c.step_ns}};
+  f.evidence = fmt::format("{:.0f} op calls per step typically shorter than {} each (mean {}), issued one after the other in "
+                           "{:.1f} scopes per step: {} per step inside the ops, {} with the host code between them, of "
+                           "a {} step. Mostly per-call dispatch cost, not math. {:.0f} op calls per step in all.",
+                           per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_ns / tiny_count : 0), c.PerStep(nloops),
+                           Ms(per_step_ops_ns), Ms(per_step_loop_ns), Ms(c.step_ns), c.PerStep(ops));
+  f.metrics = {{"tiny_ops_per_step", per_step_count},
+               {"tiny_op_ns_per_step", per_step_ops_ns},
+               {"tiny_op_loop_ns_per_step", per_step_loop_ns},
+               {"step_ns", c.step_ns}};
   std::vector<std::pair<double, std::string>> top;
   for (auto& [n, v] : by_name) top.emplace_back(v, n);
   std::sort(top.rbegin(), top.rend());
@@ -183,24 +270,38 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   f.estimated_gain_pct = gain;
   f.suggestion = "Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
                  "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid Python "
-                 "loops over tensor elements or small tensors.";
+                 "loops over tensor elements, columns or small tensors.";
   out->push_back(std::move(f));
 }
 
 void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // Synchronizations in the step: the host blocks until the device drains,
-  // then the device idles until the host has launched the next work.
+  // wakes up, prepares and launches the next work, and the device idles all
+  // that time. What a sync costs the device is the gap in its activity that the
+  // sync's return falls in, from when the device ran dry (or the sync began, if
+  // later) to its next work. Without the sync that work would have been queued
+  // already. A step's last sync, whose gap runs into the next step, is the one
+  // a step needs and is not counted.
   const auto& sl = c.t.slices;
-  double count = 0, blocked = 0, drained_idle = 0;
-  std::map<std::string, double> by_name;
-  // Device activity start times, sorted, to find the first work after each sync.
-  std::vector<int64_t> starts;
+  std::vector<std::pair<int64_t, int64_t>> busy;  // device activity, merged
+  std::vector<int64_t> kernels;                     // kernel start times
   for (size_t r = 0; r < c.t.device.size(); ++r) {
-    auto k = c.t.slices.kind[c.t.device.slice[r]];
+    size_t s = c.t.device.slice[r];
+    auto k = sl.kind[s];
     if (k == model::SliceKind::kKernel || k == model::SliceKind::kMemcpy || k == model::SliceKind::kMemset)
-      starts.push_back(c.t.slices.ts[c.t.device.slice[r]]);
+      busy.emplace_back(sl.ts[s], sl.end(s));
+    if (k == model::SliceKind::kKernel) kernels.push_back(sl.ts[s]);
   }
-  std::sort(starts.begin(), starts.end());
+  if (kernels.empty()) return;
+  std::sort(busy.begin(), busy.end());
+  std::sort(kernels.begin(), kernels.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& b : busy) {
+    if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
+    else merged.push_back(b);
+  }
+  double count = 0, blocked = 0, drained_idle = 0, counted = 0;
+  std::map<std::string, double> by_name;
   for (size_t i = 0; i < sl.size(); ++i) {
     if (model::IsDeviceKind(sl.kind[i]) || !IsSyncCall(c.Name(i))) continue;
     int w = c.WindowOf(sl.ts[i]);
@@ -208,24 +309,54 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     count += 1;
     blocked += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
-    auto it = std::lower_bound(starts.begin(), starts.end(), sl.end(i));
-    if (it != starts.end() && *it < c.windows[static_cast<size_t>(w)].end) drained_idle += static_cast<double>(*it - sl.end(i));
+    int64_t ret = sl.end(i);
+    // The device is idle at the return when no activity spans it; it ran dry
+    // when the last one before it ended (or when the sync began, if later).
+    auto it = std::upper_bound(merged.begin(), merged.end(), ret,
+                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+    int64_t dry = sl.ts[i];
+    if (it != merged.begin()) {
+      if (std::prev(it)->second > ret) continue;  // still busy with other work
+      dry = std::max(dry, std::prev(it)->second);
+    }
+    // Idle until the next kernel: small copies the host queued meanwhile (the
+    // next stage's inputs) do not end the wait for work.
+    auto k = std::lower_bound(kernels.begin(), kernels.end(), ret);
+    if (k == kernels.end() || *k >= c.windows[static_cast<size_t>(w)].end) continue;
+    int64_t idle = *k - dry;
+    for (; it != merged.end() && it->first < *k; ++it) idle -= std::min(it->second, *k) - it->first;
+    drained_idle += static_cast<double>(std::max<int64_t>(0, idle));
+    counted += 1;
   }
-  if (count == 0 || starts.empty()) return;
+  if (count == 0) return;
   double per_step_syncs = c.PerStep(count);
   double idle = c.PerStep(drained_idle);
-  double gain = c.Pct(idle);
+  // Without the syncs, host and device overlap: the step still takes at least
+  // the device's busy time and the host's own (unblocked) time.
+  double device_busy = 0;
+  for (const auto& win : c.windows) {
+    auto it = std::upper_bound(merged.begin(), merged.end(), win.start,
+                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+    if (it != merged.begin()) --it;
+    for (; it != merged.end() && it->first < win.end; ++it)
+      device_busy += static_cast<double>(std::max<int64_t>(0, std::min(it->second, win.end) - std::max(it->first, win.start)));
+  }
+  double floor_ns = std::max(c.PerStep(device_busy), c.step_ns - c.PerStep(blocked));
+  double gain = c.Pct(std::min(idle, std::max(0.0, c.step_ns - floor_ns)));
   if (gain < 1) return;
   Finding f;
   f.category = "host_sync";
   f.title = fmt::format("{:.1f} host synchronizations per step leave the device idle {:.0f}% of the step", per_step_syncs,
                         gain);
-  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; after each, the device has nothing "
-                           "queued until the host launches again: {} of device idle per step of {}.",
-                           Ms(c.PerStep(blocked)), Ms(idle), Ms(c.step_ns));
+  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; {:.1f} of them per step drain the "
+                           "device, which then has nothing queued until the host has woken up and launched again: {} "
+                           "of device idle per step of {}.",
+                           Ms(c.PerStep(blocked)), c.PerStep(counted), Ms(idle), Ms(c.step_ns));
   f.metrics = {{"syncs_per_step", per_step_syncs},
+               {"draining_syncs_per_step", c.PerStep(counted)},
                {"blocked_ns_per_step", c.PerStep(blocked)},
-               {"device_idle_after_sync_ns_per_step", idle}};
+               {"device_idle_after_sync_ns_per_step", idle},
+               {"device_busy_ns_per_step", c.PerStep(device_busy)}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.estimated_gain_pct = gain;
   f.suggestion = "Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking reads "

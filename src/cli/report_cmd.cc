@@ -84,7 +84,9 @@ int RunReport(const ReportArgs& a) {
     if (rc != 0 || !a.json) return rc;
   }
   if (a.json) {
-    std::string s = r.Json().dump(2);
+    // Names come from traced programs (thread names, Python frames) and may be
+    // any bytes: invalid UTF-8 is replaced rather than aborting the report.
+    std::string s = r.Json().dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fputc('\n', stdout);
   } else {

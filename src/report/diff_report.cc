@@ -33,7 +33,10 @@ json DiffToJson(const analysis::TraceDiff& d, size_t max_rows) {
           {"step_delta_pct", d.step_delta_pct},
           {"per", d.used_steps ? "step" : "trace"},
           {"top3_explained", d.top3_explained},
+          {"top3_path_explained", d.top3_path_explained},
+          {"top3_scopes_explained", d.top3_scopes_explained},
           {"critical_path", Items(d.critical_path, max_rows)},
+          {"scopes", Items(d.scopes, max_rows)},
           {"self_time", Items(d.self_time, max_rows)}};
 }
 
@@ -52,7 +55,15 @@ std::string DiffToText(const analysis::TraceDiff& d, const std::string& a, const
                        FormatDuration(static_cast<int64_t>(it.a_ns)), FormatDuration(static_cast<int64_t>(it.b_ns)),
                        Signed(it.delta_ns), 100.0 * it.share_of_change);
   }
-  out += fmt::format("The top 3 items explain {:.0f}% of the change.\n", 100.0 * d.top3_explained);
+  out += fmt::format("The top 3 items explain {:.0f}% of the change.\n", 100.0 * d.top3_path_explained);
+  out += fmt::format("\nBy scope (path time inside a module or span rolled up into it), ranked\n");
+  for (size_t i = 0; i < d.scopes.size() && i < std::min<size_t>(top, 10); ++i) {
+    const auto& it = d.scopes[i];
+    out += fmt::format("  {:<40} {:<8} {:>12} {:>12} {:>12} {:>7.1f}%\n", Truncate(it.name, 40), it.kind,
+                       FormatDuration(static_cast<int64_t>(it.a_ns)), FormatDuration(static_cast<int64_t>(it.b_ns)),
+                       Signed(it.delta_ns), 100.0 * it.share_of_change);
+  }
+  out += fmt::format("The top 3 scopes explain {:.0f}% of the change.\n", 100.0 * d.top3_scopes_explained);
   out += fmt::format("\nSelf time per {} (all threads and devices), largest changes\n", unit);
   for (size_t i = 0; i < d.self_time.size() && i < std::min<size_t>(top, 10); ++i) {
     const auto& it = d.self_time[i];
