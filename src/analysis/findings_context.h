@@ -44,4 +44,9 @@ struct FindingsContext {
   int64_t PathTimeInside(const std::function<bool(size_t)>& is_target) const;
 };
 
+// Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).
+void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
+void CpuContention(FindingsContext& c, std::vector<Finding>* out);
+void Straggler(FindingsContext& c, std::vector<Finding>* out);
+
 }  // namespace strata::analysis
