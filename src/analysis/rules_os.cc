@@ -49,7 +49,7 @@ std::string ThreadName(const model::Trace& t, uint32_t track) {
 }
 
 std::string ThreadWithProcess(const model::Trace& t, uint32_t track) {
-  return fmt::format("{} ({})", ThreadName(t, track), ProcessLabel(t, t.tracks[track].process));
+  return fmt::format("{} in {}", ThreadName(t, track), ProcessLabel(t, t.tracks[track].process));
 }
 
 // --- io_syscalls ------------------------------------------------------------------
@@ -230,13 +230,18 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   Distribution d = Distribute(durs);
   double p50 = static_cast<double>(d.p50);
   if (p50 <= 0) return;
-  // Slow steps: 1.5x the median and more. What they take beyond the median is
-  // what a fix of their cause saves.
+  // Slow steps: 1.5x the median and more, and beyond the steps' usual spread
+  // (6 median absolute deviations: a busy machine's jitter is not a tail).
+  // What they take beyond the median is what a fix of their cause saves.
+  std::vector<int64_t> dev;
+  for (int64_t x : durs) dev.push_back(std::abs(x - d.p50));
+  double mad = static_cast<double>(Distribute(dev).p50);
+  double threshold = p50 + std::max(0.5 * p50, 6 * mad);
   std::vector<size_t> slow;
   double excess = 0;
   for (size_t i = 0; i < c.windows.size(); ++i) {
     double x = static_cast<double>(durs[i]);
-    if (x >= 1.5 * p50) {
+    if (x >= threshold) {
       slow.push_back(i);
       excess += x - p50;
     }
@@ -304,6 +309,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
     blocked_cause = std::max_element(blocked_in.begin(), blocked_in.end(), [](const auto& a, const auto& b) {
                       return a.second < b.second;
                     })->first;
+  if (blocked_cause == "blocked") blocked_cause.clear();  // no syscall or stack to say more
 
   std::string list;
   for (size_t k = 0; k < numbers.size() && k < 12; ++k) list += (k ? ", " : "") + std::to_string(numbers[k]);
@@ -429,7 +435,7 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
   }
   double per_step = c.PerStep(runnable);
   double pct = c.Pct(per_step);
-  if (pct < 10) return;
+  if (pct < 5) return;
   std::vector<std::pair<double, uint32_t>> comp;
   double traced = 0;
   for (auto& [trk, ns] : by_competitor) {
@@ -439,13 +445,14 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
   std::sort(comp.rbegin(), comp.rend());
   traced = std::min(traced, runnable);
   double outside = runnable - traced;
-  // The CPUs each side ran on: pinned to the same core shows as one CPU each.
-  auto cpus_of = [&](uint32_t trk) {
-    std::map<int, int64_t> m;
+  // The CPUs each side ran on (5% of its time and more): pinned to the same core shows as one CPU each.
+  auto cpus_of = [&](uint32_t trk, const std::map<int, double>* given) {
+    std::map<int, double> m;
+    if (given) m = *given;
     auto rows = TrackRows(st, trk);
-    for (size_t r = rows.first; r < rows.second; ++r)
-      if (st.state[r] == ThreadState::kRunning && st.cpu[r] >= 0) m[st.cpu[r]] += st.dur[r];
-    int64_t total = 0;
+    for (size_t r = rows.first; r < rows.second && !given; ++r)
+      if (st.state[r] == ThreadState::kRunning && st.cpu[r] >= 0) m[st.cpu[r]] += static_cast<double>(st.dur[r]);
+    double total = 0;
     for (auto& [k, v] : m) total += v;
     std::string s;
     for (auto& [k, v] : m)
@@ -453,42 +460,62 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     return s;
   };
   uint32_t step_track = *step_tracks.begin();
-  Finding f;
-  f.category = "cpu_contention";
-  std::string main_competitor =
-      !comp.empty() && comp[0].first >= 0.3 * runnable ? ThreadWithProcess(t, comp[0].second) : "other processes on the machine";
-  f.title = fmt::format("The step's thread waits for a CPU {:.0f}% of each step, taken by {}", pct, main_competitor);
-  std::string who;
-  for (size_t k = 0; k < comp.size() && k < 4; ++k)
-    if (comp[k].first >= 0.05 * runnable)
-      who += fmt::format("{} ran {:.0f}% of that wait on the same CPU (CPUs {}); ", ThreadWithProcess(t, comp[k].second),
-                         100.0 * comp[k].first / runnable, cpus_of(comp[k].second));
-  f.evidence = fmt::format(
+  std::string waits = fmt::format(
       "The step's thread ({}, on CPUs {}) is runnable but not running {} per step ({:.0f}% of a {} step, {:.1f} "
-      "preemptions per step) and on CPU {}. {}{:.0f}% of the wait went to tasks outside the recording.",
-      ThreadName(t, step_track), cpus_of(step_track), Ms(per_step), pct, Ms(c.step_ns), c.PerStep(preemptions),
-      Ms(c.PerStep(on_cpu)), who, runnable > 0 ? 100.0 * outside / runnable : 0);
-  f.metrics = {{"runnable_ns_per_step", per_step},
-               {"runnable_pct", pct},
-               {"preemptions_per_step", c.PerStep(preemptions)},
-               {"on_cpu_ns_per_step", c.PerStep(on_cpu)},
-               {"traced_competitor_pct", runnable > 0 ? 100.0 * traced / runnable : 0}};
-  for (size_t k = 0; k < comp.size() && k < 4; ++k)
-    if (comp[k].first >= 0.05 * runnable) f.involved.push_back(ThreadWithProcess(t, comp[k].second));
-  if (outside >= 0.05 * runnable) f.involved.push_back("(outside the recording)");
-  // A step thread with a core to itself runs when runnable: the wait goes.
-  f.estimated_gain_pct = pct;
-  if (traced >= outside)
+      "preemptions per step) and on CPU {}.",
+      ThreadName(t, step_track), cpus_of(step_track, &step_cpus), Ms(per_step), pct, Ms(c.step_ns), c.PerStep(preemptions),
+      Ms(c.PerStep(on_cpu)));
+  auto metrics = [&](double part) {
+    return std::vector<std::pair<std::string, double>>{{"runnable_ns_per_step", per_step},
+                                                       {"runnable_pct", pct},
+                                                       {"preemptions_per_step", c.PerStep(preemptions)},
+                                                       {"on_cpu_ns_per_step", c.PerStep(on_cpu)},
+                                                       {"competitor_ns_per_step", c.PerStep(part)}};
+  };
+  // With the CPU shared fairly, a competitor removed from the step's core gives
+  // back what it ran there while the step's thread waited: each cause's
+  // estimate is its own part of the wait. The job's own threads and the rest
+  // of the machine are fixed differently, so they are two findings.
+  if (c.Pct(c.PerStep(traced)) >= 5) {
+    Finding f;
+    f.category = "cpu_contention";
+    std::string main_competitor = ThreadWithProcess(t, comp[0].second);
+    f.title = fmt::format("The step's thread waits {:.0f}% of each step for a CPU taken by {}", c.Pct(c.PerStep(traced)),
+                          main_competitor);
+    std::string who;
+    for (size_t k = 0; k < comp.size() && k < 4; ++k)
+      if (comp[k].first >= 0.05 * runnable) {
+        who += fmt::format(" {} ran {:.0f}% of that wait on the same CPU (it ran on CPUs {}).",
+                           ThreadWithProcess(t, comp[k].second), 100.0 * comp[k].first / runnable,
+                           cpus_of(comp[k].second, nullptr));
+        f.involved.push_back(ThreadWithProcess(t, comp[k].second));
+      }
+    f.evidence = waits + who;
+    if (outside >= 0.05 * runnable)
+      f.evidence += fmt::format(" Tasks outside the recording took {:.0f}% of the wait.", 100.0 * outside / runnable);
+    f.metrics = metrics(traced);
+    f.estimated_gain_pct = c.Pct(c.PerStep(traced));
     f.suggestion = fmt::format(
         "Give the step's thread and {} different cores: fix the CPU affinity (taskset -c, numactl, "
         "os.sched_setaffinity, a container's cpuset) so that they do not share one core, and keep busy threads to the "
         "cores you have (torch.set_num_threads, OMP_NUM_THREADS, the number of DataLoader workers); or lower the "
         "competitor's priority (nice).",
         main_competitor);
-  else
-    f.suggestion = "Processes outside this job take the CPU: run on dedicated cores or a less loaded machine (a "
-                   "cgroup cpuset or the scheduler's exclusive allocation), and keep the job's threads to its cores.";
-  out->push_back(std::move(f));
+    out->push_back(std::move(f));
+  }
+  if (c.Pct(c.PerStep(outside)) >= 10) {
+    Finding f;
+    f.category = "cpu_contention";
+    f.title = fmt::format("The step's thread waits {:.0f}% of each step for a CPU taken by processes outside the job",
+                          c.Pct(c.PerStep(outside)));
+    f.evidence = waits + fmt::format(" {:.0f}% of the wait went to tasks outside the recording.", 100.0 * outside / runnable);
+    f.metrics = metrics(outside);
+    f.involved.push_back("(outside the recording)");
+    f.estimated_gain_pct = c.Pct(c.PerStep(outside));
+    f.suggestion = "Other processes on the machine take the step's CPU: run on dedicated cores or a less loaded machine "
+                   "(a cgroup cpuset, the scheduler's exclusive allocation), and keep the job's threads to its cores.";
+    out->push_back(std::move(f));
+  }
 }
 
 void Straggler(FindingsContext& c, std::vector<Finding>* out) {
