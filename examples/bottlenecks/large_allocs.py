@@ -33,7 +33,7 @@ class _Null:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--mib", type=int, default=64, help="size of the per-step temporary, MiB")
     ap.add_argument("--fixed", action="store_true", help="reuse one preallocated buffer")
     a = ap.parse_args()

@@ -237,11 +237,22 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   for (int64_t x : durs) dev.push_back(std::abs(x - d.p50));
   double mad = static_cast<double>(Distribute(dev).p50);
   double threshold = p50 + std::max(0.5 * p50, 6 * mad);
+  // A step slowed down mostly by waiting for a CPU is contention (the
+  // cpu_contention rule's), not something the step itself did.
+  const auto& st = t.thread_states;
+  auto runnable_in = [&](const FindingsContext::Window& w) {
+    int64_t r = 0;
+    if (st.size() == 0 || w.track == UINT32_MAX) return r;
+    RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t q) {
+      if (st.state[q] == ThreadState::kRunnable) r += Overlap(st.ts[q], st.ts[q] + st.dur[q], w.start, w.end);
+    });
+    return r;
+  };
   std::vector<size_t> slow;
   double excess = 0;
   for (size_t i = 0; i < c.windows.size(); ++i) {
     double x = static_cast<double>(durs[i]);
-    if (x >= threshold) {
+    if (x >= threshold && static_cast<double>(runnable_in(c.windows[i])) < 0.5 * (x - p50)) {
       slow.push_back(i);
       excess += x - p50;
     }
@@ -262,7 +273,6 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   std::map<std::string, std::pair<double, double>> child;  // name -> (slow total, typical total)
   double os[2][3] = {{0, 0, 0}, {0, 0, 0}};                  // [slow?][running, runnable, blocked]
   std::map<std::string, double> blocked_in;                  // slow steps' blocking causes
-  const auto& st = t.thread_states;
   for (size_t i = 0; i < c.windows.size(); ++i) {
     int32_t s = c.paths[i].step_slice;
     if (s == model::kNone) continue;
