@@ -362,37 +362,70 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
 
 void SlowRank(FindingsContext& c, std::vector<Finding>* out) {
   // Processes (ranks, workers) stepping in lockstep: the slowest sets every
-  // step's pace, the others wait for it at their next synchronization.
+  // step's pace, the others wait for it at their synchronization. A step's
+  // work is its thread's time on CPU (not blocked at the barrier or in a
+  // collective, not waiting for a CPU): equal step times, unequal work.
   const model::Trace& t = c.t;
-  std::map<uint32_t, std::vector<int64_t>> by_process;
+  const auto& st = t.thread_states;
+  struct PerProcess {
+    std::vector<int64_t> work, dur;
+  };
+  std::map<uint32_t, PerProcess> by_process;
+  std::vector<size_t> steps;
   for (size_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices.kind[i] == model::SliceKind::kStep) by_process[t.tracks[t.slices.track[i]].process].push_back(t.slices.dur[i]);
-  std::vector<std::pair<double, uint32_t>> means;
-  for (auto& [p, v] : by_process) {
-    if (v.size() < 3) continue;
-    std::vector<int64_t> busy(v.begin() + (v.size() > 4 ? 1 : 0), v.end());  // the first step warms up
-    means.emplace_back(static_cast<double>(Distribute(busy).p50), p);
+    if (t.slices.kind[i] == model::SliceKind::kStep) steps.push_back(i);
+  std::sort(steps.begin(), steps.end(), [&t](size_t a, size_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  for (size_t i : steps) {
+    uint32_t trk = t.slices.track[i];
+    int64_t a = t.slices.ts[i], b = t.slices.end(i), blocked = 0;
+    if (st.size() > 0)
+      RowsIn(st, TrackRows(st, trk), a, b, [&](size_t q) {
+        // Waiting for a CPU is not work either: workers sharing too few cores.
+        if (st.state[q] != ThreadState::kRunning && st.state[q] != ThreadState::kUnknown)
+          blocked += Overlap(st.ts[q], st.ts[q] + st.dur[q], a, b);
+      });
+    PerProcess& p = by_process[t.tracks[trk].process];
+    p.work.push_back(b - a - blocked);
+    p.dur.push_back(b - a);
   }
-  if (means.size() < 2) return;
-  std::sort(means.begin(), means.end());
-  double slowest = means.back().first;
-  double typical = means[(means.size() - 1) / 2].first;
-  if (typical <= 0 || slowest < 1.2 * typical) return;
-  // Steps here are each process's own work between synchronizations: with a
-  // barrier per step, the others' step time includes waiting for the slowest.
-  double pct = 100.0 * (slowest - typical) / slowest;
+  struct Rank {
+    double work, dur;
+    uint32_t process;
+  };
+  std::vector<Rank> ranks;
+  for (auto& [proc, p] : by_process) {
+    if (p.work.size() < 3) continue;
+    size_t skip = p.work.size() > 4 ? 1 : 0;  // the first step warms up
+    std::vector<int64_t> w(p.work.begin() + static_cast<ptrdiff_t>(skip), p.work.end());
+    std::vector<int64_t> d(p.dur.begin() + static_cast<ptrdiff_t>(skip), p.dur.end());
+    ranks.push_back({static_cast<double>(Distribute(w).p50), static_cast<double>(Distribute(d).p50), proc});
+  }
+  if (ranks.size() < 2) return;
+  std::sort(ranks.begin(), ranks.end(), [](const Rank& x, const Rank& y) { return x.work < y.work; });
+  const Rank& slowest = ranks.back();
+  double typical = ranks[(ranks.size() - 1) / 2].work;
+  double mean_work = 0;
+  for (const Rank& r : ranks) mean_work += r.work / static_cast<double>(ranks.size());
+  if (typical <= 0 || slowest.work < 1.2 * typical || slowest.dur <= 0) return;
+  // Balanced, each process would do the mean work: the step shrinks by what
+  // the slowest does beyond it.
+  double pct = 100.0 * (slowest.work - mean_work) / slowest.dur;
+  if (pct < 3) return;
   Finding f;
   f.category = "straggler";
-  f.title = fmt::format("{} is the straggler: its steps take {:.1f}x the other processes'", ProcessLabel(t, means.back().second),
-                        slowest / typical);
+  f.title = fmt::format("{} is the straggler: its steps do {:.1f}x the work of the other processes'",
+                        ProcessLabel(t, slowest.process), slowest.work / typical);
   std::string all;
-  for (auto& [m, p] : means) all += fmt::format("{}{} {}", all.empty() ? "" : ", ", ProcessLabel(t, p), Ms(m));
-  f.evidence = fmt::format("Median step time per process: {}. In lockstep, every process waits for the slowest.", all);
-  f.metrics = {{"slowest_p50_ns", slowest}, {"typical_p50_ns", typical}, {"processes", static_cast<double>(means.size())}};
-  f.involved.push_back(ProcessLabel(t, means.back().second));
+  for (const Rank& r : ranks)
+    all += fmt::format("{}{} {} of {}", all.empty() ? "" : ", ", ProcessLabel(t, r.process), Ms(r.work), Ms(r.dur));
+  f.evidence = fmt::format("Median time on CPU per step of each process (of its step time): {}. The others wait for "
+                           "the slowest at their synchronization.",
+                           all);
+  f.metrics = {{"slowest_work_ns", slowest.work}, {"typical_work_ns", typical}, {"processes", static_cast<double>(ranks.size())}};
+  f.involved.push_back(ProcessLabel(t, slowest.process));
   f.estimated_gain_pct = pct;
-  f.suggestion = "Balance the work across processes: check the straggler's data shard size, its device or host (CPU "
-                 "pinning, a slower or shared GPU/node), and its extra duties (logging, checkpointing on rank 0).";
+  f.suggestion = "Balance the work across processes: check the straggler's data shard or batch size, its device or host "
+                 "(CPU pinning, a slower or shared GPU/node), and its extra duties (logging, checkpointing on rank 0).";
   out->push_back(std::move(f));
 }
 
