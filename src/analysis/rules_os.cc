@@ -216,7 +216,10 @@ void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
 std::string Periodicity(const std::vector<uint64_t>& numbers) {
   if (numbers.size() < 3) return "";
   std::map<uint64_t, size_t> diffs;
-  for (size_t i = 1; i < numbers.size(); ++i) ++diffs[numbers[i] - numbers[i - 1]];
+  for (size_t i = 1; i < numbers.size(); ++i) {
+    if (numbers[i] <= numbers[i - 1]) return "";  // several processes' steps interleaved
+    ++diffs[numbers[i] - numbers[i - 1]];
+  }
   auto best = std::max_element(diffs.begin(), diffs.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   if (best->first < 2 || best->second * 5 < (numbers.size() - 1) * 4) return "";
   return fmt::format("every {}th step", best->first);
