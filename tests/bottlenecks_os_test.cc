@@ -205,7 +205,13 @@ TEST(BottlenecksOs, StragglerNamesThePeriodicSlowSteps) {
   const analysis::Finding& f = findings.front();
   EXPECT_EQ(f.category, "straggler") << f.title;
   EXPECT_NE(f.title.find("every 10th step"), std::string::npos) << f.title;
-  ExpectGolden("straggler", f, {"slow_steps"}, false);
+  for (const char* n : {"step 10", "step 20", "step 30", "save_checkpoint"})
+    EXPECT_NE(std::find(f.involved.begin(), f.involved.end(), n), f.involved.end()) << n << " in " << f.evidence;
+  // Stray slow steps of a busy machine may join the periodic ones: the golden
+  // keeps what the rule names beside step numbers, and the period.
+  analysis::Finding stable = f;
+  std::erase_if(stable.involved, [](const std::string& n) { return n.rfind("step ", 0) == 0; });
+  ExpectGolden("straggler", stable, {"period_steps"}, false);
 }
 
 TEST(BottlenecksOs, StragglerNamesTheSlowRank) {

@@ -212,17 +212,32 @@ void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
 
 // --- straggler ----------------------------------------------------------------------
 
-// "every 10th step" when the slow steps' numbers are evenly spaced.
-std::string Periodicity(const std::vector<uint64_t>& numbers) {
-  if (numbers.size() < 3) return "";
-  std::map<uint64_t, size_t> diffs;
-  for (size_t i = 1; i < numbers.size(); ++i) {
-    if (numbers[i] <= numbers[i - 1]) return "";  // several processes' steps interleaved
-    ++diffs[numbers[i] - numbers[i - 1]];
-  }
-  auto best = std::max_element(diffs.begin(), diffs.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (best->first < 2 || best->second * 5 < (numbers.size() - 1) * 4) return "";
-  return fmt::format("every {}th step", best->first);
+// The period P of the slow steps when most of them (3 and more, 60%) are
+// P steps apart (n, n+P, n+2P...) and most steps of that series within the
+// measured steps [first, last] are slow (75%): a few stray slow steps do not
+// hide the period, nor make up a shorter one. 0 if none.
+uint64_t Periodicity(const std::vector<uint64_t>& numbers, uint64_t first, uint64_t last) {
+  if (numbers.size() < 3) return 0;
+  for (size_t i = 1; i < numbers.size(); ++i)
+    if (numbers[i] <= numbers[i - 1]) return 0;  // several processes' steps interleaved
+  uint64_t best = 0;
+  size_t best_n = 0;
+  for (size_t i = 0; i < numbers.size(); ++i)
+    for (size_t j = i + 1; j < numbers.size(); ++j) {
+      uint64_t p = numbers[j] - numbers[i];
+      if (p < 2) continue;
+      uint64_t r = numbers[i] % p;
+      size_t n = 0;
+      for (uint64_t x : numbers) n += x % p == r;
+      uint64_t start = first + (r + p - first % p) % p;  // the series' first step >= first
+      size_t expected = start > last ? 0 : static_cast<size_t>((last - start) / p + 1);
+      if (n * 4 < expected * 3) continue;
+      if (n > best_n || (n == best_n && p < best)) {
+        best_n = n;
+        best = p;
+      }
+    }
+  return best_n >= 3 && best_n * 5 >= numbers.size() * 3 ? best : 0;
 }
 
 void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
@@ -233,13 +248,13 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   Distribution d = Distribute(durs);
   double p50 = static_cast<double>(d.p50);
   if (p50 <= 0) return;
-  // Slow steps: 1.5x the median and more, and beyond the steps' usual spread
+  // Slow steps: twice the median and more, and beyond the steps' usual spread
   // (6 median absolute deviations: a busy machine's jitter is not a tail).
   // What they take beyond the median is what a fix of their cause saves.
   std::vector<int64_t> dev;
   for (int64_t x : durs) dev.push_back(std::abs(x - d.p50));
   double mad = static_cast<double>(Distribute(dev).p50);
-  double threshold = p50 + std::max(0.5 * p50, 6 * mad);
+  double threshold = p50 + std::max(p50, 6 * mad);
   // A step slowed down mostly by waiting for a CPU is contention (the
   // cpu_contention rule's), not something the step itself did.
   const auto& st = t.thread_states;
@@ -327,7 +342,13 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   std::string list;
   for (size_t k = 0; k < numbers.size() && k < 12; ++k) list += (k ? ", " : "") + std::to_string(numbers[k]);
   if (numbers.size() > 12) list += fmt::format(" and {} more", numbers.size() - 12);
-  std::string period = Periodicity(numbers);
+  uint64_t first_step = UINT64_MAX, last_step = 0;
+  for (const auto& p : c.paths)
+    if (p.step_slice != model::kNone) {
+      first_step = std::min(first_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
+      last_step = std::max(last_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
+    }
+  uint64_t period = Periodicity(numbers, first_step, last_step);
   double slow_mean = 0;
   for (size_t i : slow) slow_mean += static_cast<double>(durs[i]);
   slow_mean /= n_slow;
@@ -335,7 +356,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   Finding f;
   f.category = "straggler";
   f.title = fmt::format("{} of {} steps take {:.1f}x the median step{}", slow.size(), c.steps, slow_mean / p50,
-                        period.empty() ? "" : ": " + period);
+                        period ? fmt::format(": every {}th step", period) : "");
   std::string why;
   if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50))
     why += fmt::format(" In the slow steps, '{}' takes {} more than in the others.", top_child, Ms(top_child_extra));
@@ -346,6 +367,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
                            "median is {:.0f}% of all step time.{}",
                            list, Ms(slow_mean), Ms(p50), static_cast<double>(d.p90) / p50, pct, why);
   f.metrics = {{"slow_steps", n_slow},       {"steps", static_cast<double>(c.steps)},
+               {"period_steps", static_cast<double>(period)},
                {"p50_ns", p50},              {"p90_ns", static_cast<double>(d.p90)},
                {"slow_step_mean_ns", slow_mean}, {"excess_pct", pct}};
   for (uint64_t n : numbers) f.involved.push_back(fmt::format("step {}", n));
