@@ -74,9 +74,9 @@ bool IsIoFrame(std::string_view f) {
   return kFrames.count(f) > 0;
 }
 
-// A call returning less than this is "small": a buffered reader's block or a
-// block-sized direct read moves 64 KiB and more per call.
-constexpr int64_t kSmallIo = 16 * 1024;
+// A call moving less than a page is "small": buffered readers and writers
+// (stdio, Python's io: 4-8 KiB and more) and block reads move at least that.
+constexpr int64_t kSmallIo = 4096;
 // Consecutive small calls closer than this belong to one read loop; the time
 // between them (the program issuing the next call) goes with the loop.
 constexpr int64_t kLoopGap = 50'000;
@@ -142,8 +142,9 @@ void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
   std::string names;
   for (auto& [n, k] : by_name) names += fmt::format("{}{} {:.0f}/step", names.empty() ? "" : ", ", n, c.PerStep(k));
   f.evidence = fmt::format(
-      "On the step's thread, {:.0f} reads and {:.0f} writes per step return under {} KiB each (mean {:.0f} bytes; {}): "
-      "{} per step inside the calls (median {} each) and {} issuing them, {} of a {} step, to move {:.1f} KiB per "
+      "On the step's thread, {:.0f} reads and {:.0f} writes per step move under {} KiB each (mean {:.0f} bytes; {}): "
+      "{} per step inside the calls (median {} each) and {} between them (issuing the next one, or preempted), {} of a "
+      "{} step, to move {:.1f} KiB per "
       "step. The same bytes in {} KiB blocks would take about {}.",
       c.PerStep(reads), c.PerStep(writes), kSmallIo / 1024, mean_bytes, names, Ms(c.PerStep(call_ns)),
       Us(static_cast<double>(d.p50)), Ms(c.PerStep(loop_gap_ns)), Ms(loop_ns), Ms(c.step_ns), step_bytes / 1024.0,
@@ -370,7 +371,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
                {"period_steps", static_cast<double>(period)},
                {"p50_ns", p50},              {"p90_ns", static_cast<double>(d.p90)},
                {"slow_step_mean_ns", slow_mean}, {"excess_pct", pct}};
-  for (uint64_t n : numbers) f.involved.push_back(fmt::format("step {}", n));
+  for (size_t k = 0; k < numbers.size() && k < 20; ++k) f.involved.push_back(fmt::format("step {}", numbers[k]));
   if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50)) f.involved.push_back(top_child);
   f.estimated_gain_pct = pct;
   if (top_state == 1)
