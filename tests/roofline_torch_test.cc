@@ -120,6 +120,11 @@ TEST(RooflineTorch, ElementwiseStepIsDiagnosedMemoryBound) {
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   model::Trace t = testing::Load(dir);
   std::vector<analysis::Finding> f = analysis::Diagnose(t);
+  // The program's own causes: load from processes outside the recording (other
+  // work on a shared machine) is reported too, but it is not this program's.
+  std::erase_if(f, [](const analysis::Finding& x) {
+    return std::find(x.involved.begin(), x.involved.end(), "(outside the recording)") != x.involved.end();
+  });
   ASSERT_FALSE(f.empty());
   EXPECT_EQ(f[0].category, "memory_bound") << f[0].title;
   std::set<std::string> involved(f[0].involved.begin(), f[0].involved.end());

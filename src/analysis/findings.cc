@@ -538,6 +538,9 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   Placement(c, &out);
   ComputeBound(c, &out);
   MemoryBound(c, &out);
+  IoSyscalls(c, &out);
+  CpuContention(c, &out);
+  Straggler(c, &out);
   std::erase_if(out, [&](const Finding& f) { return f.estimated_gain_pct < opt.min_gain_pct; });
   for (auto& f : out) f.estimated_gain_pct = std::min(f.estimated_gain_pct, 95.0);
   std::stable_sort(out.begin(), out.end(),

@@ -47,5 +47,9 @@ struct FindingsContext {
 // Rules in their own files (rules_<topic>.cc).
 void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roofline.cc
 void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
+// Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).
+void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
+void CpuContention(FindingsContext& c, std::vector<Finding>* out);
+void Straggler(FindingsContext& c, std::vector<Finding>* out);
 
 }  // namespace strata::analysis

@@ -1,0 +1,595 @@
+// Findings from the OS level: tiny I/O system calls, CPU contention, and
+// straggling steps. They read the model's OS tables (thread states, system
+// calls, CPU samples) on the thread that ran each measured step.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "analysis/findings_context.h"
+#include "analysis/os.h"
+#include "analysis/summary.h"
+
+namespace strata::analysis {
+namespace {
+
+using model::ThreadState;
+
+std::string Ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
+std::string Us(double ns) { return fmt::format("{:.1f} us", ns / 1e3); }
+
+int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
+}
+
+// Rows [first, last) of a (track, ts)-sorted table that belong to `track`.
+template <typename Table>
+std::pair<size_t, size_t> TrackRows(const Table& tb, uint32_t track) {
+  auto lo = std::lower_bound(tb.track.begin(), tb.track.end(), track);
+  auto hi = std::upper_bound(lo, tb.track.end(), track);
+  return {static_cast<size_t>(lo - tb.track.begin()), static_cast<size_t>(hi - tb.track.begin())};
+}
+
+// Calls to fn(row) for the rows of `track` whose [ts, ts+dur) may overlap [a, b).
+template <typename Table, typename Fn>
+void RowsIn(const Table& tb, std::pair<size_t, size_t> r, int64_t a, int64_t b, Fn&& fn) {
+  auto first = std::lower_bound(tb.ts.begin() + static_cast<ptrdiff_t>(r.first), tb.ts.begin() + static_cast<ptrdiff_t>(r.second), a);
+  size_t i = static_cast<size_t>(first - tb.ts.begin());
+  if (i > r.first) --i;  // the row that began before a may reach into it
+  for (; i < r.second && tb.ts[i] < b; ++i) fn(i);
+}
+
+std::string ThreadName(const model::Trace& t, uint32_t track) {
+  const model::Track& trk = t.tracks[track];
+  std::string name(t.strings.Get(trk.name));
+  return fmt::format("{} {}", name.empty() ? "tid" : name, trk.tid);
+}
+
+std::string ThreadWithProcess(const model::Trace& t, uint32_t track) {
+  return fmt::format("{} in {}", ThreadName(t, track), ProcessLabel(t, t.tracks[track].process));
+}
+
+// --- io_syscalls ------------------------------------------------------------------
+
+enum class IoDir { kNone, kRead, kWrite };
+
+IoDir IoCall(std::string_view n) {
+  static const std::set<std::string_view> kRead = {"read", "pread64", "readv", "preadv", "preadv2", "recvfrom", "recvmsg"};
+  static const std::set<std::string_view> kWrite = {"write", "pwrite64", "writev", "pwritev", "pwritev2", "sendto", "sendmsg"};
+  if (kRead.count(n)) return IoDir::kRead;
+  if (kWrite.count(n)) return IoDir::kWrite;
+  return IoDir::kNone;
+}
+
+// A frame of the read/write path: the libc wrappers, the kernel's entry points.
+bool IsIoFrame(std::string_view f) {
+  static const std::set<std::string_view> kFrames = {
+      "read",       "__read",      "__libc_read", "pread64",   "__pread64", "__libc_pread64", "readv",   "__readv",
+      "write",      "__write",     "__libc_write", "pwrite64", "__pwrite64", "writev", "__writev", "ksys_read",
+      "vfs_read",   "ksys_write",  "vfs_write",   "ksys_pread64", "ksys_pwrite64", "do_iter_readv_writev",
+      "__x64_sys_read", "__x64_sys_write", "__x64_sys_pread64"};
+  return kFrames.count(f) > 0;
+}
+
+// A call moving less than a page is "small": buffered readers and writers
+// (stdio, Python's io: 4-8 KiB and more) and block reads move at least that.
+constexpr int64_t kSmallIo = 4096;
+// Consecutive small calls closer than this belong to one read loop; the time
+// between them (the program issuing the next call) goes with the loop.
+constexpr int64_t kLoopGap = 50'000;
+// What reading the same bytes in large blocks still costs: one call per MiB,
+// and copying out of the page cache (a conservative 2 GB/s).
+constexpr double kLargeBlock = 1 << 20;
+constexpr double kCopyBytesPerNs = 2.0;
+
+void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
+  const model::Trace& t = c.t;
+  const auto& sc = t.syscalls;
+  const auto& st = t.thread_states;
+  double calls = 0, call_ns = 0, loop_gap_ns = 0, bytes = 0, reads = 0, writes = 0;
+  std::map<std::string, double> by_name;
+  std::vector<int64_t> call_durs;
+  for (const auto& w : c.windows) {
+    if (w.track == UINT32_MAX) continue;
+    auto rows = TrackRows(sc, w.track);
+    auto st_rows = TrackRows(st, w.track);
+    int64_t prev_end = -1;
+    RowsIn(sc, rows, w.start, w.end, [&](size_t r) {
+      if (sc.ts[r] < w.start) return;
+      std::string_view name = t.strings.Get(sc.name[r]);
+      IoDir dir = IoCall(name);
+      if (dir == IoDir::kNone || !sc.returned[r] || sc.ret[r] < 0 || sc.ret[r] >= kSmallIo) {
+        prev_end = -1;
+        return;
+      }
+      int64_t end = std::min(sc.ts[r] + sc.dur[r], w.end);
+      calls += 1;
+      (dir == IoDir::kRead ? reads : writes) += 1;
+      call_ns += static_cast<double>(end - sc.ts[r]);
+      call_durs.push_back(sc.dur[r]);
+      bytes += static_cast<double>(sc.ret[r]);
+      by_name[std::string(name)] += 1;
+      if (prev_end >= 0) {
+        // A gap in which the thread was preempted is still the loop: it waits
+        // for the CPU to issue the next call.
+        int64_t gap = sc.ts[r] - prev_end, waiting = 0;
+        if (gap >= kLoopGap && st.size() > 0)
+          RowsIn(st, st_rows, prev_end, sc.ts[r], [&](size_t q) {
+            if (st.state[q] == ThreadState::kRunnable) waiting += Overlap(st.ts[q], st.ts[q] + st.dur[q], prev_end, sc.ts[r]);
+          });
+        if (gap - waiting < kLoopGap || 2 * waiting >= gap) loop_gap_ns += static_cast<double>(gap);
+      }
+      prev_end = end;
+    });
+  }
+  double per_step_calls = c.PerStep(calls);
+  if (per_step_calls < 64) return;
+  double loop_ns = c.PerStep(call_ns + loop_gap_ns);
+  double step_bytes = c.PerStep(bytes);
+  Distribution d = Distribute(call_durs);
+  double large_cost = std::ceil(step_bytes / kLargeBlock) * static_cast<double>(d.p50) + step_bytes / kCopyBytesPerNs;
+  double saved = std::max(0.0, loop_ns - large_cost);
+  double pct = c.Pct(saved);
+  if (pct < 3) return;
+  double mean_bytes = calls > 0 ? bytes / calls : 0;
+  Finding f;
+  f.category = "io_syscalls";
+  f.title = fmt::format("{:.0f} small I/O system calls per step ({:.0f} bytes each) take {:.0f}% of the step",
+                        per_step_calls, mean_bytes, c.Pct(loop_ns));
+  std::string names;
+  for (auto& [n, k] : by_name) names += fmt::format("{}{} {:.0f}/step", names.empty() ? "" : ", ", n, c.PerStep(k));
+  f.evidence = fmt::format(
+      "On the step's thread, {:.0f} reads and {:.0f} writes per step move under {} KiB each (mean {:.0f} bytes; {}): "
+      "{} per step inside the calls (median {} each) and {} between them (issuing the next one, or preempted), {} of a "
+      "{} step, to move {:.1f} KiB per "
+      "step. The same bytes in {} KiB blocks would take about {}.",
+      c.PerStep(reads), c.PerStep(writes), kSmallIo / 1024, mean_bytes, names, Ms(c.PerStep(call_ns)),
+      Us(static_cast<double>(d.p50)), Ms(c.PerStep(loop_gap_ns)), Ms(loop_ns), Ms(c.step_ns), step_bytes / 1024.0,
+      static_cast<int>(kLargeBlock / 1024), Ms(large_cost));
+  f.metrics = {{"syscalls_per_step", per_step_calls},
+               {"mean_bytes_per_call", mean_bytes},
+               {"syscall_ns_per_step", c.PerStep(call_ns)},
+               {"loop_ns_per_step", loop_ns},
+               {"bytes_per_step", step_bytes},
+               {"step_ns", c.step_ns}};
+  for (auto& [n, k] : by_name) f.involved.push_back(n);
+  f.estimated_gain_pct = pct;
+  f.suggestion = "Read and write in large blocks: open files with a buffer (Python: open(path, 'rb') with the default "
+                 "or a larger buffering=, not buffering=0 or os.read of a few bytes; C: fread/ifstream or one read() of "
+                 "the whole record), read whole records or files at once (np.fromfile, mmap), and batch small writes.";
+  out->push_back(std::move(f));
+}
+
+void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
+  // No system call trace: the share of the step thread's CPU samples whose
+  // stack is in the read/write path, times its CPU time in the steps.
+  const model::Trace& t = c.t;
+  const auto& cs = t.cpu_samples;
+  const auto& st = t.thread_states;
+  double samples = 0, io_samples = 0, on_cpu = 0;
+  for (const auto& w : c.windows) {
+    if (w.track == UINT32_MAX) continue;
+    RowsIn(cs, TrackRows(cs, w.track), w.start, w.end, [&](size_t r) {
+      if (cs.ts[r] < w.start) return;
+      samples += 1;
+      for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
+        uint32_t fr = t.callsites.frame[static_cast<size_t>(k)];
+        if (t.frames.kind[fr] != model::FrameKind::kPython && IsIoFrame(t.strings.Get(t.frames.function[fr]))) {
+          io_samples += 1;
+          break;
+        }
+      }
+    });
+    if (st.size() > 0)
+      RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t r) {
+        if (st.state[r] == ThreadState::kRunning)
+          on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
+      });
+  }
+  if (io_samples < 10 || samples <= 0) return;
+  double cpu_per_step = st.size() > 0 ? c.PerStep(on_cpu) : c.step_ns;
+  double io_ns = cpu_per_step * io_samples / samples;
+  double pct = c.Pct(io_ns);
+  if (pct < 10) return;
+  Finding f;
+  f.category = "io_syscalls";
+  f.title = fmt::format("Read/write system calls take {:.0f}% of the step's CPU time", 100.0 * io_samples / samples);
+  f.evidence = fmt::format(
+      "{:.0f} of the step thread's {:.0f} CPU samples in the measured steps are inside read/write system calls: about "
+      "{} of a {} step. Record with --syscalls to see how many calls and how many bytes each.",
+      io_samples, samples, Ms(io_ns), Ms(c.step_ns));
+  f.metrics = {{"io_samples", io_samples}, {"samples", samples}, {"io_ns_per_step", io_ns}, {"step_ns", c.step_ns}};
+  f.involved = {"read/write"};
+  // Without call sizes, what a fix keeps (copying the bytes) is unknown; the
+  // per-call cost that dominates small calls goes.
+  f.estimated_gain_pct = 0.8 * pct;
+  f.suggestion = "If these are many small calls, read and write in large blocks: buffered files (Python: open() "
+                 "without buffering=0), whole records per call, np.fromfile or mmap; batch small writes.";
+  out->push_back(std::move(f));
+}
+
+// --- straggler ----------------------------------------------------------------------
+
+// The period P of the slow steps when most of them (3 and more, 60%) are
+// P steps apart (n, n+P, n+2P...) and most steps of that series within the
+// measured steps [first, last] are slow (75%): a few stray slow steps do not
+// hide the period, nor make up a shorter one. 0 if none.
+uint64_t Periodicity(const std::vector<uint64_t>& numbers, uint64_t first, uint64_t last) {
+  if (numbers.size() < 3) return 0;
+  for (size_t i = 1; i < numbers.size(); ++i)
+    if (numbers[i] <= numbers[i - 1]) return 0;  // several processes' steps interleaved
+  uint64_t best = 0;
+  size_t best_n = 0;
+  for (size_t i = 0; i < numbers.size(); ++i)
+    for (size_t j = i + 1; j < numbers.size(); ++j) {
+      uint64_t p = numbers[j] - numbers[i];
+      if (p < 2) continue;
+      uint64_t r = numbers[i] % p;
+      size_t n = 0;
+      for (uint64_t x : numbers) n += x % p == r;
+      uint64_t start = first + (r + p - first % p) % p;  // the series' first step >= first
+      size_t expected = start > last ? 0 : static_cast<size_t>((last - start) / p + 1);
+      if (n * 4 < expected * 3) continue;
+      if (n > best_n || (n == best_n && p < best)) {
+        best_n = n;
+        best = p;
+      }
+    }
+  return best_n >= 3 && best_n * 5 >= numbers.size() * 3 ? best : 0;
+}
+
+void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
+  if (!c.has_steps || c.steps < 8) return;
+  const model::Trace& t = c.t;
+  std::vector<int64_t> durs;
+  for (const auto& w : c.windows) durs.push_back(w.end - w.start);
+  Distribution d = Distribute(durs);
+  double p50 = static_cast<double>(d.p50);
+  if (p50 <= 0) return;
+  // Slow steps: twice the median and more, and beyond the steps' usual spread
+  // (6 median absolute deviations: a busy machine's jitter is not a tail).
+  // What they take beyond the median is what a fix of their cause saves.
+  std::vector<int64_t> dev;
+  for (int64_t x : durs) dev.push_back(std::abs(x - d.p50));
+  double mad = static_cast<double>(Distribute(dev).p50);
+  double threshold = p50 + std::max(p50, 6 * mad);
+  // A step slowed down mostly by waiting for a CPU is contention (the
+  // cpu_contention rule's), not something the step itself did.
+  const auto& st = t.thread_states;
+  auto runnable_in = [&](const FindingsContext::Window& w) {
+    int64_t r = 0;
+    if (st.size() == 0 || w.track == UINT32_MAX) return r;
+    RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t q) {
+      if (st.state[q] == ThreadState::kRunnable) r += Overlap(st.ts[q], st.ts[q] + st.dur[q], w.start, w.end);
+    });
+    return r;
+  };
+  std::vector<size_t> slow;
+  double excess = 0;
+  for (size_t i = 0; i < c.windows.size(); ++i) {
+    double x = static_cast<double>(durs[i]);
+    if (x >= threshold && static_cast<double>(runnable_in(c.windows[i])) < 0.5 * (x - p50)) {
+      slow.push_back(i);
+      excess += x - p50;
+    }
+  }
+  if (slow.size() < 2 || slow.size() * 3 > c.steps) return;  // a third of the steps slow: that is the norm, not a tail
+  double pct = 100.0 * excess / static_cast<double>(c.total_step_ns);
+  if (pct < 3) return;
+
+  std::vector<uint64_t> numbers;
+  for (size_t i : slow) {
+    int32_t s = c.paths[i].step_slice;
+    numbers.push_back(s == model::kNone ? i : t.slices.arg[static_cast<size_t>(s)]);
+  }
+  std::vector<bool> is_slow(c.windows.size(), false);
+  for (size_t i : slow) is_slow[i] = true;
+  // What the slow steps do more of: the step's direct children by name, and
+  // the step thread's time on CPU, waiting for a CPU and blocked.
+  std::map<std::string, std::pair<double, double>> child;  // name -> (slow total, typical total)
+  double os[2][3] = {{0, 0, 0}, {0, 0, 0}};                  // [slow?][running, runnable, blocked]
+  std::map<std::string, double> blocked_in;                  // slow steps' blocking causes
+  for (size_t i = 0; i < c.windows.size(); ++i) {
+    int32_t s = c.paths[i].step_slice;
+    if (s == model::kNone) continue;
+    size_t step = static_cast<size_t>(s);
+    auto [first, last] = t.track_slices[t.slices.track[step]];
+    for (size_t k = step + 1; k < last && t.slices.ts[k] < t.slices.end(step); ++k)
+      if (t.slices.parent[k] == s) {
+        auto& e = child[std::string(t.strings.Get(t.slices.name[k]))];
+        (is_slow[i] ? e.first : e.second) += static_cast<double>(t.slices.dur[k]);
+      }
+    (void)first;
+    const auto& w = c.windows[i];
+    if (st.size() == 0 || w.track == UINT32_MAX) continue;
+    RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t r) {
+      double o = static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
+      if (o <= 0 || st.state[r] == ThreadState::kUnknown) return;
+      int k = st.state[r] == ThreadState::kRunning ? 0 : st.state[r] == ThreadState::kRunnable ? 1 : 2;
+      os[is_slow[i]][k] += o;
+      if (k == 2 && is_slow[i]) blocked_in[OffCpuCauseOf(t, r).cause] += o;
+    });
+  }
+  double n_slow = static_cast<double>(slow.size()), n_typ = static_cast<double>(c.steps - slow.size());
+  std::string top_child;
+  double top_child_extra = 0;
+  for (auto& [name, v] : child) {
+    double extra = v.first / n_slow - v.second / n_typ;
+    if (extra > top_child_extra) {
+      top_child_extra = extra;
+      top_child = name;
+    }
+  }
+  const char* kState[] = {"on CPU", "waiting for a CPU", "blocked"};
+  int top_state = -1;
+  double top_state_extra = 0;
+  for (int k = 0; k < 3; ++k) {
+    double extra = os[1][k] / n_slow - os[0][k] / n_typ;
+    if (extra > top_state_extra) {
+      top_state_extra = extra;
+      top_state = k;
+    }
+  }
+  std::string blocked_cause;
+  if (top_state == 2 && !blocked_in.empty())
+    blocked_cause = std::max_element(blocked_in.begin(), blocked_in.end(), [](const auto& a, const auto& b) {
+                      return a.second < b.second;
+                    })->first;
+  if (blocked_cause == "blocked") blocked_cause.clear();  // no syscall or stack to say more
+
+  std::string list;
+  for (size_t k = 0; k < numbers.size() && k < 12; ++k) list += (k ? ", " : "") + std::to_string(numbers[k]);
+  if (numbers.size() > 12) list += fmt::format(" and {} more", numbers.size() - 12);
+  uint64_t first_step = UINT64_MAX, last_step = 0;
+  for (const auto& p : c.paths)
+    if (p.step_slice != model::kNone) {
+      first_step = std::min(first_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
+      last_step = std::max(last_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
+    }
+  uint64_t period = Periodicity(numbers, first_step, last_step);
+  double slow_mean = 0;
+  for (size_t i : slow) slow_mean += static_cast<double>(durs[i]);
+  slow_mean /= n_slow;
+
+  Finding f;
+  f.category = "straggler";
+  f.title = fmt::format("{} of {} steps take {:.1f}x the median step{}", slow.size(), c.steps, slow_mean / p50,
+                        period ? fmt::format(": every {}th step", period) : "");
+  std::string why;
+  if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50))
+    why += fmt::format(" In the slow steps, '{}' takes {} more than in the others.", top_child, Ms(top_child_extra));
+  if (top_state >= 0 && top_state_extra > 0.3 * (slow_mean - p50))
+    why += fmt::format(" The step's thread spends {} more {}{} in them.", Ms(top_state_extra), kState[top_state],
+                       blocked_cause.empty() ? "" : " (mostly " + blocked_cause + ")");
+  f.evidence = fmt::format("Steps {} take {} on average against a median of {} (p90/p50 {:.2f}); their time beyond the "
+                           "median is {:.0f}% of all step time.{}",
+                           list, Ms(slow_mean), Ms(p50), static_cast<double>(d.p90) / p50, pct, why);
+  f.metrics = {{"slow_steps", n_slow},       {"steps", static_cast<double>(c.steps)},
+               {"period_steps", static_cast<double>(period)},
+               {"p50_ns", p50},              {"p90_ns", static_cast<double>(d.p90)},
+               {"slow_step_mean_ns", slow_mean}, {"excess_pct", pct}};
+  for (size_t k = 0; k < numbers.size() && k < 20; ++k) f.involved.push_back(fmt::format("step {}", numbers[k]));
+  if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50)) f.involved.push_back(top_child);
+  f.estimated_gain_pct = pct;
+  if (top_state == 1)
+    f.suggestion = "The slow steps wait for a CPU: other work preempts the step's thread at times (see the cpu_contention "
+                   "finding); give the job dedicated cores.";
+  else
+    f.suggestion = fmt::format(
+        "Find what the slow steps do that the others do not{} and take it off the step's path: move periodic work "
+        "(checkpoints, logging, evaluation, garbage collection) to a background thread or do it less often, and "
+        "balance the work per step.",
+        top_child.empty() ? "" : fmt::format(" ('{}' is the candidate)", top_child));
+  out->push_back(std::move(f));
+}
+
+void SlowRank(FindingsContext& c, std::vector<Finding>* out) {
+  // Processes (ranks, workers) stepping in lockstep: the slowest sets every
+  // step's pace, the others wait for it at their synchronization. A step's
+  // work is its thread's time on CPU (not blocked at the barrier or in a
+  // collective, not waiting for a CPU): equal step times, unequal work.
+  const model::Trace& t = c.t;
+  const auto& st = t.thread_states;
+  struct PerProcess {
+    std::vector<int64_t> work, dur;
+  };
+  std::map<uint32_t, PerProcess> by_process;
+  std::vector<size_t> steps;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == model::SliceKind::kStep) steps.push_back(i);
+  std::sort(steps.begin(), steps.end(), [&t](size_t a, size_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  for (size_t i : steps) {
+    uint32_t trk = t.slices.track[i];
+    int64_t a = t.slices.ts[i], b = t.slices.end(i), blocked = 0;
+    if (st.size() > 0)
+      RowsIn(st, TrackRows(st, trk), a, b, [&](size_t q) {
+        // Waiting for a CPU is not work either: workers sharing too few cores.
+        if (st.state[q] != ThreadState::kRunning && st.state[q] != ThreadState::kUnknown)
+          blocked += Overlap(st.ts[q], st.ts[q] + st.dur[q], a, b);
+      });
+    PerProcess& p = by_process[t.tracks[trk].process];
+    p.work.push_back(b - a - blocked);
+    p.dur.push_back(b - a);
+  }
+  struct Rank {
+    double work, dur;
+    uint32_t process;
+  };
+  std::vector<Rank> ranks;
+  for (auto& [proc, p] : by_process) {
+    if (p.work.size() < 3) continue;
+    size_t skip = p.work.size() > 4 ? 1 : 0;  // the first step warms up
+    std::vector<int64_t> w(p.work.begin() + static_cast<ptrdiff_t>(skip), p.work.end());
+    std::vector<int64_t> d(p.dur.begin() + static_cast<ptrdiff_t>(skip), p.dur.end());
+    ranks.push_back({static_cast<double>(Distribute(w).p50), static_cast<double>(Distribute(d).p50), proc});
+  }
+  if (ranks.size() < 2) return;
+  std::sort(ranks.begin(), ranks.end(), [](const Rank& x, const Rank& y) { return x.work < y.work; });
+  const Rank& slowest = ranks.back();
+  double typical = ranks[(ranks.size() - 1) / 2].work;
+  double mean_work = 0;
+  for (const Rank& r : ranks) mean_work += r.work / static_cast<double>(ranks.size());
+  if (typical <= 0 || slowest.work < 1.2 * typical || slowest.dur <= 0) return;
+  // Balanced, each process would do the mean work: the step shrinks by what
+  // the slowest does beyond it.
+  double pct = 100.0 * (slowest.work - mean_work) / slowest.dur;
+  if (pct < 3) return;
+  Finding f;
+  f.category = "straggler";
+  f.title = fmt::format("{} is the straggler: its steps do {:.1f}x the work of the other processes'",
+                        ProcessLabel(t, slowest.process), slowest.work / typical);
+  std::string all;
+  for (const Rank& r : ranks)
+    all += fmt::format("{}{} {} of {}", all.empty() ? "" : ", ", ProcessLabel(t, r.process), Ms(r.work), Ms(r.dur));
+  f.evidence = fmt::format("Median time on CPU per step of each process (of its step time): {}. The others wait for "
+                           "the slowest at their synchronization.",
+                           all);
+  f.metrics = {{"slowest_work_ns", slowest.work}, {"typical_work_ns", typical}, {"processes", static_cast<double>(ranks.size())}};
+  f.involved.push_back(ProcessLabel(t, slowest.process));
+  f.estimated_gain_pct = pct;
+  f.suggestion = "Balance the work across processes: check the straggler's data shard or batch size, its device or host "
+                 "(CPU pinning, a slower or shared GPU/node), and its extra duties (logging, checkpointing on rank 0).";
+  out->push_back(std::move(f));
+}
+
+}  // namespace
+
+void IoSyscalls(FindingsContext& c, std::vector<Finding>* out) {
+  if (c.t.syscalls.size() > 0) IoSyscallsFromSyscalls(c, out);
+  else if (c.t.cpu_samples.size() > 0) IoSyscallsFromSamples(c, out);
+}
+
+void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
+  const model::Trace& t = c.t;
+  const auto& st = t.thread_states;
+  if (st.size() == 0) return;
+  std::set<uint32_t> step_tracks;
+  for (const auto& w : c.windows)
+    if (w.track != UINT32_MAX) step_tracks.insert(w.track);
+  if (step_tracks.empty()) return;
+  // Running intervals of every other traced thread, per CPU. One CPU runs one
+  // thread at a time, so each CPU's intervals are sorted by end as well.
+  std::map<int, std::vector<size_t>> running;
+  for (size_t r = 0; r < st.size(); ++r)
+    if (st.state[r] == ThreadState::kRunning && st.cpu[r] >= 0 && !step_tracks.count(st.track[r])) running[st.cpu[r]].push_back(r);
+  for (auto& [cpu, v] : running)
+    std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return st.ts[a] < st.ts[b]; });
+
+  double runnable = 0, preemptions = 0, on_cpu = 0;
+  std::map<uint32_t, double> by_competitor;  // track -> time it ran on the CPU the step's thread waited for
+  std::map<int, double> step_cpus;            // CPU -> step thread's running time
+  for (const auto& w : c.windows) {
+    if (w.track == UINT32_MAX) continue;
+    RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t r) {
+      int64_t a = std::max(st.ts[r], w.start), b = std::min(st.ts[r] + st.dur[r], w.end);
+      if (b <= a) return;
+      if (st.state[r] == ThreadState::kRunning) {
+        on_cpu += static_cast<double>(b - a);
+        step_cpus[st.cpu[r]] += static_cast<double>(b - a);
+        return;
+      }
+      if (st.state[r] != ThreadState::kRunnable) return;
+      runnable += static_cast<double>(b - a);
+      if (st.ts[r] >= w.start) preemptions += 1;
+      auto it = running.find(st.cpu[r]);
+      if (it == running.end()) return;
+      const auto& v = it->second;
+      auto first = std::lower_bound(v.begin(), v.end(), a, [&](size_t x, int64_t val) { return st.ts[x] + st.dur[x] <= val; });
+      for (auto k = first; k != v.end() && st.ts[*k] < b; ++k)
+        by_competitor[st.track[*k]] += static_cast<double>(Overlap(st.ts[*k], st.ts[*k] + st.dur[*k], a, b));
+    });
+  }
+  double per_step = c.PerStep(runnable);
+  double pct = c.Pct(per_step);
+  if (pct < 5) return;
+  std::vector<std::pair<double, uint32_t>> comp;
+  double traced = 0;
+  for (auto& [trk, ns] : by_competitor) {
+    comp.emplace_back(ns, trk);
+    traced += ns;
+  }
+  std::sort(comp.rbegin(), comp.rend());
+  traced = std::min(traced, runnable);
+  double outside = runnable - traced;
+  // The CPUs each side ran on (5% of its time and more): pinned to the same core shows as one CPU each.
+  auto cpus_of = [&](uint32_t trk, const std::map<int, double>* given) {
+    std::map<int, double> m;
+    if (given) m = *given;
+    auto rows = TrackRows(st, trk);
+    for (size_t r = rows.first; r < rows.second && !given; ++r)
+      if (st.state[r] == ThreadState::kRunning && st.cpu[r] >= 0) m[st.cpu[r]] += static_cast<double>(st.dur[r]);
+    double total = 0;
+    for (auto& [k, v] : m) total += v;
+    std::string s;
+    for (auto& [k, v] : m)
+      if (v * 20 >= total) s += fmt::format("{}{}", s.empty() ? "" : ",", k);
+    return s;
+  };
+  uint32_t step_track = *step_tracks.begin();
+  std::string waits = fmt::format(
+      "The step's thread ({}, on CPUs {}) is runnable but not running {} per step ({:.0f}% of a {} step, {:.1f} "
+      "preemptions per step) and on CPU {}.",
+      ThreadName(t, step_track), cpus_of(step_track, &step_cpus), Ms(per_step), pct, Ms(c.step_ns), c.PerStep(preemptions),
+      Ms(c.PerStep(on_cpu)));
+  auto metrics = [&](double part) {
+    return std::vector<std::pair<std::string, double>>{{"runnable_ns_per_step", per_step},
+                                                       {"runnable_pct", pct},
+                                                       {"preemptions_per_step", c.PerStep(preemptions)},
+                                                       {"on_cpu_ns_per_step", c.PerStep(on_cpu)},
+                                                       {"competitor_ns_per_step", c.PerStep(part)}};
+  };
+  // With the CPU shared fairly, a competitor removed from the step's core gives
+  // back what it ran there while the step's thread waited: each cause's
+  // estimate is its own part of the wait. The job's own threads and the rest
+  // of the machine are fixed differently, so they are two findings.
+  if (c.Pct(c.PerStep(traced)) >= 5) {
+    Finding f;
+    f.category = "cpu_contention";
+    std::string main_competitor = ThreadWithProcess(t, comp[0].second);
+    f.title = fmt::format("The step's thread waits {:.0f}% of each step for a CPU taken by {}", c.Pct(c.PerStep(traced)),
+                          main_competitor);
+    std::string who;
+    for (size_t k = 0; k < comp.size() && k < 4; ++k)
+      if (comp[k].first >= 0.05 * runnable) {
+        who += fmt::format(" {} ran {:.0f}% of that wait on the same CPU (it ran on CPUs {}).",
+                           ThreadWithProcess(t, comp[k].second), 100.0 * comp[k].first / runnable,
+                           cpus_of(comp[k].second, nullptr));
+        f.involved.push_back(ThreadWithProcess(t, comp[k].second));
+      }
+    f.evidence = waits + who;
+    if (outside >= 0.05 * runnable)
+      f.evidence += fmt::format(" Tasks outside the recording took {:.0f}% of the wait.", 100.0 * outside / runnable);
+    f.metrics = metrics(traced);
+    f.estimated_gain_pct = c.Pct(c.PerStep(traced));
+    f.suggestion = fmt::format(
+        "Give the step's thread and {} different cores: fix the CPU affinity (taskset -c, numactl, "
+        "os.sched_setaffinity, a container's cpuset) so that they do not share one core, and keep busy threads to the "
+        "cores you have (torch.set_num_threads, OMP_NUM_THREADS, the number of DataLoader workers); or lower the "
+        "competitor's priority (nice).",
+        main_competitor);
+    out->push_back(std::move(f));
+  }
+  if (c.Pct(c.PerStep(outside)) >= 10) {
+    Finding f;
+    f.category = "cpu_contention";
+    f.title = fmt::format("The step's thread waits {:.0f}% of each step for a CPU taken by processes outside the job",
+                          c.Pct(c.PerStep(outside)));
+    f.evidence = waits + fmt::format(" {:.0f}% of the wait went to tasks outside the recording.", 100.0 * outside / runnable);
+    f.metrics = metrics(outside);
+    f.involved.push_back("(outside the recording)");
+    f.estimated_gain_pct = c.Pct(c.PerStep(outside));
+    f.suggestion = "Other processes on the machine take the step's CPU: run on dedicated cores or a less loaded machine "
+                   "(a cgroup cpuset, the scheduler's exclusive allocation), and keep the job's threads to its cores.";
+    out->push_back(std::move(f));
+  }
+}
+
+void Straggler(FindingsContext& c, std::vector<Finding>* out) {
+  SlowRank(c, out);
+  SlowStepsTail(c, out);
+}
+
+}  // namespace strata::analysis

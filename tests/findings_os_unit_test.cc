@@ -1,0 +1,185 @@
+// The OS-level findings rules (analysis/rules_os.cc) on hand-built traces:
+// exact numbers where recorded programs give only ranges, and a run of the
+// rules under the sanitizers (the recorded examples run in
+// bottlenecks_os_test, outside them).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analysis/findings.h"
+#include "model/trace.h"
+
+namespace strata {
+namespace {
+
+using model::SliceKind;
+using model::ThreadState;
+
+constexpr int64_t kMs = 1'000'000;
+
+double Metric(const analysis::Finding& f, const std::string& name) {
+  for (const auto& [k, v] : f.metrics)
+    if (k == name) return v;
+  ADD_FAILURE() << "no metric " << name;
+  return -1;
+}
+
+const analysis::Finding* Find(const std::vector<analysis::Finding>& fs, const std::string& category) {
+  for (const auto& f : fs)
+    if (f.category == category) return &f;
+  return nullptr;
+}
+
+// A trace with a process (pid 100) whose thread "main" (track 0) runs `steps`
+// steps of 1 ms back to back from t=0.
+model::Trace StepTrace(int steps) {
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  for (int i = 0; i < steps; ++i)
+    t.slices.Add(i * kMs, kMs, 0, t.strings.Intern("step"), SliceKind::kStep, static_cast<uint64_t>(i));
+  return t;
+}
+
+TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
+  model::Trace t = StepTrace(10);
+  // A second process's thread on the same CPU: each step, main runs 0.5 ms,
+  // then waits 0.5 ms runnable while "hog" runs.
+  t.processes.push_back({.pid = 200, .name = t.strings.Intern("hog")});
+  t.tracks.push_back({model::TrackKind::kThread, 1, 200, t.strings.Intern("hog")});
+  for (int i = 0; i < 10; ++i) {
+    t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
+  }
+  for (int i = 0; i < 10; ++i) {
+    t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  ASSERT_FALSE(fs.empty());
+  const analysis::Finding& f = fs.front();
+  EXPECT_EQ(f.category, "cpu_contention");
+  ASSERT_EQ(f.involved.size(), 1u);
+  EXPECT_EQ(f.involved[0], "hog 200 in pid 200 (hog)");
+  EXPECT_NEAR(f.estimated_gain_pct, 50, 0.01);
+  EXPECT_NEAR(Metric(f, "runnable_pct"), 50, 0.01);
+  EXPECT_NEAR(Metric(f, "preemptions_per_step"), 1, 0.01);
+  // Nothing else took the CPU: no finding about the rest of the machine.
+  EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const auto& x) { return x.category == "cpu_contention"; }), 1);
+}
+
+TEST(FindingsOs, CpuContentionFromOutsideTheRecording) {
+  model::Trace t = StepTrace(10);
+  for (int i = 0; i < 10; ++i) {
+    t.thread_states.Add(i * kMs, kMs * 3 / 4, 0, ThreadState::kRunning, 1);
+    t.thread_states.Add(i * kMs + kMs * 3 / 4, kMs / 4, 0, ThreadState::kRunnable, 1);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->involved, std::vector<std::string>{"(outside the recording)"});
+  EXPECT_NEAR(f->estimated_gain_pct, 25, 0.01);
+}
+
+TEST(FindingsOs, IoSyscallsCountsSmallReadsAndTheTimeBetweenThem) {
+  model::Trace t = StepTrace(10);
+  model::StringId read = t.strings.Intern("read");
+  // Per step: 100 reads of 64 bytes, 5 us each, 2 us apart, then 300 us of other work.
+  for (int i = 0; i < 10; ++i)
+    for (int k = 0; k < 100; ++k) {
+      auto& sc = t.syscalls;
+      sc.ts.push_back(i * kMs + k * 7000);
+      sc.dur.push_back(5000);
+      sc.track.push_back(0);
+      sc.name.push_back(read);
+      sc.nr.push_back(0);
+      sc.ret.push_back(64);
+      sc.returned.push_back(1);
+    }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  ASSERT_FALSE(fs.empty());
+  const analysis::Finding& f = fs.front();
+  EXPECT_EQ(f.category, "io_syscalls");
+  EXPECT_EQ(f.involved, std::vector<std::string>{"read"});
+  EXPECT_DOUBLE_EQ(Metric(f, "syscalls_per_step"), 100);
+  EXPECT_DOUBLE_EQ(Metric(f, "mean_bytes_per_call"), 64);
+  EXPECT_DOUBLE_EQ(Metric(f, "syscall_ns_per_step"), 500'000);
+  EXPECT_DOUBLE_EQ(Metric(f, "loop_ns_per_step"), 500'000 + 99 * 2000);
+  // 698 us of a 1 ms step, less one 1 MiB read (5 us) and copying 6400 bytes (3.2 us).
+  EXPECT_NEAR(f.estimated_gain_pct, 100.0 * (698'000 - 5000 - 3200) / kMs, 0.01);
+}
+
+TEST(FindingsOs, IoSyscallsIgnoresLargeReads) {
+  model::Trace t = StepTrace(10);
+  model::StringId read = t.strings.Intern("read");
+  for (int i = 0; i < 10; ++i)
+    for (int k = 0; k < 100; ++k) {
+      auto& sc = t.syscalls;
+      sc.ts.push_back(i * kMs + k * 7000);
+      sc.dur.push_back(5000);
+      sc.track.push_back(0);
+      sc.name.push_back(read);
+      sc.nr.push_back(0);
+      sc.ret.push_back(1 << 20);
+      sc.returned.push_back(1);
+    }
+  t.Finalize();
+  EXPECT_EQ(Find(analysis::Diagnose(t), "io_syscalls"), nullptr);
+}
+
+TEST(FindingsOs, StragglerFindsThePeriodAndWhatTheSlowStepsDo) {
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  model::StringId step = t.strings.Intern("step"), compute = t.strings.Intern("compute"), ckpt = t.strings.Intern("ckpt");
+  int64_t at = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    bool slow = i > 0 && i % 10 == 0;
+    int64_t d = slow ? 6 * kMs : kMs + static_cast<int64_t>(i % 3) * 1000;
+    t.slices.Add(at, d, 0, step, SliceKind::kStep, i);
+    t.slices.Add(at, kMs, 0, compute, SliceKind::kSpan);
+    if (slow) t.slices.Add(at + kMs, 5 * kMs, 0, ckpt, SliceKind::kSpan);
+    at += d;
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  ASSERT_FALSE(fs.empty());
+  const analysis::Finding& f = fs.front();
+  EXPECT_EQ(f.category, "straggler");
+  EXPECT_EQ(f.involved, (std::vector<std::string>{"step 10", "step 20", "step 30", "ckpt"}));
+  EXPECT_DOUBLE_EQ(Metric(f, "period_steps"), 10);
+  EXPECT_NE(f.title.find("every 10th step"), std::string::npos) << f.title;
+  // The slow steps' time beyond the median, as a share of all step time (step 0 left out as warm-up).
+  double total = 3 * 6.0 * kMs;
+  for (uint64_t i = 1; i < 40; ++i)
+    if (i % 10) total += static_cast<double>(kMs + static_cast<int64_t>(i % 3) * 1000);
+  EXPECT_NEAR(f.estimated_gain_pct, 100.0 * 3 * (6 * kMs - (kMs + 1000)) / total, 0.01);
+}
+
+TEST(FindingsOs, StragglerProcessDoesMoreWorkPerStep) {
+  // Three processes in lockstep: equal step times, process 3 on CPU 3x as long.
+  model::Trace t;
+  for (int p = 0; p < 3; ++p) {
+    t.processes.push_back({.pid = 100 + p, .name = t.strings.Intern("worker")});
+    t.tracks.push_back({model::TrackKind::kThread, static_cast<uint32_t>(p), 100 + p, t.strings.Intern("main")});
+    int64_t work = p == 2 ? 900'000 : 300'000;
+    for (int i = 0; i < 10; ++i) {
+      t.slices.Add(i * kMs, kMs, static_cast<uint32_t>(p), t.strings.Intern("step"), SliceKind::kStep, static_cast<uint64_t>(i));
+      t.thread_states.Add(i * kMs, work, static_cast<uint32_t>(p), ThreadState::kRunning, static_cast<int16_t>(p % 2));
+      t.thread_states.Add(i * kMs + work, kMs - work, static_cast<uint32_t>(p), ThreadState::kSleeping, -1);
+    }
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->involved, std::vector<std::string>{"pid 102 (worker)"});
+  // Balanced, each would work 500 us: 400 us of the 1 ms step go.
+  EXPECT_NEAR(f->estimated_gain_pct, 40, 0.01);
+}
+
+}  // namespace
+}  // namespace strata
