@@ -1,4 +1,4 @@
-// The bottleneck examples of examples/bottlenecks (README_os.md) recorded with
+// The bottleneck examples of examples/bottlenecks (README.md) recorded with
 // `strata record`, slow and --fixed: the top finding names the planted cause,
 // and the measured speed-up of the mean step is within a factor of 2 of the
 // finding's estimate (both as the share of the slow step's time saved). Also
