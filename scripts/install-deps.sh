@@ -7,7 +7,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
   # libraries strata builds against
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libisal-dev
