@@ -347,5 +347,51 @@ TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
   EXPECT_EQ(o.threads[0].causes[0].total_ns, 10000);
 }
 
+// A drain reads the rings one after the other, so records of one CPU can reach
+// the encoder after younger ones of another CPU (an exec's mmaps after the
+// samples that need them). Records younger than the caller's cutoff wait until
+// a later call brings what is older, then everything goes out in time order.
+TEST(OsEncoder, RecordsYoungerThanTheCutoffWaitForOlderOnesFromOtherRings) {
+  std::string dir = testing::TempDir("os_encoder_order");
+  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  format::TraceIdentity id;
+  id.uuid = format::NewRandomUuid();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
+  format::StreamWriter w0(id.uuid, *spec, 1, {0}), w1(id.uuid, *spec, 2, {1});
+  ASSERT_TRUE(w0.Open(dir + "/ctf/cpu-0").ok());
+  ASSERT_TRUE(w1.Open(dir + "/ctf/cpu-1").ok());
+  OsEncoder enc({}, {&w0, &w1});
+  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
+  const uint32_t pid = 4242, tid = 4243;
+  Records cpu0, cpu1_early, cpu1_late;
+  cpu0.Switch(pid, tid, 2000, /*out=*/true, /*preempt=*/false);
+  cpu0.Switch(pid, tid, 3000, false, false);
+  cpu1_early.Comm(pid, tid, 1000, "sleeper", false);
+  cpu1_late.Switch(pid, tid, 5000, true, true);
+  // First drain: CPU 0's records are younger than the cutoff (the drain began at
+  // 1500): they wait; CPU 1's older record was not read yet.
+  enc.ProcessBatch({{0, cpu0.bytes().data(), cpu0.bytes().size()}}, 1500);
+  EXPECT_EQ(enc.stats().records, 0u);
+  EXPECT_EQ(enc.held_records(), 2u);
+  // Second drain (began at 4000) brings it: everything up to 4000 goes out.
+  enc.ProcessBatch({{1, cpu1_early.bytes().data(), cpu1_early.bytes().size()},
+                    {1, cpu1_late.bytes().data(), cpu1_late.bytes().size()}},
+                   4000);
+  EXPECT_EQ(enc.stats().records, 3u);
+  EXPECT_EQ(enc.held_records(), 1u);
+  enc.ProcessBatch({}, UINT64_MAX);
+  EXPECT_EQ(enc.stats().records, 4u);
+  EXPECT_EQ(enc.held_records(), 0u);
+  enc.ResolveFrames();
+  ASSERT_TRUE(w0.Close(10000).ok());
+  ASSERT_TRUE(w1.Close(10000).ok());
+  model::Trace t = testing::Load(dir);
+  const auto& st = t.thread_states;
+  ASSERT_EQ(st.size(), 3u);
+  EXPECT_EQ(st.ts, (std::vector<int64_t>{1000, 2000, 3000}));
+  EXPECT_EQ(t.strings.Get(t.tracks[st.track[0]].name), "sleeper");
+}
+
 }  // namespace
 }  // namespace strata::collectors::os

@@ -1,13 +1,20 @@
 // The in-process recorder, exercised through real programs run under `strata record`.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "base/files.h"
 #include "format/ctf_reader.h"
 #include "format/tsdl.h"
+#include "recorder/runtime_internal.h"
+#include "strata/strata.h"
 #include "tests/testing.h"
 
 namespace strata {
@@ -118,6 +125,101 @@ TEST(Recorder, TinyBufferDropsAreCountedExactlyPerThread) {
   model::Trace t = Load(dir);
   EXPECT_EQ(t.events_lost, total_lost);
   testing::ExpectBabeltraceAgrees(dir);
+  testing::ExpectBabeltraceCountsLost(dir, total_lost);
+}
+
+// The flusher deletes an exited thread's stream once drained. A thread that
+// drops events after the flusher wrote its events_discarded and exits before
+// the deletion (a flusher descheduled between the two on a loaded machine) had
+// those drops vanish uncounted; so did a thread that started, dropped
+// everything and exited within one cycle. The recorder runs in a forked child
+// (it is once per process) with a hook at that point of the flush cycle, so the
+// interleaving is exact rather than left to the scheduler.
+namespace exit_race {
+std::atomic<bool> armed{false}, hook_ran{false}, go_on{false};
+std::thread* late_dropper = nullptr;  // started before the cycle; drops and exits inside it
+uint32_t seq_name = 0;
+
+void Drop(int n) {
+  for (int i = 0; i < n; ++i) strata_counter(seq_name, i);
+}
+
+void AtFlushPhase(recorder::FlushPhase phase) {
+  if (phase != recorder::FlushPhase::kPacketsWritten || !armed.exchange(false)) return;
+  go_on.store(true);
+  late_dropper->join();
+  std::thread([] { Drop(500); }).join();  // a thread born and gone within the cycle
+  hook_ran.store(true);
+}
+
+void Scenario(const std::string& dir) {
+  recorder::Config cfg;
+  cfg.dir = dir;
+  cfg.chunk_bytes = 4096;
+  cfg.max_chunks = 2;
+  if (!recorder::Start(cfg).ok()) ::_exit(3);
+  seq_name = strata_intern("seq");
+  // Two threads hold the pool's two chunks, unsealed (so never recycled), for
+  // the whole scenario: every other thread's events are dropped.
+  std::atomic<int> holding{0};
+  std::atomic<bool> release{false};
+  auto hold = [&] {
+    for (int i = 0; i < 10; ++i) strata_counter(seq_name, i);
+    holding.fetch_add(1);
+    while (!release.load()) ::usleep(1000);
+  };
+  std::thread a(hold), b(hold);
+  while (holding.load() < 2) ::usleep(1000);
+  std::atomic<bool> dropped_first{false};
+  std::thread late([&] {
+    Drop(10);
+    dropped_first.store(true);
+    while (!go_on.load()) ::usleep(1000);
+    Drop(1000);
+  });
+  late_dropper = &late;
+  while (!dropped_first.load()) ::usleep(1000);
+  // A cycle writes the late dropper's first 10 losses; the next one, with the
+  // hook armed, has it drop 1000 more and exit right after its packets.
+  recorder::FlushNow();
+  recorder::SetFlushPhaseHookForTesting(AtFlushPhase);
+  armed.store(true);
+  recorder::FlushNow();
+  for (int i = 0; i < 10000 && !hook_ran.load(); ++i) ::usleep(1000);
+  if (!hook_ran.load()) ::_exit(4);
+  release.store(true);
+  a.join();
+  b.join();
+  recorder::Finalize();
+  ::_exit(0);
+}
+}  // namespace exit_race
+
+TEST(Recorder, DropsOfAThreadExitingDuringAFlushAreCounted) {
+  std::string dir = TempDir("exit_race");
+  pid_t pid = ::fork();
+  if (pid == 0) exit_race::Scenario(dir);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "scenario process failed: " << status;
+  std::vector<uint64_t> lost;
+  int holders = 0;
+  for (const ThreadSeq& s : ThreadSequences(dir)) {
+    if (s.lost > 0) {
+      EXPECT_TRUE(s.values.empty()) << "tid " << s.tid;
+      lost.push_back(s.lost);
+    } else if (!s.values.empty()) {
+      EXPECT_EQ(s.values.size(), 10u) << "tid " << s.tid;
+      ++holders;
+    }
+  }
+  std::sort(lost.begin(), lost.end());
+  EXPECT_EQ(lost, (std::vector<uint64_t>{500, 1010}));
+  EXPECT_EQ(holders, 2);
+  model::Trace t = Load(dir);
+  EXPECT_EQ(t.events_lost, 1510u);
+  testing::ExpectBabeltraceAgrees(dir);
+  testing::ExpectBabeltraceCountsLost(dir, 1510);
 }
 
 TEST(Recorder, BlockingPolicyLosesNothingUnderTheSameLoad) {

@@ -150,6 +150,25 @@ void ExpectBabeltraceAgrees(const std::string& dir) {
   EXPECT_EQ(*bt, t.events_read) << "babeltrace2 and strata disagree on the number of events in " << dir;
 }
 
+void ExpectBabeltraceCountsLost(const std::string& dir, uint64_t lost) {
+  if (RunCommand({"sh", "-c", "command -v babeltrace2"}).exit_code != 0) {
+    std::fprintf(stderr, "[ skipped  ] babeltrace2 is not installed; cross-check skipped\n");
+    return;
+  }
+  // The text sink reports discarded-events messages on stderr, one line each.
+  RunResult r = RunCommand({"sh", "-c", "babeltrace2 \"$0\" >/dev/null", dir + "/ctf"}, {}, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t counted = 0;
+  size_t pos = 0;
+  const std::string kCounted = "WARNING: Tracer discarded ", kUnknown = "Tracer may have discarded";
+  while ((pos = r.err.find(kCounted, pos)) != std::string::npos) {
+    pos += kCounted.size();
+    counted += std::stoull(r.err.substr(pos, r.err.find(' ', pos) - pos));
+  }
+  EXPECT_EQ(r.err.find(kUnknown), std::string::npos) << "babeltrace2 cannot count some losses:\n" << r.err;
+  EXPECT_EQ(counted, lost) << "babeltrace2 and strata disagree on the events lost in " << dir;
+}
+
 size_t CountSlices(const model::Trace& t, const std::string& name) {
   model::StringId id = t.strings.Find(name);
   if (id == model::StringPool::kNotFound) return 0;

@@ -39,6 +39,11 @@ model::Trace Load(const std::string& path);
 std::optional<uint64_t> Babeltrace2Events(const std::string& dir);
 // Asserts that babeltrace2 reads the trace without error and counts what strata counts.
 void ExpectBabeltraceAgrees(const std::string& dir);
+// Asserts that babeltrace2 counts exactly `lost` discarded events in the trace (the
+// sum of its "Tracer discarded N events" warnings), and never reports an unknown
+// count ("may have discarded"). Prints every event as text: for traces of up to
+// a few million events.
+void ExpectBabeltraceCountsLost(const std::string& dir, uint64_t lost);
 
 // Slices named `name` (any kind).
 size_t CountSlices(const model::Trace& t, const std::string& name);

@@ -59,6 +59,38 @@ void StreamWriter::BeginPacket(uint64_t ts) {
   used_ = header_size_;  // header and context are filled in at Flush
 }
 
+void StreamWriter::EncodeHeader(uint8_t* p, uint64_t begin_ts, uint64_t end_ts, uint64_t bytes,
+                                uint64_t discarded) const {
+  auto put32 = [&p](uint32_t v) { std::memcpy(p, &v, 4); p += 4; };
+  auto put64 = [&p](uint64_t v) { std::memcpy(p, &v, 8); p += 8; };
+  put32(kCtfMagic);
+  std::memcpy(p, uuid_.data(), 16);
+  p += 16;
+  put32(spec_.id);
+  put64(stream_instance_id_);
+  uint64_t bits = bytes * 8;
+  put64(begin_ts);
+  put64(end_ts);
+  put64(bits);  // content_size
+  put64(bits);  // packet_size: packets are not padded
+  put64(seq_);
+  put64(discarded);
+  for (size_t i = 0; i < spec_.context.size(); ++i) {
+    uint64_t v = context_[i];
+    uint32_t n = FieldSize(spec_.context[i].type);
+    std::memcpy(p, &v, n);  // little-endian narrowing
+    p += n;
+  }
+}
+
+Status StreamWriter::WritePacket(const uint8_t* data, size_t size) {
+  ++seq_;
+  if (fd_ < 0) return Err(StatusCode::kInternal, "stream writer flushed before Open");
+  int err = WriteAll(fd_, data, size);
+  if (err != 0) return ErrnoErr(err, "cannot write stream file {}", path_);
+  return OkStatus();
+}
+
 Status StreamWriter::Flush(uint64_t end_ts, bool force) {
   bool discarded_changed = discarded_ != discarded_written_;
   // A packet ends at its last event: events that a writer stamped before the
@@ -70,35 +102,20 @@ Status StreamWriter::Flush(uint64_t end_ts, bool force) {
     BeginPacket(last_ts_);  // an empty packet that carries the discarded count
   }
   end_ts = last_ts_;
-  uint8_t* p = buf_.data();
-  auto put32 = [&p](uint32_t v) { std::memcpy(p, &v, 4); p += 4; };
-  auto put64 = [&p](uint64_t v) { std::memcpy(p, &v, 8); p += 8; };
-  put32(kCtfMagic);
-  std::memcpy(p, uuid_.data(), 16);
-  p += 16;
-  put32(spec_.id);
-  put64(stream_instance_id_);
-  uint64_t bits = static_cast<uint64_t>(used_) * 8;
-  put64(begin_ts_);
-  put64(end_ts);
-  put64(bits);  // content_size
-  put64(bits);  // packet_size: packets are not padded
-  put64(seq_);
-  put64(discarded_);
-  for (size_t i = 0; i < spec_.context.size(); ++i) {
-    uint64_t v = context_[i];
-    uint32_t n = FieldSize(spec_.context[i].type);
-    std::memcpy(p, &v, n);  // little-endian narrowing
-    p += n;
-  }
   Status st;
-  if (fd_ >= 0) {
-    int err = WriteAll(fd_, buf_.data(), used_);
-    if (err != 0) st = ErrnoErr(err, "cannot write stream file {}", path_);
-  } else {
-    st = Err(StatusCode::kInternal, "stream writer flushed before Open");
+  if (seq_ == 0 && discarded_ > 0) {
+    // babeltrace2 takes a stream's first events_discarded as the counter's
+    // starting point, not as a count (it reports "may have discarded" events),
+    // so a stream that lost events before its first packet starts with an
+    // empty packet whose count is 0: the losses are then a difference between
+    // two packets, which it counts exactly, as strata's reader does.
+    std::vector<uint8_t> lead(header_size_);
+    EncodeHeader(lead.data(), begin_ts_, begin_ts_, header_size_, 0);
+    st = WritePacket(lead.data(), lead.size());
   }
-  ++seq_;
+  EncodeHeader(buf_.data(), begin_ts_, end_ts, used_, discarded_);
+  Status ws = WritePacket(buf_.data(), used_);
+  if (st.ok()) st = ws;
   discarded_written_ = discarded_;
   events_in_packet_ = 0;
   used_ = 0;

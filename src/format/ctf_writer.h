@@ -75,7 +75,9 @@ class StreamWriter {
   }
 
   // Cumulative count of events lost before reaching this writer; stored in
-  // every packet's events_discarded (CTF semantics: a running total).
+  // every packet's events_discarded (CTF semantics: a running total). A stream
+  // whose first packet would carry losses is preceded by an empty packet with
+  // a count of 0 (readers treat the first packet's value as the baseline).
   void set_discarded(uint64_t total) { discarded_ = total; }
 
   size_t pending_bytes() const { return used_; }
@@ -95,6 +97,10 @@ class StreamWriter {
  private:
   void BeginPacket(uint64_t ts);
   void Grow(size_t need);
+  // Header and context of a packet of `bytes` bytes, numbered seq_.
+  void EncodeHeader(uint8_t* p, uint64_t begin_ts, uint64_t end_ts, uint64_t bytes, uint64_t discarded) const;
+  // Writes one whole packet and advances seq_ (even on error: the reader then sees the gap).
+  Status WritePacket(const uint8_t* data, size_t size);
 
   Uuid uuid_;
   const StreamSpec& spec_;

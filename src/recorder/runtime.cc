@@ -71,6 +71,11 @@ struct ThreadStream {
   // Flusher-only state.
   std::unique_ptr<StreamWriter> writer;
   bool named = false;
+  // `retired` as seen at the start of the current flush cycle. Only such a
+  // stream may be deleted at the cycle's end: its drops and chunks all happened
+  // before the cycle drained it and wrote its events_discarded. One that exits
+  // mid-cycle may still have dropped events after that count was taken.
+  bool retired_at_cycle_start = false;
 };
 
 struct PendingEvent {
@@ -166,6 +171,11 @@ Runtime* g_rt = nullptr;
 format::ControlBlock* g_control = nullptr;
 std::atomic<bool> g_explicit_steps{false};
 std::atomic<StepListener> g_step_listener{nullptr};
+std::atomic<FlushPhaseHook> g_flush_phase_hook{nullptr};
+
+void RunFlushPhaseHook(FlushPhase phase) {
+  if (FlushPhaseHook h = g_flush_phase_hook.load(std::memory_order_acquire)) h(phase);
+}
 
 // --- chunk pool --------------------------------------------------------------
 
@@ -555,6 +565,7 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
     rt.scratch = rt.streams;
     externals = rt.externals;
   }
+  for (ThreadStream* s : rt.scratch) s->retired_at_cycle_start = s->retired.load(std::memory_order_acquire);
   // 1. Encode thread events into the writers' memory (not yet written), moving
   //    external-stream records to their streams on the way.
   std::vector<Runtime::ProcEvent> thread_names;
@@ -602,12 +613,16 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
     (void)fs;
     written += e->writer->events_total();
   }
+  RunFlushPhaseHook(FlushPhase::kPacketsWritten);
 
-  // 4. Retire streams of exited threads once drained.
+  // 4. Delete the streams of threads that had exited before step 1: drained
+  //    completely, and their final drop count is in the packets just written.
+  //    A thread that exited since then is deleted next cycle (streams registered
+  //    since the snapshot are not in scratch and still have the flag false).
   {
     std::lock_guard<std::mutex> lk(rt.registry_mu);
     auto it = std::remove_if(rt.streams.begin(), rt.streams.end(), [&](ThreadStream* s) {
-      if (!s->retired.load(std::memory_order_acquire)) return false;
+      if (!s->retired_at_cycle_start) return false;
       std::lock_guard<std::mutex> sl(s->mu);
       if (s->head != nullptr) return false;
       rt.events_written += s->writer ? s->writer->events_total() : 0;
@@ -960,6 +975,8 @@ const format::ControlBlock* Control() { return g_control; }
 bool ExplicitStepsUsed() { return g_explicit_steps.load(std::memory_order_relaxed); }
 
 void SetStepListener(StepListener listener) { g_step_listener.store(listener, std::memory_order_release); }
+
+void SetFlushPhaseHookForTesting(FlushPhaseHook hook) { g_flush_phase_hook.store(hook, std::memory_order_release); }
 
 void NoteExplicitStep(uint64_t step, bool begin) {
   if (begin) g_explicit_steps.store(true, std::memory_order_relaxed);

@@ -36,6 +36,15 @@ void NoteExplicitStep(uint64_t step, bool begin);
 // False in a vfork() child, which shares the parent's memory.
 STRATA_RECORDER_API bool InOwnProcess();
 
+// Test seam for the flusher's races: called on the flushing thread (with the
+// flush lock held) at the named point of every flush cycle, so that a test can
+// make other threads drop events or exit at exactly that moment.
+enum class FlushPhase {
+  kPacketsWritten,  // every stream's packets (and events_discarded) written; exited streams not yet deleted
+};
+using FlushPhaseHook = void (*)(FlushPhase);
+STRATA_RECORDER_API void SetFlushPhaseHookForTesting(FlushPhaseHook hook);
+
 // The step the program is in (strata_step_begin/end), for CurrentStep().
 extern std::atomic<uint64_t> g_current_step;
 

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -77,6 +78,10 @@ struct OsCollector::Impl {
   std::vector<std::vector<uint8_t>> pool;
   uint64_t queued = 0;
   bool closed = false;
+  // Every record stamped before this (trace clock) is in `queue` or already
+  // encoded: the start of the last drain that read every ring, less a margin
+  // for a record stamped just before it and committed to its ring just after.
+  uint64_t drained_before = 0;
 
   std::thread reader, writer;
   int stop_fd = -1;
@@ -455,7 +460,8 @@ void OsCollector::Start() {
 }
 
 bool OsCollector::Impl::DrainRings(bool final) {
-  bool any = false;
+  bool any = false, complete = true;
+  uint64_t start = MonotonicNs();
   for (uint32_t i = 0; i < rings.size(); ++i) {
     size_t avail = rings[i].ring.Available();
     if (avail == 0) continue;
@@ -466,7 +472,10 @@ bool OsCollector::Impl::DrainRings(bool final) {
       // Over budget: leave the records in the ring. If the writer does not catch
       // up, the kernel drops what does not fit and says so (PERF_RECORD_LOST).
       if (queued + avail > opt.queue_bytes) {
-        if (!final) continue;
+        if (!final) {
+          complete = false;
+          continue;
+        }
         cv_space.wait(lock, [&] { return queued + avail <= opt.queue_bytes || queue.empty(); });
       }
       if (!pool.empty()) {
@@ -484,6 +493,13 @@ bool OsCollector::Impl::DrainRings(bool final) {
       queue.push_back(std::move(c));
     }
     cv_data.notify_one();
+  }
+  if (complete) {
+    // A record is committed to its ring within microseconds of its timestamp
+    // (interrupts off in between); 1 ms is ample.
+    constexpr uint64_t kCommitMargin = 1'000'000;
+    std::lock_guard<std::mutex> lock(mu);
+    if (start > kCommitMargin) drained_before = std::max(drained_before, start - kCommitMargin);
   }
   return any;
 }
@@ -539,17 +555,22 @@ void OsCollector::Impl::WriterLoop() {
   std::vector<OsEncoder::Span> spans;
   for (;;) {
     bool finished = false;
+    uint64_t cutoff = 0;
     {
       std::unique_lock<std::mutex> lock(mu);
       cv_data.wait_for(lock, flush_period, [&] { return !queue.empty() || closed; });
       work.swap(queue);
       for (auto& c : work) queued -= c.data.size();
       finished = closed && work.empty();
+      // Once closed, the final drain is in `work`: nothing older can come.
+      cutoff = closed ? UINT64_MAX : drained_before;
     }
     cv_space.notify_all();
     spans.clear();
     for (Chunk& c : work) spans.push_back({c.ring, c.data.data(), c.data.size()});
-    encoder->ProcessBatch(spans);
+    // Records younger than the cutoff wait in the encoder: another ring may still
+    // hold older ones that the next drain brings.
+    encoder->ProcessBatch(spans, cutoff);
     {
       std::lock_guard<std::mutex> lock(mu);
       for (Chunk& c : work)

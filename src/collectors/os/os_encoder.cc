@@ -89,11 +89,12 @@ uint64_t OsEncoder::RecordTime(const uint8_t* rec, const perf_event_header& h) c
   return t;
 }
 
-void OsEncoder::ProcessBatch(const std::vector<Span>& spans) {
-  // Records of one batch in time order across rings: a process's exec and mmaps
-  // may sit in one CPU's ring and its next samples in another's, and the address
-  // spaces must see them in the order they happened.
-  batch_.clear();
+void OsEncoder::ProcessBatch(const std::vector<Span>& spans, uint64_t cutoff) {
+  // Records in time order across rings: a process's exec and mmaps may sit in
+  // one CPU's ring and its next samples in another's, and the address spaces
+  // must see them in the order they happened. Held records come first and are
+  // sorted; a stable sort keeps each ring's own order among equal times.
+  size_t old = batch_.size();
   for (const Span& sp : spans) {
     size_t off = 0;
     while (sp.size - off >= sizeof(perf_event_header)) {
@@ -103,16 +104,43 @@ void OsEncoder::ProcessBatch(const std::vector<Span>& spans) {
         ++stats_.malformed;
         break;
       }
-      batch_.push_back({RecordTime(sp.data + off, h), sp.ring, sp.data + off});
+      // Record sizes are multiples of 8 (the kernel pads them), so copies stay aligned.
+      batch_.push_back({RecordTime(sp.data + off, h), sp.ring, held_.size()});
+      held_.insert(held_.end(), sp.data + off, sp.data + off + h.size);
+      held_.resize((held_.size() + 7) & ~size_t{7});
       off += h.size;
     }
   }
-  std::stable_sort(batch_.begin(), batch_.end(), [](const BatchRecord& a, const BatchRecord& b) { return a.time < b.time; });
-  for (const BatchRecord& r : batch_) {
+  auto by_time = [](const BatchRecord& a, const BatchRecord& b) { return a.time < b.time; };
+  if (!std::is_sorted(batch_.begin() + static_cast<std::ptrdiff_t>(old), batch_.end(), by_time) ||
+      (old > 0 && old < batch_.size() && batch_[old].time < batch_[old - 1].time))
+    std::stable_sort(batch_.begin(), batch_.end(), by_time);
+  size_t n = 0;
+  while (n < batch_.size() && batch_[n].time <= cutoff) ++n;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* rec = held_.data() + batch_[i].offset;
     perf_event_header h;
-    std::memcpy(&h, r.rec, sizeof h);
-    Dispatch(r.ring, r.rec, h);
+    std::memcpy(&h, rec, sizeof h);
+    Dispatch(batch_[i].ring, rec, h);
   }
+  if (n == batch_.size()) {
+    batch_.clear();
+    held_.clear();
+    return;
+  }
+  // Keep the younger records for the next call.
+  keep_.clear();
+  keep_bytes_.clear();
+  for (size_t i = n; i < batch_.size(); ++i) {
+    const uint8_t* rec = held_.data() + batch_[i].offset;
+    perf_event_header h;
+    std::memcpy(&h, rec, sizeof h);
+    keep_.push_back({batch_[i].time, batch_[i].ring, keep_bytes_.size()});
+    keep_bytes_.insert(keep_bytes_.end(), rec, rec + h.size);
+    keep_bytes_.resize((keep_bytes_.size() + 7) & ~size_t{7});
+  }
+  batch_.swap(keep_);
+  held_.swap(keep_bytes_);
 }
 
 void OsEncoder::Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h) {

@@ -76,13 +76,21 @@ class OsEncoder {
 
   // Encodes the whole records in [data, data+size) read from ring `ring`, in order.
   void Process(uint32_t ring, const uint8_t* data, size_t size);
-  // Encodes what one drain of every ring produced, in time order across rings.
+  // Encodes records read from the rings in time order across rings. Records
+  // newer than `cutoff` (trace-clock ns) are kept (copied) until a later call
+  // whose cutoff passes them: records of one ring may reach the reader after
+  // younger records of another ring (a drain reads the rings one after the
+  // other, and a reader preempted between two rings widens that), and an exec
+  // or an mmap must reach the address spaces before the samples that follow it,
+  // or their frames stay unmapped ("[unknown]") for good. The caller passes the
+  // time before which every ring has been read; UINT64_MAX encodes everything.
   struct Span {
     uint32_t ring;
     const uint8_t* data;
     size_t size;
   };
-  void ProcessBatch(const std::vector<Span>& spans);
+  void ProcessBatch(const std::vector<Span>& spans, uint64_t cutoff = UINT64_MAX);
+  size_t held_records() const { return batch_.size(); }
   // Ties the frames first seen since the last call to their mappings (file,
   // offset). Called after each batch, once every ring has been read, so that the
   // mappings a sample needs have been seen whatever ring they were in.
@@ -162,9 +170,12 @@ class OsEncoder {
   struct BatchRecord {
     uint64_t time;
     uint32_t ring;
-    const uint8_t* rec;
+    size_t offset;  // into held_
   };
-  std::vector<BatchRecord> batch_;
+  std::vector<BatchRecord> batch_;  // held back, oldest first
+  std::vector<uint8_t> held_;       // their bytes (8-byte aligned records)
+  std::vector<BatchRecord> keep_;   // scratch
+  std::vector<uint8_t> keep_bytes_;
 
   Symbolizer symbolizer_;
   std::unique_ptr<DwarfUnwinder> unwinder_;
