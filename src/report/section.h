@@ -61,6 +61,9 @@ std::unique_ptr<Section> MakeFrameworkOpsSection();
 std::unique_ptr<Section> MakeFrameworkMemorySection();
 std::unique_ptr<Section> MakeDataflowSection();
 
+// Memory: timelines, peak and what was live at it, churn (memory_section.cc).
+std::unique_ptr<Section> MakeMemorySection();
+
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);
 std::string FormatBytes(double bytes);
