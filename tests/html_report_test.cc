@@ -2,6 +2,7 @@
 // with every chart the trace has data for.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +62,24 @@ TEST(HtmlReport, DataflowTraceRendersEveryChartInChromium) {
     EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
   // The screenshot is a page with content, not a blank or error page.
   EXPECT_GT(out.nonwhite, 0.03) << "screenshot looks empty";
+}
+
+TEST(HtmlReport, MemoryTimelineWithPeakAndLiveSet) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  // A Kineto trace with "[memory]" events: 1 KiB allocated by aten::addmm on device 0.
+  std::string dir = testing::TempDir("html_memory");
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/memory.html";
+  auto r = testing::RunCommand(
+      {testing::StrataBin(), "report", testing::SourceDir() + "/tests/data/kineto/small_trace.json", "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Rendered out = Render(html, dir + "/memory.png");
+  EXPECT_NE(out.dom.find("data-rendered=\"1\""), std::string::npos) << "the report script did not finish";
+  EXPECT_NE(out.dom.find("<section id=\"memory\""), std::string::npos);
+  EXPECT_NE(out.dom.find("id=\"chart-memory\""), std::string::npos);
+  EXPECT_NE(out.dom.find("class=\"mem-peak\""), std::string::npos) << "the peak is not marked";
+  EXPECT_NE(out.dom.find("peak 1.00 KiB"), std::string::npos);
+  EXPECT_NE(out.dom.find("<td class=\"\">aten::addmm</td>"), std::string::npos) << "no live-at-peak row";
 }
 
 TEST(HtmlReport, SweepDirectoryRendersTheThroughputCurve) {
