@@ -64,9 +64,9 @@ TEST(HtmlReport, DataflowTraceRendersEveryChartInChromium) {
   EXPECT_GT(out.nonwhite, 0.03) << "screenshot looks empty";
 }
 
-// The roofline scatter of a real GPU trace (ResNet-50 on a V100, shapes recorded
-// by torch.profiler): roofs and points drawn.
-TEST(HtmlReport, SharedGpuTraceRendersTheRoofline) {
+// A real GPU trace (ResNet-50 on a V100, shapes recorded by torch.profiler):
+// every chart of the report is drawn, and the roofline has its roofs and points.
+TEST(HtmlReport, SharedGpuTraceRendersEveryChart) {
   if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
   std::string data = testing::ExternalDataDir();
   if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
@@ -86,7 +86,30 @@ TEST(HtmlReport, SharedGpuTraceRendersTheRoofline) {
   for (size_t p = svg.find("<circle"); p != std::string::npos; p = svg.find("<circle", p + 1)) ++points;
   EXPECT_GE(points, 10u) << "kernel points";
   EXPECT_NE(out.dom.find("V100 SXM2 datasheet"), std::string::npos);
+  for (const char* id : {"chart-steps", "chart-breakdown", "chart-top-ops", "chart-top-kernels", "chart-critical-path",
+                         "chart-roofline", "chart-memory"})
+    EXPECT_NE(out.dom.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  for (const char* id : {"overview", "findings", "steps", "roofline", "memory", "critical-path"})
+    EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
   EXPECT_GT(out.nonwhite, 0.03);
+}
+
+TEST(HtmlReport, MemoryTimelineWithPeakAndLiveSet) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  // A Kineto trace with "[memory]" events: 1 KiB allocated by aten::addmm on device 0.
+  std::string dir = testing::TempDir("html_memory");
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/memory.html";
+  auto r = testing::RunCommand(
+      {testing::StrataBin(), "report", testing::SourceDir() + "/tests/data/kineto/small_trace.json", "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Rendered out = Render(html, dir + "/memory.png");
+  EXPECT_NE(out.dom.find("data-rendered=\"1\""), std::string::npos) << "the report script did not finish";
+  EXPECT_NE(out.dom.find("<section id=\"memory\""), std::string::npos);
+  EXPECT_NE(out.dom.find("id=\"chart-memory\""), std::string::npos);
+  EXPECT_NE(out.dom.find("class=\"mem-peak\""), std::string::npos) << "the peak is not marked";
+  EXPECT_NE(out.dom.find("peak 1.00 KiB"), std::string::npos);
+  EXPECT_NE(out.dom.find("<td class=\"\">aten::addmm</td>"), std::string::npos) << "no live-at-peak row";
 }
 
 TEST(HtmlReport, SweepDirectoryRendersTheThroughputCurve) {

@@ -13,94 +13,6 @@ using model::SliceKind;
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
-// Range maximum over a timeline with a per-block maximum: O(n / 64 + 128) per query.
-class RangeMax {
- public:
-  explicit RangeMax(const std::vector<MemoryPoint>* v) : v_(v) {
-    for (size_t b = 0; b * kBlock < v->size(); ++b) {
-      int64_t m = INT64_MIN;
-      for (size_t i = b * kBlock; i < std::min(v->size(), (b + 1) * kBlock); ++i) m = std::max(m, (*v)[i].bytes);
-      blocks_.push_back(m);
-    }
-  }
-  // Max over [lo, hi) indices; INT64_MIN when empty.
-  int64_t Max(size_t lo, size_t hi) const {
-    int64_t m = INT64_MIN;
-    while (lo < hi && lo % kBlock) m = std::max(m, (*v_)[lo++].bytes);
-    while (lo + kBlock <= hi) {
-      m = std::max(m, blocks_[lo / kBlock]);
-      lo += kBlock;
-    }
-    while (lo < hi) m = std::max(m, (*v_)[lo++].bytes);
-    return m;
-  }
-
- private:
-  static constexpr size_t kBlock = 64;
-  const std::vector<MemoryPoint>* v_;
-  std::vector<int64_t> blocks_;
-};
-
-// First index with ts >= t.
-size_t LowerTs(const std::vector<MemoryPoint>& v, int64_t t) {
-  return static_cast<size_t>(
-      std::lower_bound(v.begin(), v.end(), t, [](const MemoryPoint& p, int64_t x) { return p.ts < x; }) - v.begin());
-}
-
-// Level just before `t` (0 before the first event).
-int64_t LevelBefore(const std::vector<MemoryPoint>& v, int64_t t) {
-  size_t i = LowerTs(v, t);
-  return i == 0 ? 0 : v[i - 1].bytes;
-}
-
-struct Timelines {
-  std::vector<DeviceMemory> devices;
-  std::map<std::pair<uint32_t, int32_t>, size_t> index;  // (process, device) -> devices[i]
-  const DeviceMemory* Find(uint32_t process, int32_t device) const {
-    auto it = index.find({process, device});
-    return it == index.end() ? nullptr : &devices[it->second];
-  }
-};
-
-Timelines BuildTimelines(const model::Trace& t) {
-  Timelines out;
-  const model::MemoryTable& m = t.memory;
-  std::vector<uint32_t> order(m.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return m.ts[a] < m.ts[b]; });
-  std::vector<int64_t> running;
-  for (uint32_t i : order) {
-    uint32_t process = m.track[i] < t.tracks.size() ? t.tracks[m.track[i]].process : 0;
-    auto [it, inserted] = out.index.try_emplace({process, m.device[i]}, out.devices.size());
-    if (inserted) {
-      DeviceMemory d;
-      d.process = process;
-      d.process_label = ProcessLabel(t, process);
-      d.device = m.device[i];
-      out.devices.push_back(std::move(d));
-      running.push_back(0);
-    }
-    DeviceMemory& d = out.devices[it->second];
-    int64_t& run = running[it->second];
-    run += m.bytes[i];
-    // The allocator's own total when it reports one (it also counts what other
-    // threads allocated between our events); our running sum otherwise.
-    int64_t level = m.total_allocated[i] >= 0 ? m.total_allocated[i] : run;
-    d.timeline.push_back({m.ts[i], level});
-    if (m.bytes[i] > 0) {
-      ++d.allocs;
-      d.bytes_allocated += m.bytes[i];
-    } else {
-      ++d.frees;
-    }
-    if (level > d.peak_bytes) {
-      d.peak_bytes = level;
-      d.peak_ts = m.ts[i];
-    }
-  }
-  return out;
-}
-
 // Slice [first, last) of a track whose start lies in [from, to).
 std::pair<size_t, size_t> SlicesStartingIn(const model::Trace& t, uint32_t track, int64_t from, int64_t to) {
   if (track >= t.track_slices.size()) return {0, 0};
@@ -132,8 +44,8 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     if (StartsWith(t.strings.Get(static_cast<model::StringId>(i)), "enumerate(DataLoader)#"))
       loader_names.insert(static_cast<model::StringId>(i));
   model::StringId batch_key = t.strings.Find("batch_size");
-  Timelines mem = BuildTimelines(t);
-  std::vector<RangeMax> maxes;
+  MemoryTimelines mem = BuildMemoryTimelines(t);
+  std::vector<TimelineMax> maxes;
   maxes.reserve(mem.devices.size());
   for (const DeviceMemory& d : mem.devices) maxes.emplace_back(&d.timeline);
 
@@ -161,16 +73,10 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
       }
     }
     uint32_t process = s.track[i] < t.tracks.size() ? t.tracks[s.track[i]].process : 0;
-    auto it = mem.index.find({process, kNone});
-    if (it != mem.index.end()) {
-      const DeviceMemory& d = mem.devices[it->second];
-      size_t a = LowerTs(d.timeline, st.ts), b = LowerTs(d.timeline, st.ts + st.dur + 1);
-      int64_t before = LevelBefore(d.timeline, st.ts);
-      int64_t m = maxes[it->second].Max(a, b);
-      st.mem_peak = std::max(before, m);
-      st.allocs = 0;
-      for (size_t x = a; x < b; ++x)
-        if (x == 0 ? d.timeline[x].bytes > 0 : d.timeline[x].bytes > d.timeline[x - 1].bytes) ++st.allocs;
+    if (const DeviceMemory* d = mem.Find(process, kNone)) {
+      const TimelineMax& mx = maxes[static_cast<size_t>(d - mem.devices.data())];
+      st.mem_peak = mx.Max(st.ts, st.ts + st.dur);
+      st.allocs = mx.Raises(st.ts, st.ts + st.dur);
     }
     if (!st.skipped) {
       counted.push_back(st.dur);
@@ -290,52 +196,6 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
   }
   for (auto& [p, first] : first_window) out.run_ns += process_end[p] - first;
   if (out.run_ns > 0) out.coverage = std::min(1.0, static_cast<double>(out.recorded_ns) / static_cast<double>(out.run_ns));
-  return out;
-}
-
-MemorySummary Memory(const model::Trace& t) {
-  MemorySummary out;
-  Timelines tl = BuildTimelines(t);
-  std::vector<RangeMax> maxes;
-  maxes.reserve(tl.devices.size());
-  for (const DeviceMemory& d : tl.devices) maxes.emplace_back(&d.timeline);
-
-  // Allocations made directly inside each op slice.
-  const model::MemoryTable& m = t.memory;
-  std::unordered_map<int32_t, std::pair<uint64_t, int64_t>> by_slice;  // op slice -> (allocs, bytes)
-  std::unordered_map<int32_t, int32_t> device_of_slice;
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (m.bytes[i] <= 0) continue;
-    int32_t op = EnclosingOfKind(t, t.SliceAt(m.track[i], m.ts[i]), SliceKind::kOp);
-    if (op == kNone) continue;
-    auto& e = by_slice[op];
-    ++e.first;
-    e.second += m.bytes[i];
-    device_of_slice.try_emplace(op, m.device[i]);
-  }
-  std::map<model::StringId, OpMemory> by_name;
-  for (auto& [slice, e] : by_slice) {
-    size_t si = static_cast<size_t>(slice);
-    OpMemory& o = by_name[t.slices.name[si]];
-    o.allocs += e.first;
-    o.bytes += e.second;
-    uint32_t process = t.tracks[t.slices.track[si]].process;
-    auto it = tl.index.find({process, device_of_slice[slice]});
-    if (it == tl.index.end()) continue;
-    const DeviceMemory& d = tl.devices[it->second];
-    size_t a = LowerTs(d.timeline, t.slices.ts[si]), b = LowerTs(d.timeline, t.slices.end(si) + 1);
-    int64_t before = LevelBefore(d.timeline, t.slices.ts[si]);
-    int64_t hi = maxes[it->second].Max(a, b);
-    if (hi != INT64_MIN) o.peak_increase = std::max(o.peak_increase, hi - before);
-  }
-  for (auto& [name, o] : by_name) {
-    o.name = std::string(t.strings.Get(name));
-    out.ops.push_back(std::move(o));
-  }
-  std::sort(out.ops.begin(), out.ops.end(), [](const OpMemory& a, const OpMemory& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
-  });
-  out.devices = std::move(tl.devices);
   return out;
 }
 

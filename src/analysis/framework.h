@@ -1,6 +1,6 @@
 // Framework-level analyses (PyTorch today): training steps with throughput and
-// data-loading waits, per-op and per-module time, memory timelines and peaks,
-// the dataflow graph. Pure functions over the model.
+// data-loading waits, per-op and per-module time, the dataflow graph (memory:
+// analysis/memory.h). Pure functions over the model.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/memory.h"
 #include "analysis/summary.h"
 #include "model/trace.h"
 
@@ -69,36 +70,7 @@ struct FrameworkOpsSummary {
 };
 FrameworkOpsSummary FrameworkOps(const model::Trace& t);
 
-// --- memory ------------------------------------------------------------------------
-
-struct MemoryPoint {
-  int64_t ts;
-  int64_t bytes;  // allocated after this event
-};
-
-struct DeviceMemory {
-  uint32_t process = 0;
-  std::string process_label;
-  int32_t device = model::kNone;  // kNone: host
-  int64_t peak_bytes = 0;
-  int64_t peak_ts = 0;
-  uint64_t allocs = 0, frees = 0;
-  int64_t bytes_allocated = 0;     // sum of allocation sizes (churn)
-  std::vector<MemoryPoint> timeline;
-};
-
-struct OpMemory {
-  std::string name;
-  uint64_t allocs = 0;        // made directly by the op (not by ops it calls)
-  int64_t bytes = 0;
-  int64_t peak_increase = 0;  // max over calls of (highest level during the call - level at its start)
-};
-
-struct MemorySummary {
-  std::vector<DeviceMemory> devices;  // per (process, device)
-  std::vector<OpMemory> ops;          // by bytes allocated
-};
-MemorySummary Memory(const model::Trace& t);
+// --- memory: analysis/memory.h (Memory(), DeviceMemory, OpMemory) --------------------
 
 // --- dataflow ----------------------------------------------------------------------
 

@@ -154,15 +154,9 @@ class MemorySection : public Section {
  public:
   void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Memory(t); }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
-    if (s_.devices.empty()) return;
-    out += fmt::format("Framework memory\n  {:<28} {:<7} {:>12} {:>10} {:>10} {:>12}\n", "process", "device", "peak",
-                       "allocs", "frees", "allocated");
-    for (const auto& d : s_.devices)
-      out += fmt::format("  {:<28} {:<7} {:>12} {:>10} {:>10} {:>12}\n", Truncate(d.process_label, 28),
-                         d.device == model::kNone ? "host" : fmt::format("gpu{}", d.device),
-                         FormatBytes(static_cast<double>(d.peak_bytes)), d.allocs, d.frees,
-                         FormatBytes(static_cast<double>(d.bytes_allocated)));
+    // Peaks, live blocks and churn per device: the Memory section.
     if (s_.ops.empty()) return;
+    out += "Framework memory by op\n";
     out += fmt::format("  {:<44} {:>10} {:>12} {:>14}\n", "op (allocating directly)", "allocs", "bytes", "peak increase");
     for (size_t i = 0; i < s_.ops.size() && i < std::min<size_t>(opt.top, 10); ++i) {
       const auto& o = s_.ops[i];

@@ -14,6 +14,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeTrainingSection());
   s.push_back(MakeFrameworkOpsSection());
   s.push_back(MakeFrameworkMemorySection());
+  s.push_back(MakeMemorySection());
   s.push_back(MakeDataflowSection());
   s.push_back(MakeGpuSection());
   s.push_back(MakeLaunchesSection());

@@ -63,6 +63,8 @@ std::unique_ptr<Section> MakeDataflowSection();
 
 // Roofline (roofline_section.cc).
 std::unique_ptr<Section> MakeRooflineSection();
+// Memory: timelines, peak and what was live at it, churn (memory_section.cc).
+std::unique_ptr<Section> MakeMemorySection();
 
 // Formatting helpers shared by sections.
 std::string FormatDuration(int64_t ns);

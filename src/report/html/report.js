@@ -131,6 +131,36 @@
     return svg;
   }
 
+  // series: [{name, color, points: [[ms, bytes], ...], peak: [ms, bytes]}]: levels as
+  // steps (an allocation holds until the next event), filled, with the peak marked.
+  function memoryChart(parent, id, series) {
+    const w = 900, h = 280, m = { l: 80, r: 16, t: 14, b: 36 };
+    const xs = [], ys = [];
+    series.forEach(s => s.points.forEach(p => { xs.push(p[0]); ys.push(p[1]); }));
+    if (!xs.length) return null;
+    const svg = frame(parent, id, w, h);
+    const x = scaleLin(Math.min(...xs), Math.max(...xs), m.l, w - m.r);
+    const y = scaleLin(0, Math.max(...ys) * 1.08 || 1, h - m.b, m.t);
+    axes(svg, x, y, m, w, h, v => num(v, 1), bytes, "ms", "allocated");
+    series.forEach(s => {
+      let d = "";
+      s.points.forEach((p, k) => {
+        const px = x(p[0]).toFixed(1), py = y(p[1]).toFixed(1);
+        d += k ? "H" + px + "V" + py : "M" + px + "," + py;
+      });
+      const first = s.points[0];
+      svgEl("path", { class: "mem-area", d: d + "V" + y(0).toFixed(1) + "H" + x(first[0]).toFixed(1) + "Z", fill: s.color }, svg);
+      svgEl("path", { class: "mem-line", d: d, fill: "none", stroke: s.color, "stroke-width": 1.5 }, svg);
+      const px = x(s.peak[0]), py = y(s.peak[1]);
+      const g = svgEl("g", { class: "mem-peak" }, svg);
+      svgEl("line", { x1: px, x2: px, y1: py, y2: h - m.b, stroke: s.color, "stroke-dasharray": "3 3" }, g);
+      tip(svgEl("circle", { cx: px, cy: py, r: 4.5, fill: s.color, stroke: "#fff", "stroke-width": 1.5 }, g), s.name + ": peak " + bytes(s.peak[1]) + " at " + num(s.peak[0], 2) + " ms");
+      svgEl("text", { x: Math.min(px + 6, w - m.r - 120), y: Math.max(py - 6, m.t + 10) }, g).textContent = "peak " + bytes(s.peak[1]);
+    });
+    legend(parent, series.map(s => s.name));
+    return svg;
+  }
+
   // rows: [{label, value, detail}] horizontal bars
   function barChart(parent, id, rows, o) {
     if (!rows.length) return null;
@@ -323,13 +353,25 @@
       rf.points.filter(p => p.level === "step").concat(rf.points.filter(p => p.level !== "step").sort((a, b) => b.time_ns - a.time_ns).slice(0, 15)));
   }
 
-  if (R.memory && R.memory.timeline && R.memory.timeline.length) {
-    const m = R.memory;
-    const s = section("memory", "Memory", "Peak " + bytes(m.peak_bytes || 0) + (m.allocations !== undefined ? " · " + num(m.allocations, 0) + " allocations" : ""));
-    const t0 = m.timeline[0].ts_ns;
-    const series = {};
-    m.timeline.forEach(p => { const k = p.device === undefined || p.device < 0 ? "host" : "device " + p.device; (series[k] = series[k] || []).push([(p.ts_ns - t0) / 1e6, p.bytes]); });
-    lineChart(s, "chart-memory", Object.keys(series).map(k => ({ name: k, points: series[k] })), { xLabel: "ms", yLabel: "allocated", yFmt: bytes, xFmt: v => num(v, 1) });
+  if (R.memory && R.memory.devices && R.memory.devices.length) {
+    const devs = R.memory.devices.filter(d => d.timeline && d.timeline.length);
+    const s = section("memory", "Memory", "Allocated bytes per device over time (thinned keeping each stretch's low and high, so the peak stays); the peak is marked.");
+    const label = d => d.process + " · " + (d.device === "host" ? "host" : "device " + d.device);
+    const t0 = Math.min(...devs.map(d => d.timeline[0][0]));
+    if (devs.length) memoryChart(s, "chart-memory", devs.map((d, i) => ({ name: label(d), color: COLORS[i % COLORS.length], points: d.timeline.map(p => [(p[0] - t0) / 1e6, p[1]]), peak: [(d.peak_ts_ns - t0) / 1e6, d.peak_bytes] })));
+    R.memory.devices.forEach(d => {
+      const c = d.churn || {};
+      const m = (k, f) => c[k] ? (f || (v => num(v, 1)))(c[k].mean) + " (max " + (f || (v => num(v, 0)))(c[k].max) + ")" : "-";
+      el("h3", { text: label(d) + ": peak " + bytes(d.peak_bytes) + (d.peak_step !== null && d.peak_step !== undefined ? " in step " + d.peak_step : "") +
+        (d.reserved_at_peak ? " · reserved " + bytes(d.reserved_at_peak) + " · fragmentation " + pct(100 * d.fragmentation) : "") }, s);
+      if (c.steps)
+        el("div", { class: "note", text: "Per step (" + c.steps + " steps, mean): " + m("allocs_per_step") + " allocations, " + m("bytes_allocated_per_step", bytes) + " allocated, " +
+          m("temporaries_per_step") + " temporaries of " + m("temporary_bytes_per_step", bytes) + " freed within their step." }, s);
+      if (d.live_at_peak && d.live_at_peak.length)
+        table(s, [{ key: "name", title: "live at the peak, allocated by" }, { key: "bytes", title: "bytes", num: true, fmt: bytes },
+        { key: "count", title: "blocks", num: true, fmt: v => v ? num(v, 0) : "-" }], d.live_at_peak.slice(0, 12));
+      else el("div", { class: "empty", text: "Live allocations at the peak unknown: the allocator events carry no addresses." }, s);
+    });
   }
 
   if (R.sweep && R.sweep.points && R.sweep.points.length) {
