@@ -18,17 +18,7 @@ using testing::RunCommand;
 using testing::StrataBin;
 using testing::TempDir;
 using testing::TestProgram;
-
-std::string LibDir() { return std::filesystem::path(StrataBin()).parent_path().parent_path().string() + "/lib"; }
-
-nlohmann::json Collector(const std::string& dir, const std::string& name) {
-  auto text = ReadFile(dir + "/strata.json");
-  EXPECT_TRUE(text.ok());
-  auto m = nlohmann::json::parse(*text);
-  for (const auto& c : m["collectors"])
-    if (c["name"] == name) return c;
-  return nullptr;
-}
+using testing::LibDir;
 
 TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
   std::string dir = TempDir("accel_env");
@@ -47,7 +37,7 @@ TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
       {"hsa", "libstrata_hsa.so", "HSA=" + LibDir() + "/libstrata_hsa.so /opt/user/tool.so\n"},
   };
   for (const Lib& l : libs) {
-    auto c = Collector(dir, l.name);
+    auto c = testing::ManifestCollector(dir, l.name);
     ASSERT_FALSE(c.is_null()) << l.name;
     if (!std::filesystem::exists(LibDir() + "/" + l.file)) {
       // Not built here: the manifest says so, and the user's variable is left alone.
@@ -67,7 +57,7 @@ TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_NE(n.out.find("CL=/opt/user/layer.so\n"), std::string::npos) << n.out;
   EXPECT_NE(n.out.find("CUDA=\n"), std::string::npos) << n.out;
-  EXPECT_EQ(Collector(off, "cuda")["state"], "off");
+  EXPECT_EQ(testing::ManifestCollector(off, "cuda")["state"], "off");
   // Bad values are one-line errors before anything runs.
   auto bad = RunCommand({StrataBin(), "record", "--accel", "cuda,vulkan", "--", "true"});
   EXPECT_EQ(bad.exit_code, 2);

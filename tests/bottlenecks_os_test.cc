@@ -28,7 +28,8 @@
 namespace strata {
 namespace {
 
-const char* kPython = "/usr/bin/python3";
+using testing::kPython;
+
 constexpr double kBusyPct = 20;  // outside load above this share of the step: timings are the machine's
 constexpr int kAttempts = 2;
 

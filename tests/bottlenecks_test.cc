@@ -31,28 +31,18 @@
 namespace strata {
 namespace {
 
+using testing::kPython;
+using testing::LibDir;
+using testing::TorchUsable;
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const char* kPython = "/usr/bin/python3";
 
 std::string BinDir() {
   std::string bin = testing::StrataBin();
   return bin.substr(0, bin.rfind('/'));
-}
-std::string LibDir() { return BinDir().substr(0, BinDir().rfind('/')) + "/lib"; }
-std::string ExamplePath(const std::string& name) { return testing::SourceDir() + "/examples/bottlenecks/" + name; }
-
-bool TorchUsable(std::string* why) {
-  if (!fs::exists(LibDir() + "/libstrata_torch.so")) {
-    *why = "strata was built without libtorch (no libstrata_torch.so)";
-    return false;
-  }
-  static int ok = -1;
-  if (ok < 0) ok = testing::RunCommand({kPython, "-c", "import torch"}).exit_code == 0;
-  if (!ok) *why = std::string(kPython) + " cannot import torch";
-  return ok == 1;
-}
+}std::string ExamplePath(const std::string& name) { return testing::SourceDir() + "/examples/bottlenecks/" + name; }
 
 bool OpenClUsable(std::string* why) {
   if (!fs::exists(BinDir() + "/host_sync") || !fs::exists(LibDir() + "/libstrata_opencl.so")) {

@@ -18,17 +18,7 @@ using testing::RunCommand;
 using testing::StrataBin;
 using testing::TempDir;
 using testing::TestProgram;
-
-std::string LibDir() { return std::filesystem::path(StrataBin()).parent_path().parent_path().string() + "/lib"; }
-
-nlohmann::json Collector(const std::string& dir, const std::string& name) {
-  auto text = ReadFile(dir + "/strata.json");
-  EXPECT_TRUE(text.ok());
-  auto m = nlohmann::json::parse(*text);
-  for (const auto& c : m["collectors"])
-    if (c["name"] == name) return c;
-  return nullptr;
-}
+using testing::LibDir;
 
 class CudaWithoutDriver : public ::testing::TestWithParam<std::string> {};
 
@@ -45,7 +35,7 @@ TEST_P(CudaWithoutDriver, ProgramRunsUnchangedAndTheTraceSaysWhyThereIsNoCudaDat
   EXPECT_EQ(traced.out, plain.out);
   EXPECT_NE(plain.out.find("cuda error"), std::string::npos) << plain.out;
   if (!std::filesystem::exists(LibDir() + "/libstrata_cupti.so")) return;
-  auto c = Collector(dir, "cuda");
+  auto c = testing::ManifestCollector(dir, "cuda");
   EXPECT_EQ(c["state"], "unavailable") << c.dump();
   EXPECT_NE(c["detail"].get<std::string>().find("no NVIDIA driver"), std::string::npos) << c.dump();
   auto report = RunCommand({StrataBin(), "report", dir});

@@ -16,31 +16,12 @@
 namespace strata {
 namespace {
 
-using nlohmann::json;
+using testing::kPython;
 
-const char* kPython = "/usr/bin/python3";
+using nlohmann::json;
 constexpr int64_t kTempBytes = 64 << 20;  // --temp-mib 64: 16M float32 zeros
 
 std::string Program() { return testing::SourceDir() + "/tests/programs/torch_temporaries.py"; }
-
-bool TorchUsable(std::string* why) {
-  std::string bin = testing::StrataBin();
-  if (!PathExists(bin.substr(0, bin.rfind("/bin/")) + "/lib/libstrata_torch.so")) {
-    *why = "strata was built without libtorch (no libstrata_torch.so)";
-    return false;
-  }
-  if (testing::RunCommand({kPython, "-c", "import torch"}).exit_code != 0) {
-    *why = std::string(kPython) + " cannot import torch";
-    return false;
-  }
-  return true;
-}
-
-#define REQUIRE_TORCH()                          \
-  do {                                           \
-    std::string why;                             \
-    if (!TorchUsable(&why)) GTEST_SKIP() << why; \
-  } while (0)
 
 // One recording shared by the tests (recording costs seconds).
 const std::string& Recorded() {

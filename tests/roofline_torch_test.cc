@@ -14,25 +14,7 @@
 namespace strata {
 namespace {
 
-const char* kPython = "/usr/bin/python3";
-
-bool TorchUsable(std::string* why) {
-  std::string bin = testing::StrataBin();
-  if (!PathExists(bin.substr(0, bin.rfind("/bin/")) + "/lib/libstrata_torch.so")) {
-    *why = "strata was built without libtorch (no libstrata_torch.so)";
-    return false;
-  }
-  static int ok = -1;
-  if (ok < 0) ok = testing::RunCommand({kPython, "-c", "import torch"}).exit_code == 0;
-  if (!ok) *why = std::string(kPython) + " cannot import torch";
-  return ok == 1;
-}
-
-#define REQUIRE_TORCH()                          \
-  do {                                           \
-    std::string why;                             \
-    if (!TorchUsable(&why)) GTEST_SKIP() << why; \
-  } while (0)
+using testing::kPython;
 
 const analysis::RooflinePoint* Find(const std::vector<analysis::RooflinePoint>& v, std::string_view name) {
   for (const auto& p : v)

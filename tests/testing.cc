@@ -177,4 +177,30 @@ size_t CountSlices(const model::Trace& t, const std::string& name) {
   return n;
 }
 
+std::string LibDir() {
+  std::string bin = StrataBin();
+  return bin.substr(0, bin.rfind("/bin/")) + "/lib";
+}
+
+nlohmann::json ManifestCollector(const std::string& dir, const std::string& name) {
+  auto text = ReadFile(dir + "/strata.json");
+  EXPECT_TRUE(text.ok()) << dir;
+  if (!text.ok()) return nullptr;
+  auto m = nlohmann::json::parse(*text);
+  for (const auto& c : m["collectors"])
+    if (c["name"] == name) return c;
+  return nullptr;
+}
+
+bool TorchUsable(std::string* why) {
+  if (!PathExists(LibDir() + "/libstrata_torch.so")) {
+    *why = "strata was built without libtorch (no libstrata_torch.so)";
+    return false;
+  }
+  static int ok = -1;
+  if (ok < 0) ok = RunCommand({kPython, "-c", "import torch"}).exit_code == 0;
+  if (!ok) *why = std::string(kPython) + " cannot import torch";
+  return ok == 1;
+}
+
 }  // namespace strata::testing

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/trace.h"
 
 namespace strata::testing {
@@ -47,5 +49,21 @@ void ExpectBabeltraceCountsLost(const std::string& dir, uint64_t lost);
 
 // Slices named `name` (any kind).
 size_t CountSlices(const model::Trace& t, const std::string& name);
+
+// The build's library directory (lib/ beside the bin/ of the `strata` under test).
+std::string LibDir();
+// The manifest's collectors[] entry named `name` in a trace directory, or null.
+nlohmann::json ManifestCollector(const std::string& dir, const std::string& name);
+
+// The Python that tests record (Debian's, with python3-torch).
+inline constexpr const char* kPython = "/usr/bin/python3";
+// True if the PyTorch level can be tested: strata was built with
+// libstrata_torch.so and kPython imports torch (checked once); else says why.
+bool TorchUsable(std::string* why);
+#define REQUIRE_TORCH()                                                   \
+  do {                                                                    \
+    std::string why_;                                                     \
+    if (!::strata::testing::TorchUsable(&why_)) GTEST_SKIP() << why_;     \
+  } while (0)
 
 }  // namespace strata::testing

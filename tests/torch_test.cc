@@ -19,33 +19,13 @@
 namespace strata {
 namespace {
 
+using testing::kPython;
+using testing::LibDir;
+
 using model::SliceKind;
 
-const char* kPython = "/usr/bin/python3";
 
 std::string Program() { return testing::SourceDir() + "/tests/programs/torch_train.py"; }
-std::string LibDir() {
-  std::string bin = testing::StrataBin();
-  return bin.substr(0, bin.rfind("/bin/")) + "/lib";
-}
-
-bool TorchUsable(std::string* why) {
-  if (!PathExists(LibDir() + "/libstrata_torch.so")) {
-    *why = "strata was built without libtorch (no libstrata_torch.so)";
-    return false;
-  }
-  static int ok = -1;
-  if (ok < 0) ok = testing::RunCommand({kPython, "-c", "import torch"}).exit_code == 0;
-  if (!ok) *why = std::string(kPython) + " cannot import torch";
-  return ok == 1;
-}
-
-#define REQUIRE_TORCH()                       \
-  do {                                        \
-    std::string why;                          \
-    if (!TorchUsable(&why)) GTEST_SKIP() << why; \
-  } while (0)
-
 std::vector<std::string> TrainCmd(std::vector<std::string> args) {
   std::vector<std::string> cmd = {kPython, Program()};
   cmd.insert(cmd.end(), args.begin(), args.end());
