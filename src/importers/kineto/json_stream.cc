@@ -64,6 +64,40 @@ inline uint64_t PrefixXor(uint64_t x) {
   return x;
 }
 
+// One block of n (<= 64) bytes at p, with the state carried from the block
+// before: its masks limited to the n bytes, quotes escaped by backslashes
+// removed, and `inside` marking the bytes within strings. Updates escape_next
+// for the next block (the caller carries in_string from `inside`'s last bit).
+struct Block {
+  BlockMasks m;
+  uint64_t valid, inside;
+};
+
+inline Block ClassifyBlock(const char* p, size_t n, bool in_string, bool& escape_next) {
+  Block b;
+  b.valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  b.m = Classify64(p);
+  b.m.quote &= b.valid;
+  b.m.backslash &= b.valid;
+  if (b.m.backslash != 0 || escape_next) {
+    // Rare: find the escaped bytes one by one (a run of backslashes escapes every other one).
+    uint64_t escaped = 0;
+    bool esc = escape_next;
+    for (size_t i = 0; i < n; ++i) {
+      if (esc) {
+        escaped |= uint64_t{1} << i;
+        esc = false;
+      } else if (p[i] == '\\') {
+        esc = true;
+      }
+    }
+    escape_next = esc;
+    b.m.quote &= ~escaped;
+  }
+  b.inside = PrefixXor(b.m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+  return b;
+}
+
 // Finds where one JSON value ends, resumably: Scan() returns false when the
 // window ends first, and continues from where it stopped once more bytes are in.
 struct ValueScanner {
@@ -125,26 +159,9 @@ struct ValueScanner {
     // readable bytes at buf + pos (the window keeps that much padding).
     while (pos < end) {
       size_t n = std::min<size_t>(64, end - pos);
-      uint64_t valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-      BlockMasks m = Classify64(buf + pos);
-      m.quote &= valid;
-      m.backslash &= valid;
-      if (m.backslash != 0 || escape_next) {
-        // Rare: find the escaped bytes one by one (a run of backslashes escapes every other one).
-        uint64_t escaped = 0;
-        bool esc = escape_next;
-        for (size_t i = 0; i < n; ++i) {
-          if (esc) {
-            escaped |= uint64_t{1} << i;
-            esc = false;
-          } else if (buf[pos + i] == '\\') {
-            esc = true;
-          }
-        }
-        escape_next = esc;
-        m.quote &= ~escaped;
-      }
-      uint64_t inside = PrefixXor(m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+      Block b = ClassifyBlock(buf + pos, n, in_string, escape_next);
+      const BlockMasks& m = b.m;
+      uint64_t valid = b.valid, inside = b.inside;
       uint64_t brackets = (m.open | m.close) & ~inside & valid;
       while (brackets) {
         int i = __builtin_ctzll(brackets);
@@ -206,26 +223,9 @@ struct ElementScanner {
   bool Scan(const char* buf, size_t end) {
     while (pos < end) {
       size_t n = std::min<size_t>(64, end - pos);
-      uint64_t valid = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-      BlockMasks m = Classify64(buf + pos);
-      m.quote &= valid;
-      m.backslash &= valid;
-      if (m.backslash != 0 || escape_next) {
-        // Rare: find the escaped bytes one by one (a run of backslashes escapes every other one).
-        uint64_t escaped = 0;
-        bool esc = escape_next;
-        for (size_t i = 0; i < n; ++i) {
-          if (esc) {
-            escaped |= uint64_t{1} << i;
-            esc = false;
-          } else if (buf[pos + i] == '\\') {
-            esc = true;
-          }
-        }
-        escape_next = esc;
-        m.quote &= ~escaped;
-      }
-      uint64_t inside = PrefixXor(m.quote) ^ (in_string ? ~uint64_t{0} : 0);
+      Block b = ClassifyBlock(buf + pos, n, in_string, escape_next);
+      const BlockMasks& m = b.m;
+      uint64_t valid = b.valid, inside = b.inside;
       uint64_t open = m.open & ~inside & valid, close = m.close & ~inside & valid;
       // Depth only reaches 0 in this block if it has at least `depth` closers.
       int closers = PopCount(close);
