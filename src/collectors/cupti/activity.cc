@@ -190,6 +190,20 @@ void ActivityDecoder::Decode(const CUpti_Activity* r) {
   DecodeLocked(r);
 }
 
+template <class MemcpyRecord>
+accel::CopyActivity ActivityDecoder::CopyOf(const MemcpyRecord* m) const {
+  accel::CopyActivity c;
+  c.start = T(m->start);
+  c.end = T(m->end);
+  c.correlation = m->correlationId;
+  c.bytes = m->bytes;
+  c.kind = CopyKindOf(m->copyKind);
+  c.src_kind = MemKind(m->srcKind);
+  c.dst_kind = MemKind(m->dstKind);
+  c.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? format::kCopyAsync : 0;
+  return c;
+}
+
 void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
   ++stats_.records;
   switch (r->kind) {
@@ -226,16 +240,8 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
       ++stats_.copies;
       if (!emit_) return;
-      accel::CopyActivity c;
-      c.start = T(m->start);
-      c.end = T(m->end);
-      c.correlation = m->correlationId;
-      c.bytes = m->bytes;
-      c.kind = CopyKindOf(m->copyKind);
-      c.src_kind = MemKind(m->srcKind);
-      c.dst_kind = MemKind(m->dstKind);
+      accel::CopyActivity c = CopyOf(m);
       c.src_device = c.dst_device = m->deviceId;
-      c.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? format::kCopyAsync : 0;
       accel::EmitCopy(Stream(m->deviceId, m->streamId, "CUDA stream"), c);
       return;
     }
@@ -243,17 +249,9 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(r);
       ++stats_.copies;
       if (!emit_) return;
-      accel::CopyActivity c;
-      c.start = T(m->start);
-      c.end = T(m->end);
-      c.correlation = m->correlationId;
-      c.bytes = m->bytes;
-      c.kind = CopyKindOf(m->copyKind);
-      c.src_kind = MemKind(m->srcKind);
-      c.dst_kind = MemKind(m->dstKind);
+      accel::CopyActivity c = CopyOf(m);
       c.src_device = m->srcDeviceId;
       c.dst_device = m->dstDeviceId;
-      c.flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? format::kCopyAsync : 0;
       accel::EmitCopy(Stream(m->deviceId, m->streamId, "CUDA stream"), c);
       return;
     }

@@ -115,6 +115,10 @@ class ActivityDecoder {
   uint32_t DeviceOfContext(uint32_t context);
   uint64_t T(uint64_t cupti_ts) const { return cupti_ts ? static_cast<uint64_t>(static_cast<int64_t>(cupti_ts) + time_offset_) : 0; }
   void DecodeLocked(const CUpti_Activity* r);
+  // The fields CUPTI's memcpy records (device and peer-to-peer) share; the
+  // caller sets the devices.
+  template <class MemcpyRecord>
+  accel::CopyActivity CopyOf(const MemcpyRecord* m) const;
 
   std::mutex mu_;
   ThreadMap* threads_;
