@@ -904,6 +904,21 @@ Pending KernelProto(cl_kernel k, cl_uint dim, const size_t* gws, const size_t* l
   return p;
 }
 
+// The launch API event of a kernel command. The global size is grid x block
+// (grid alone without a local size).
+void EmitLaunch(const Pending& proto, uint64_t corr, const QueueRec* qr) {
+  accel::LaunchArgs a;
+  a.correlation = corr;
+  a.kernel = proto.name;
+  std::memcpy(a.grid, proto.grid, sizeof a.grid);
+  std::memcpy(a.block, proto.block, sizeof a.block);
+  if (qr) {
+    a.device = qr->device->number;
+    a.queue = qr->id;
+  }
+  accel::ApiLaunch(a);
+}
+
 cl_int CL_API_CALL W_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t* off,
                                             const size_t* gws, const size_t* lws, cl_uint nw, const cl_event* wl,
                                             cl_event* ev) {
@@ -911,19 +926,7 @@ cl_int CL_API_CALL W_clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel k, cl_
   Pending proto = KernelProto(k, dim, gws, lws, 0);
   return Enqueue(
       k_clEnqueueNDRangeKernel, q, ev, proto,
-      [&](uint64_t corr, QueueRec* qr) {
-        accel::LaunchArgs a;
-        a.correlation = corr;
-        a.kernel = proto.name;
-        std::memcpy(a.grid, proto.grid, sizeof a.grid);
-        std::memcpy(a.block, proto.block, sizeof a.block);
-        if (qr) {
-          a.device = qr->device->number;
-          a.queue = qr->id;
-        }
-        // The global size is grid x block (grid alone without a local size).
-        accel::ApiLaunch(a);
-      },
+      [&](uint64_t corr, QueueRec* qr) { EmitLaunch(proto, corr, qr); },
       [&](cl_event* e) { return g_next->clEnqueueNDRangeKernel(q, k, dim, off, gws, lws, nw, wl, e); });
 }
 
@@ -933,18 +936,7 @@ cl_int CL_API_CALL W_clEnqueueTask(cl_command_queue q, cl_kernel k, cl_uint nw, 
   Pending proto = KernelProto(k, 1, &one, &one, 0);
   return Enqueue(
       k_clEnqueueTask, q, ev, proto,
-      [&](uint64_t corr, QueueRec* qr) {
-        accel::LaunchArgs a;
-        a.correlation = corr;
-        a.kernel = proto.name;
-        std::memcpy(a.grid, proto.grid, sizeof a.grid);
-        std::memcpy(a.block, proto.block, sizeof a.block);
-        if (qr) {
-          a.device = qr->device->number;
-          a.queue = qr->id;
-        }
-        accel::ApiLaunch(a);
-      },
+      [&](uint64_t corr, QueueRec* qr) { EmitLaunch(proto, corr, qr); },
       [&](cl_event* e) { return g_next->clEnqueueTask(q, k, nw, wl, e); });
 }
 
