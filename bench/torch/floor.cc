@@ -3,6 +3,11 @@
 // the alternatives weighed for strata's --ops sampled tier (RecordFunction's own
 // sampling; a registered but disabled callback).
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/version.h>
+
+#include <memory>
 
 namespace {
 
@@ -26,4 +31,29 @@ BENCH_API uint64_t strata_bench_floor_register_sampled(double p) {
 BENCH_API void strata_bench_floor_enable(uint64_t h, int on) {
   if (on) at::reenableCallback(h);
   else at::disableCallback(h);
+}
+
+// c10's own cost of reporting allocations: a memory reporter that is enabled
+// and records nothing (what torch.profiler's profile_memory and strata's memory
+// events both pay before doing anything). Push after taking strata's reporter
+// off the thread (strata_torch_release_profiler_slot); pop before giving it back.
+namespace {
+struct NullReporter : c10::MemoryReportingInfoBase {
+#if TORCH_VERSION_MAJOR >= 2
+  void reportMemoryUsage(void*, int64_t, size_t, size_t, c10::Device) override {}
+#else
+  void reportMemoryUsage(void*, int64_t, int64_t, int64_t, c10::Device) override {}
+#endif
+  bool memoryProfilingEnabled() const override { return true; }
+};
+}  // namespace
+
+BENCH_API int strata_bench_memory_floor_push() {
+  if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) != nullptr) return 0;
+  c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, std::make_shared<NullReporter>());
+  return 1;
+}
+
+BENCH_API void strata_bench_memory_floor_pop() {
+  c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
 }

@@ -22,7 +22,10 @@
 // round robin, so that every mode sees the same drift, and prints the median
 // over slices of each mode's CPU time per op (the op's thread; and the whole
 // process, which adds strata's flusher encoding the events):
-//   build/bin/torch_observer_bench --alternate 20
+//   build/bin/torch_observer_bench --alternate 20 [mul|tiny]
+// "tiny" runs a training step of bench/torch/loop.py's tiny model in C++ (the
+// event mix of inprocess.py, without Python); a seventh mode, torch_profiler,
+// runs the slices inside torch's own (Kineto) profiler, its exit not counted.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -31,11 +34,13 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/version.h>
 
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -100,34 +105,88 @@ uint64_t CpuNs(clockid_t c) {
   return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
 }
 
-int Alternate(double seconds) {
-  const char* names[] = {"untraced", "floor", "strata_all", "strata_memory", "strata_shapes", "memory_floor"};
-  constexpr int kModes = 6, kOps = 2000;
+// The workloads of --alternate. "mul": one small aten op, no autograd (the
+// cheapest path: a name with no sequence number). "tiny": a training step of
+// the Python benchmark's tiny model in C++ (100 x (mul, tanh, mul) on 8x8 with
+// a parameter, sum, backward): forward ops with sequence numbers, autograd
+// nodes and the engine's evaluate_function scopes, whose names are built per
+// call, the event mix of bench/torch/inprocess.py without Python.
+struct Workload {
+  virtual ~Workload() = default;
+  virtual void Run() = 0;
+  virtual const char* name() const = 0;
+};
+
+struct MulWorkload final : Workload {
+  at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  void Run() override { benchmark::DoNotOptimize(at::mul(a, b).data_ptr()); }
+  const char* name() const override { return "at::mul 8x8"; }
+};
+
+struct TinyWorkload final : Workload {
+  at::Tensor x = at::randn({8, 8}), w = (at::randn({8, 8}) * 0.1).set_requires_grad(true);
+  void Run() override {
+    at::Tensor h = x;
+    for (int i = 0; i < 100; ++i) h = at::tanh(h * 0.5) * w;
+    h.sum().backward();
+    w.mutable_grad().reset();
+  }
+  const char* name() const override { return "tiny training step"; }
+};
+
+std::atomic<uint64_t> g_counted{0};
+std::unique_ptr<at::ObserverContext> CountStart(const at::RecordFunction&) {
+  g_counted.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// RecordFunction events per run of the workload (what every callback sees).
+double EventsPerRun(Workload& w) {
+  auto h = at::addGlobalCallback(at::RecordFunctionCallback(CountStart, FloorEnd));
+  g_counted = 0;
+  constexpr int kRuns = 10;
+  for (int i = 0; i < kRuns; ++i) w.Run();
+  at::removeCallback(h);
+  return static_cast<double>(g_counted.load()) / kRuns;
+}
+
+int Alternate(double seconds, Workload& work) {
+  const char* names[] = {"untraced", "floor", "strata_all", "strata_memory", "strata_shapes", "memory_floor",
+                         "torch_profiler", "no_reporter"};
+  constexpr int kModes = 8, kMemoryFloor = 5, kProfiler = 6;
+  double events = EventsPerRun(work);
+  // ~2 ms slices whatever the workload.
+  int runs = std::max(1, static_cast<int>(2000.0 / events));
   auto null_reporter = std::make_shared<NullReporter>();
   std::vector<double> thread_ns[kModes], process_ns[kModes];
-  at::Tensor a = at::randn({8, 8}), b = at::randn({8, 8});
+  namespace tp = torch::profiler::impl;
+  const tp::ProfilerConfig profiler_config(tp::ProfilerState::KINETO, false, false, false, false, false);
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   for (int slice = 0; std::chrono::steady_clock::now() < end; ++slice) {
     int mi = slice % kModes;
-    Mode m = mi == 5 ? kUntraced : static_cast<Mode>(mi);
+    Mode m = mi >= kMemoryFloor ? kUntraced : static_cast<Mode>(mi);
     SwitchNow(m);
-    bool swapped = mi == 5 && g_release_slot();
-    if (swapped) c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
-    for (int i = 0; i < 50; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());  // settle
+    bool swapped = mi >= kMemoryFloor && g_release_slot();
+    if (mi == kMemoryFloor && swapped)
+      c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
+    if (mi == kProfiler) torch::autograd::profiler::enableProfiler(profiler_config, {tp::ActivityType::CPU});
+    for (int i = 0; i < 2; ++i) work.Run();  // settle
     uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < kOps; ++i) benchmark::DoNotOptimize(at::mul(a, b).data_ptr());
-    thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / kOps);
-    process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / kOps);
-    if (swapped) {
-      c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-      g_reclaim_slot();
-    }
+    for (int i = 0; i < runs; ++i) work.Run();
+    double n = events * runs;
+    thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / n);
+    process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / n);
+    // The profiler's post-processing at exit is not counted (overhead.py does).
+    if (mi == kProfiler) torch::autograd::profiler::disableProfiler();
+    if (mi == kMemoryFloor && swapped) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+    if (swapped) g_reclaim_slot();
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  std::printf("at::mul 8x8, CPU ns per op (median of %zu slices of %d ops per mode)\n", thread_ns[0].size(), kOps);
+  std::printf("%s, %.0f RecordFunction events per run; CPU ns per event (median of %zu slices of %d runs per mode)\n",
+              work.name(), events, thread_ns[0].size(), runs);
   std::printf("  %-15s %10s %12s %10s %12s\n", "mode", "thread", "vs floor", "process", "vs floor");
   double ft = median(thread_ns[kFloor]), fp = median(process_ns[kFloor]);
   for (int m = 0; m < kModes; ++m) {
@@ -183,8 +242,26 @@ int main(int argc, char** argv) {
   g_release_slot = reinterpret_cast<int (*)()>(dlsym(h, "strata_torch_release_profiler_slot"));
   g_reclaim_slot = reinterpret_cast<void (*)()>(dlsym(h, "strata_torch_reclaim_profiler_slot"));
   int rc = 0;
-  if (argc == 3 && std::string(argv[1]) == "--alternate" && g_set_tiers && g_release_slot && g_reclaim_slot) {
-    rc = Alternate(std::atof(argv[2]));
+  if (argc == 5 && std::string(argv[1]) == "--fixed" && g_set_tiers) {
+    // For instruction counts (valgrind --tool=callgrind): N runs of one workload
+    // in one mode, nothing else; compare two modes' totals.
+    MulWorkload mul;
+    TinyWorkload tiny;
+    Workload& w = std::string(argv[3]) == "tiny" ? static_cast<Workload&>(tiny) : static_cast<Workload&>(mul);
+    std::string mode = argv[4];
+    const char* modes[] = {"untraced", "floor", "all", "memory", "shapes"};
+    int m = 0;
+    while (m < 5 && mode != modes[m]) ++m;
+    if (m == 5) return 2;
+    SwitchNow(static_cast<Mode>(m));
+    int n = std::atoi(argv[2]);
+    for (int i = 0; i < n; ++i) w.Run();
+  } else if ((argc == 3 || argc == 4) && std::string(argv[1]) == "--alternate" && g_set_tiers && g_release_slot &&
+      g_reclaim_slot) {
+    std::string which = argc == 4 ? argv[3] : "mul";
+    MulWorkload mul;
+    TinyWorkload tiny;
+    rc = Alternate(std::atof(argv[2]), which == "tiny" ? static_cast<Workload&>(tiny) : static_cast<Workload&>(mul));
   } else {
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();

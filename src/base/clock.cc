@@ -63,6 +63,7 @@ ClockAnchor TakeClockAnchor() {
 void TscCalibration::Start(ClockAnchor first) {
   prev_ = last_ = first;
   ns_per_tick_ = 0;
+  rate_q32_ = int64_t{1} << 32;
 }
 
 void TscCalibration::AddAnchor(ClockAnchor a) {
@@ -71,16 +72,8 @@ void TscCalibration::AddAnchor(ClockAnchor a) {
   prev_ = last_;
   last_ = a;
   ns_per_tick_ = static_cast<double>(last_.ns - prev_.ns) / static_cast<double>(last_.tsc - prev_.tsc);
+  rate_q32_ = static_cast<int64_t>(std::llround(std::ldexp(ns_per_tick_, 32)));
 }
 
-uint64_t TscCalibration::ToNs(uint64_t tsc) const {
-  double rate = ns_per_tick_ > 0 ? ns_per_tick_ : 1.0;
-  // Ticks before the newest anchor interpolate from the previous one, later ones
-  // extrapolate from the newest: each interval uses the rate measured over it.
-  const ClockAnchor& base = tsc >= last_.tsc ? last_ : prev_;
-  double delta = static_cast<double>(static_cast<int64_t>(tsc - base.tsc)) * rate;
-  int64_t ns = static_cast<int64_t>(base.ns) + std::llround(delta);
-  return ns < 0 ? 0 : static_cast<uint64_t>(ns);
-}
 
 }  // namespace strata

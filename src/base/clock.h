@@ -64,7 +64,17 @@ class TscCalibration {
   void Start(ClockAnchor first);
   // Adds a newer anchor; the rate is re-estimated over the last interval.
   void AddAnchor(ClockAnchor a);
-  uint64_t ToNs(uint64_t tsc) const;
+  // Once per recorded event on the flusher: inline, integer only. Ticks before
+  // the newest anchor interpolate from the previous one, later ones extrapolate
+  // from the newest: each interval uses the rate measured over it. The rate is
+  // 32.32 fixed point, rounded to the nearest ns.
+  uint64_t ToNs(uint64_t tsc) const {
+    __extension__ using I128 = __int128;  // hours of ticks times the rate overflow 64 bits
+    const ClockAnchor& base = tsc >= last_.tsc ? last_ : prev_;
+    I128 delta = static_cast<I128>(static_cast<int64_t>(tsc - base.tsc)) * rate_q32_;
+    int64_t ns = static_cast<int64_t>(base.ns) + static_cast<int64_t>((delta + (I128{1} << 31)) >> 32);
+    return ns < 0 ? 0 : static_cast<uint64_t>(ns);
+  }
   double ns_per_tick() const { return ns_per_tick_; }
   // False until two anchors far enough apart have been seen.
   bool has_rate() const { return ns_per_tick_ > 0; }
@@ -73,6 +83,7 @@ class TscCalibration {
   ClockAnchor prev_{};
   ClockAnchor last_{};
   double ns_per_tick_ = 0;  // 0 until two anchors exist
+  int64_t rate_q32_ = int64_t{1} << 32;  // ns per tick << 32 (1.0 until two anchors exist)
 };
 
 }  // namespace strata

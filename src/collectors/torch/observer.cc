@@ -733,6 +733,19 @@ STRATA_TORCH_API void strata_torch_set_tiers(int ops, int detail, int memory) {
   ct::ApplyTierLocked();
 }
 
+// Switches the always-on USER_SCOPE callback (steps, record_function scopes).
+// Benchmarks turn it off, with the other tiers and the module hooks, to measure
+// an untraced program in the same process as the traced one.
+STRATA_TORCH_API void strata_torch_set_scopes(int on) {
+  if (!g) return;
+  std::lock_guard<std::mutex> lk(g->mu);
+  try {
+    if (on) at::reenableCallback(g->scopes);
+    else at::disableCallback(g->scopes);
+  } catch (...) {
+  }
+}
+
 // PyTorch's profilers start only on a thread with no PROFILER_STATE: give ours
 // up on the calling thread (1 if it was there and is now gone), and take it back
 // once the profiler stopped.
