@@ -10,6 +10,7 @@
 #include <map>
 #include <thread>
 
+#include "base/clock.h"
 #include "base/files.h"
 #include "format/ctf_reader.h"
 #include "format/tsdl.h"
@@ -79,6 +80,32 @@ std::vector<ThreadSeq> ThreadSequences(const std::string& dir) {
     out.push_back(std::move(ts));
   }
   return out;
+}
+
+// The flusher's tick -> ns conversion (fixed point) against exact arithmetic:
+// interpolation before the newest anchor, extrapolation after it, rounding to
+// the nearest ns, hours of ticks without overflow.
+TEST(TscCalibration, ConvertsTicksPiecewiseLinearlyToTheNearestNs) {
+  TscCalibration c;
+  c.Start({1000, 5000});
+  EXPECT_EQ(c.ToNs(1000 + 7), 5007u);  // no rate yet: 1 ns per tick
+  c.AddAnchor({1000 + 3'000'000'000ull, 5000 + 1'000'000'000ull});  // 3 ticks per ns
+  EXPECT_EQ(c.ToNs(1000), 5000u);
+  EXPECT_EQ(c.ToNs(1000 + 4), 5001u);  // 1.33 -> 1
+  EXPECT_EQ(c.ToNs(1000 + 5), 5002u);  // 1.67 -> 2
+  EXPECT_EQ(c.ToNs(1000 + 3'000'000'000ull + 30), 5000 + 1'000'000'010ull);
+  // Ten hours past the newest anchor.
+  uint64_t ten_hours = 36'000'000'000'000ull;
+  EXPECT_NEAR(static_cast<double>(c.ToNs(1000 + 3'000'000'000ull + 3 * ten_hours)),
+              static_cast<double>(5000 + 1'000'000'000ull + ten_hours), 2.0);
+  // A newer anchor at a slightly different rate: ticks before it use the old interval's rate.
+  c.AddAnchor({1000 + 6'000'000'000ull, 5000 + 2'000'000'100ull});
+  EXPECT_EQ(c.ToNs(1000 + 3'000'000'000ull), 5000 + 1'000'000'000ull);
+  EXPECT_EQ(c.ToNs(1000 + 6'000'000'000ull), 5000 + 2'000'000'100ull);
+  // Before the first anchor: clamped at 0, never wrapped.
+  TscCalibration early;
+  early.Start({1000, 10});
+  EXPECT_EQ(early.ToNs(0), 0u);
 }
 
 TEST(Recorder, FourThreadsTwoMillionEventsEachExactSequencesNoLoss) {

@@ -1,5 +1,6 @@
 #include "base/clock.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +64,7 @@ ClockAnchor TakeClockAnchor() {
 void TscCalibration::Start(ClockAnchor first) {
   prev_ = last_ = first;
   ns_per_tick_ = 0;
-  rate_q32_ = int64_t{1} << 32;
+  rate_q52_ = int64_t{1} << 52;
 }
 
 void TscCalibration::AddAnchor(ClockAnchor a) {
@@ -72,7 +73,8 @@ void TscCalibration::AddAnchor(ClockAnchor a) {
   prev_ = last_;
   last_ = a;
   ns_per_tick_ = static_cast<double>(last_.ns - prev_.ns) / static_cast<double>(last_.tsc - prev_.tsc);
-  rate_q32_ = static_cast<int64_t>(std::llround(std::ldexp(ns_per_tick_, 32)));
+  // A TSC slower than 0.5 MHz is not a TSC; the clamp keeps the fixed point in range.
+  rate_q52_ = static_cast<int64_t>(std::llround(std::ldexp(std::min(ns_per_tick_, 2047.0), 52)));
 }
 
 

@@ -67,12 +67,13 @@ class TscCalibration {
   // Once per recorded event on the flusher: inline, integer only. Ticks before
   // the newest anchor interpolate from the previous one, later ones extrapolate
   // from the newest: each interval uses the rate measured over it. The rate is
-  // 32.32 fixed point, rounded to the nearest ns.
+  // fixed point with 52 fractional bits (as exact as the double it comes
+  // from), rounded to the nearest ns.
   uint64_t ToNs(uint64_t tsc) const {
     __extension__ using I128 = __int128;  // hours of ticks times the rate overflow 64 bits
     const ClockAnchor& base = tsc >= last_.tsc ? last_ : prev_;
-    I128 delta = static_cast<I128>(static_cast<int64_t>(tsc - base.tsc)) * rate_q32_;
-    int64_t ns = static_cast<int64_t>(base.ns) + static_cast<int64_t>((delta + (I128{1} << 31)) >> 32);
+    I128 delta = static_cast<I128>(static_cast<int64_t>(tsc - base.tsc)) * rate_q52_;
+    int64_t ns = static_cast<int64_t>(base.ns) + static_cast<int64_t>((delta + (I128{1} << 51)) >> 52);
     return ns < 0 ? 0 : static_cast<uint64_t>(ns);
   }
   double ns_per_tick() const { return ns_per_tick_; }
@@ -83,7 +84,7 @@ class TscCalibration {
   ClockAnchor prev_{};
   ClockAnchor last_{};
   double ns_per_tick_ = 0;  // 0 until two anchors exist
-  int64_t rate_q32_ = int64_t{1} << 32;  // ns per tick << 32 (1.0 until two anchors exist)
+  int64_t rate_q52_ = int64_t{1} << 52;  // ns per tick << 52 (1.0 until two anchors exist)
 };
 
 }  // namespace strata
