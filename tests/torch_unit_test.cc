@@ -170,6 +170,40 @@ TEST(NameCache, VerifiesTextAtReusedAddresses) {
   EXPECT_NE(cache.Lookup(buf)->id, long_a);
   std::snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: A");
   EXPECT_EQ(cache.Lookup(buf)->id, long_a);
+  EXPECT_EQ(cache.LookupId(buf), long_a);
+}
+
+// The op path's LookupId verifies hits from the slot's copy of the text (up to
+// 40 bytes) and from the entry beyond: names that differ only past byte 16,
+// past byte 40, or in length, at one reused address, are never confused.
+TEST(NameCache, LookupIdTellsApartNamesDifferingAnywhere) {
+  g_interned = 0;
+  collectors::torch::NameCache cache(&FakeIntern);
+  char buf[96];
+  std::vector<std::string> names = {
+      "aten::empty_strided",                                  // 19: in the slot
+      "aten::empty_strides",                                  // differs at byte 18
+      "aten::empty_strided_",                                 // one longer
+      "aten::empty",                                          // a prefix, < 16
+      "autograd::engine::evaluate_function: MulBackward0",    // 49: past the slot's copy
+      "autograd::engine::evaluate_function: DivBackward0",    // differs at byte 37
+      "autograd::engine::evaluate_function: MulBackward0x",   // differs past byte 40
+      "autograd::engine::evaluate_function: MulBackward1",    // differs at the last byte
+  };
+  std::vector<uint32_t> ids;
+  for (const std::string& n : names) {
+    std::snprintf(buf, sizeof buf, "%s", n.c_str());
+    ids.push_back(cache.LookupId(buf));
+  }
+  EXPECT_EQ(g_interned, names.size());
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::snprintf(buf, sizeof buf, "%s", names[i].c_str());
+      EXPECT_EQ(cache.LookupId(buf), ids[i]) << names[i];
+      EXPECT_EQ(cache.LookupId(buf), ids[i]) << names[i] << " (address hit)";
+      EXPECT_EQ(cache.Lookup(buf)->id, ids[i]) << names[i];
+    }
+  EXPECT_EQ(g_interned, names.size());
 }
 
 TEST(NameCache, StepFlags) {

@@ -9,7 +9,9 @@
 // to Intern().
 //
 // The check compares the first 16 bytes as two masked 64-bit words, then the
-// rest (names longer than 15) with strncmp. Reading 16 bytes from a name is in
+// rest (names longer than 15) with strncmp, against the copy of the text kept
+// in the slot's own cache line (the op path touches one line per lookup: with
+// the framework's working set between two ops, a second line is a second miss). Reading 16 bytes from a name is in
 // bounds because every name PyTorch hands out is a std::string's c_str(), whose
 // buffer is at least 16 bytes (the small-string buffer, or a heap buffer for
 // longer strings).
@@ -22,7 +24,7 @@
 // name, against ~40 for the unordered_map's hash, modulo and node walk).
 //
 //   slots_[hash(addr) % 1024] ---> Entry {id, flags, step, text} <-- by_text_[text]
-//   by_hash_[hash(text) % 1024] -----^
+//   {addr, id, text[0..40)}  -------^   ^------- by_hash_[hash(text) % 1024]
 //
 // Entries are never freed (names are few: hundreds per program).
 #pragma once
@@ -68,10 +70,19 @@ class NameCache {
   using InternFn = uint32_t (*)(std::string_view);
   explicit NameCache(InternFn intern) : intern_(intern) {}
 
+  // The op hot path: the interned id, verified from the slot's own cache line
+  // for names shorter than 40 bytes (every aten op name), so that a hit touches
+  // one line. 0 when the recorder is not recording.
+  uint32_t LookupId(const char* name) {
+    Slot& s = SlotOf(name);
+    if (s.ptr == name && name && s.Matches(name)) return s.id;
+    return LookupSlow(name, s)->id;
+  }
+
   // Never null; id 0 when the recorder is not recording.
   const NameEntry* Lookup(const char* name) {
-    Slot& s = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)];
-    if (s.ptr == name && name && s.entry->Matches(name)) return s.entry;
+    Slot& s = SlotOf(name);
+    if (s.ptr == name && name && s.Matches(name)) return s.entry;
     return LookupSlow(name, s);
   }
 
@@ -79,18 +90,56 @@ class NameCache {
 
  private:
   static constexpr size_t kSlots = 1024;
-  struct Slot {
+  static constexpr uint32_t kInline = 40;
+
+  // One cache line: the address it was last seen at, the id, and the first
+  // kInline bytes of the text (NUL-padded) to verify a hit with.
+  struct alignas(64) Slot {
     const char* ptr = nullptr;
     const NameEntry* entry = nullptr;
+    uint32_t id = 0;
+    uint32_t len = 0;
+    char text[kInline] = {};
+
+    bool Matches(const char* name) const {
+      // Masks of the first 16 bytes that belong to a name of length len (its NUL included).
+      static constexpr auto kMasks = [] {
+        struct M {
+          uint64_t w[17][2];
+        } m{};
+        for (uint32_t n = 0; n <= 16; ++n)
+          for (uint32_t i = 0; i < 16; ++i)
+            if (i <= n) m.w[n][i / 8] |= uint64_t{0xff} << (8 * (i % 8));
+        return m;
+      }();
+      uint64_t w[2], h[2];
+      std::memcpy(w, name, 16);
+      std::memcpy(h, text, 16);
+      const uint64_t* mask = kMasks.w[len < 16 ? len : 16];
+      if (((w[0] & mask[0]) ^ h[0]) | ((w[1] & mask[1]) ^ h[1])) return false;
+      if (len < 16) return true;
+      if (len < kInline) return std::strncmp(text + 16, name + 16, len - 15) == 0;
+      return entry->Matches(name);
+    }
+    void Set(const char* name, const NameEntry* e) {
+      ptr = name;
+      entry = e;
+      id = e->id;
+      len = e->len;
+      std::memset(text, 0, kInline);
+      std::memcpy(text, e->text.data(), e->len < kInline ? e->len : kInline);
+    }
   };
+  static_assert(sizeof(Slot) == 64);
+
+  Slot& SlotOf(const char* name) { return slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)]; }
 
   // Not inlined: keeps the hit path small.
   __attribute__((noinline)) const NameEntry* LookupSlow(const char* name, Slot& s) {
     std::string_view text(name ? name : "");
     const NameEntry*& h = by_hash_[TextHash(text) & (kSlots - 1)];
     if (h && h->len == text.size() && h->Matches(name)) {
-      s.ptr = name;
-      s.entry = h;
+      s.Set(name, h);
       return h;
     }
     const NameEntry* e;
@@ -104,8 +153,7 @@ class NameCache {
       e = entries_.back().get();
       by_text_.emplace(e->text, e);
     }
-    s.ptr = name;
-    s.entry = e;
+    s.Set(name, e);
     h = e;
     return e;
   }

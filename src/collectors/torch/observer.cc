@@ -414,26 +414,25 @@ void OnExplicitStep(uint64_t step, bool begin) {
 
 // --- callbacks -------------------------------------------------------------------
 
-inline const NameEntry& OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
-  const NameEntry* e = ts.names.Lookup(fn.name());
+inline void OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
+  uint32_t id = ts.names.LookupId(fn.name());
   Payload p;
   switch (fn.scope()) {
     case at::RecordScope::BACKWARD_FUNCTION:
-      p.Put<uint32_t>(e->id).Put<int64_t>(fn.seqNr()).Put<uint64_t>(fn.forwardThreadId());
+      p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr()).Put<uint64_t>(fn.forwardThreadId());
       EmitThreadEvent(fmt_::kBwdBegin, p.data(), p.size());
       break;
     case at::RecordScope::TORCHSCRIPT_FUNCTION:
-      EmitName(fmt_::kScriptBegin, e->id);
+      EmitName(fmt_::kScriptBegin, id);
       break;
     default:
       if (fn.seqNr() >= 0) {
-        p.Put<uint32_t>(e->id).Put<int64_t>(fn.seqNr());
+        p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr());
         EmitThreadEvent(fmt_::kOpBeginSeq, p.data(), p.size());
       } else {
-        EmitName(fmt_::kOpBegin, e->id);
+        EmitName(fmt_::kOpBegin, id);
       }
   }
-  return *e;
 }
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
@@ -445,9 +444,9 @@ void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitOpEnd(); }
 
 std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn) {
   ThreadState& ts = Thread();
-  const NameEntry& e = OpBegin(ts, fn);
+  OpBegin(ts, fn);
   try {
-    EmitOpDetail(ts, fn, e);
+    EmitOpDetail(ts, fn, *ts.names.Lookup(fn.name()));
   } catch (...) {
   }
   return nullptr;
