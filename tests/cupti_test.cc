@@ -406,6 +406,22 @@ TEST_F(Cupti, KernelsAndCopiesTooWideForTheNarrowFormsKeepEveryField) {
   }
 }
 
+// Kernel names are cached by address and checked against their text once per
+// buffer: an address that names another kernel in a later buffer (a module
+// unloaded, its memory reused) gets the new name.
+TEST_F(Cupti, AKernelNameAddressReusedInALaterBufferGetsItsNewName) {
+  model::Trace t = RunScenario("cupti_name_reuse", [](cupti::Session& s) {
+    static char name[32] = "first_kernel";
+    uint64_t t1 = Now();
+    Buffer(s).Add(Kernel(1, t1 + 1000, 100, 7, name)).Add(Kernel(2, t1 + 2000, 100, 7, name)).Complete();
+    std::strcpy(name, "second_kernel");
+    Buffer(s).Add(Kernel(3, t1 + 3000, 100, 7, name)).Complete();
+  });
+  std::map<std::string, int> names;
+  for (size_t k : Slices(t, SliceKind::kKernel)) ++names[Name(t, k)];
+  EXPECT_EQ(names, (std::map<std::string, int>{{"first_kernel", 2}, {"second_kernel", 1}}));
+}
+
 // --- copies, fills, syncs, memory --------------------------------------------------
 
 TEST_F(Cupti, MemcpyOfEveryKindWithBytesDirectionAndHostMemory) {

@@ -86,13 +86,6 @@ struct PendingEvent {
   uint32_t size;
 };
 
-// An external-stream event travels through the emitting thread's chunk as a
-// record with this id. Its inline word says where it goes, (stream index << 8)
-// | event id, and its payload always follows the record, whatever its size.
-constexpr uint16_t kRoutedEvent = 0xffff;
-constexpr uint32_t kMaxRoutedStreams = 1u << 24;
-constexpr uint32_t RoutedBytes(uint32_t payload) { return 16u + ((payload + 7u) & ~7u); }
-
 }  // namespace
 
 class ExternalStream {
@@ -980,6 +973,8 @@ void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const vo
   // First event of this thread, or a full chunk.
   SlowEmitRouted(word, payload, size, ts_ns);
 }
+
+uint32_t RouteOf(const ExternalStream* s) { return s && s->index < kMaxRoutedStreams ? s->index << 8 : kNoRoute; }
 
 void EmitProcessEvent(uint32_t event_id, const void* payload, uint32_t size) {
   Runtime* rt = g_rt;
