@@ -236,7 +236,8 @@ Chunk* AllocChunk(Runtime& rt) {
   return first;
 }
 
-Chunk* TryAcquireChunk(Runtime& rt) {
+// `grew`: the pool was empty and took fresh memory.
+Chunk* TryAcquireChunk(Runtime& rt, bool* grew = nullptr) {
   std::lock_guard<std::mutex> lk(rt.pool_mu);
   Chunk* c = nullptr;
   if (!rt.free_chunks.empty()) {
@@ -244,6 +245,7 @@ Chunk* TryAcquireChunk(Runtime& rt) {
     rt.free_chunks.pop_back();
   } else if (rt.allocated_chunks < rt.cfg.max_chunks) {
     c = AllocChunk(rt);
+    if (grew) *grew = c != nullptr;
   }
   if (c) c->Reset();
   return c;
@@ -808,7 +810,12 @@ void CountDrop(Runtime& rt, ThreadStream* s) {
 // the buffers are full (drop policy, or the bounded wait of the block policy
 // ran out): the thread then points at g_full_chunk and the caller counts the drop.
 Chunk* NextChunk(Runtime& rt, ThreadStream* s) {
-  Chunk* n = TryAcquireChunk(rt);
+  bool grew = false;
+  Chunk* n = TryAcquireChunk(rt, &grew);
+  // Every chunk is in use: have the flusher drain the full ones now rather
+  // than at its next period, so that a burst reuses them instead of growing
+  // the pool further (fresh memory costs the kernel's zeroing of its pages).
+  if (grew) WakeFlusher(rt);
   if (!n && rt.cfg.block) {
     // Blocking policy: wait for the flusher to free a chunk. Bounded, so that a
     // dead flusher cannot hang the program: after 10 s we fall back to dropping.
