@@ -79,8 +79,10 @@ cupti::CuptiApi FakeApi() {
 
 // Runs `scenario` in a child process with a recorder and a CUDA session, then
 // loads the trace it wrote. A fork per scenario: the recorder is once per process.
-model::Trace RunScenario(const std::string& name, const std::function<void(cupti::Session&)>& scenario) {
+model::Trace RunScenario(const std::string& name, const std::function<void(cupti::Session&)>& scenario,
+                         std::string* dir_out = nullptr) {
   std::string dir = TempDir(name);
+  if (dir_out) *dir_out = dir;
   pid_t pid = ::fork();
   if (pid == 0) {
     recorder::Config cfg;
@@ -326,6 +328,98 @@ TEST_F(Cupti, DriverCallsInsideRuntimeCallsAreLeftOut) {
   ASSERT_EQ(rt.size(), 1u);
   EXPECT_EQ(Name(t, rt[0]), "cudaLaunchKernel");
   EXPECT_TRUE(Slices(t, SliceKind::kDriver).empty());
+}
+
+// Kernels and copies whose values fit are written in the narrow forms (kernel32,
+// memcpy32); the others in the wide ones. Both read back to the same model fields.
+TEST_F(Cupti, KernelsAndCopiesTooWideForTheNarrowFormsKeepEveryField) {
+  std::string dir;
+  uint64_t t1 = 0;
+  model::Trace t = RunScenario("cupti_wide", [&](cupti::Session& s) {
+    t1 = Now();
+    CUpti_ActivityKernel10 narrow = Kernel(1, t1 + 1000, 5000, 7, "narrow");
+    narrow.gridX = 0x7fffffff;  // CUDA's largest grid still fits
+    CUpti_ActivityKernel10 latency = Kernel(2, t1 + 7000, 5000, 7, "latency");
+    latency.queued = t1 + 100;
+    latency.submitted = t1 + 200;
+    CUpti_ActivityKernel10 slow = Kernel(3, t1 + 20000, 5'000'000'000ull, 8, "five seconds");
+    CUpti_ActivityMemcpy6 copy{};
+    copy.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    copy.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+    copy.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    copy.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    copy.bytes = 5ull << 32;  // bytes stay 64-bit in both forms
+    copy.start = t1 + 30000;
+    copy.end = copy.start + 700;
+    copy.streamId = 9;
+    copy.correlationId = 4;
+    CUpti_ActivityMemcpy6 long_copy = copy;
+    long_copy.start = t1 + 40000;
+    long_copy.end = long_copy.start + 4'300'000'000ull;  // more than 2^32 ns
+    long_copy.correlationId = 5;
+    Buffer(s).Add(narrow).Add(latency).Add(slow).Add(copy).Add(long_copy).Complete();
+  }, &dir);
+  auto kernels = Slices(t, SliceKind::kKernel);
+  ASSERT_EQ(kernels.size(), 3u);
+  for (size_t k : kernels) {
+    auto r = static_cast<size_t>(t.device_row_of_slice[k]);
+    std::string name = Name(t, k);
+    EXPECT_EQ(t.device.block[r], (std::array<uint32_t, 3>{256, 1, 1})) << name;
+    EXPECT_EQ(t.device.shared_mem[r], 1536u) << name;
+    EXPECT_EQ(t.device.registers[r], 32u) << name;
+    if (name == "narrow") {
+      EXPECT_EQ(t.slices.dur[k], 5000);
+      EXPECT_EQ(t.device.grid[r], (std::array<uint32_t, 3>{0x7fffffff, 2, 1}));
+      EXPECT_EQ(t.device.correlation[r], 1u);
+    } else if (name == "latency") {
+      EXPECT_EQ(t.slices.dur[k], 5000);
+      EXPECT_NE(Arg(t, k, "queued_ns"), "");
+      EXPECT_NE(Arg(t, k, "submitted_ns"), "");
+    } else {
+      EXPECT_EQ(name, "five seconds");
+      EXPECT_EQ(t.slices.dur[k], 5'000'000'000);
+    }
+  }
+  auto copies = Slices(t, SliceKind::kMemcpy);
+  ASSERT_EQ(copies.size(), 2u);
+  for (size_t c : copies) {
+    auto r = static_cast<size_t>(t.device_row_of_slice[c]);
+    EXPECT_EQ(t.device.bytes[r], 5ull << 32);
+    EXPECT_EQ(t.device.copy_kind[r], model::CopyKind::kDtoH);
+    EXPECT_EQ(t.device.pinned[r], 1);
+    EXPECT_EQ(t.device.stream[r], 9);
+    EXPECT_EQ(t.slices.dur[c], t.device.correlation[r] == 4 ? 700 : 4'300'000'000);
+  }
+  // Which form carried each: babeltrace2 reads both through the metadata.
+  testing::ExpectBabeltraceAgrees(dir);
+  testing::RunResult bt = testing::RunCommand({"sh", "-c", "command -v babeltrace2 >/dev/null && babeltrace2 \"$0\"", dir + "/ctf"});
+  if (bt.exit_code == 0) {
+    auto count = [&](const std::string& what) {
+      size_t n = 0;
+      for (size_t p = bt.out.find(what); p != std::string::npos; p = bt.out.find(what, p + 1)) ++n;
+      return n;
+    };
+    EXPECT_EQ(count(" kernel32: "), 1u) << bt.out;
+    EXPECT_EQ(count(" kernel: "), 2u) << bt.out;
+    EXPECT_EQ(count(" memcpy32: "), 1u) << bt.out;
+    EXPECT_EQ(count(" memcpy: "), 1u) << bt.out;
+  }
+}
+
+// Kernel names are cached by address and checked against their text once per
+// buffer: an address that names another kernel in a later buffer (a module
+// unloaded, its memory reused) gets the new name.
+TEST_F(Cupti, AKernelNameAddressReusedInALaterBufferGetsItsNewName) {
+  model::Trace t = RunScenario("cupti_name_reuse", [](cupti::Session& s) {
+    static char name[32] = "first_kernel";
+    uint64_t t1 = Now();
+    Buffer(s).Add(Kernel(1, t1 + 1000, 100, 7, name)).Add(Kernel(2, t1 + 2000, 100, 7, name)).Complete();
+    std::strcpy(name, "second_kernel");
+    Buffer(s).Add(Kernel(3, t1 + 3000, 100, 7, name)).Complete();
+  });
+  std::map<std::string, int> names;
+  for (size_t k : Slices(t, SliceKind::kKernel)) ++names[Name(t, k)];
+  EXPECT_EQ(names, (std::map<std::string, int>{{"first_kernel", 2}, {"second_kernel", 1}}));
 }
 
 // --- copies, fills, syncs, memory --------------------------------------------------

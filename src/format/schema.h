@@ -36,7 +36,7 @@
 namespace strata::format {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 1;
+inline constexpr int kSchemaMinor = 2;
 inline constexpr uint32_t kCtfMagic = 0xC1FC1FC1u;
 inline constexpr uint32_t kCompactMaxId = 30;
 inline constexpr uint32_t kExtendedId = 31;

@@ -47,12 +47,22 @@ constexpr F kMemsetFields[] = {
 constexpr F kSyncFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"type", T::kU8}};
 constexpr F kMemoryFields[] = {
     {"correlation", T::kU64}, {"address", T::kU64}, {"bytes", T::kU64}, {"operation", T::kU8}, {"memory_kind", T::kU8}};
+constexpr F kKernel32Fields[] = {
+    {"duration", T::kU32},     {"correlation", T::kU32},   {"name", T::kU32},      {"grid_x", T::kU32},
+    {"grid_y", T::kU32},       {"grid_z", T::kU32},        {"block_x", T::kU16},   {"block_y", T::kU16},
+    {"block_z", T::kU16},      {"registers", T::kU16},     {"shared_static", T::kU32},
+    {"shared_dynamic", T::kU32}};
+constexpr F kMemcpy32Fields[] = {
+    {"duration", T::kU32}, {"correlation", T::kU32}, {"bytes", T::kU64},    {"copy_kind", T::kU8},
+    {"src_kind", T::kU8},  {"dst_kind", T::kU8},     {"flags", T::kU8},     {"src_device", T::kU8},
+    {"dst_device", T::kU8}};
 constexpr F kCommandFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"name", T::kU32}, {"bytes", T::kU64}};
 
 constexpr EventSpec kDeviceEvents[] = {
     {kDevKernel, "kernel", kKernelFields}, {kDevMemcpy, "memcpy", kMemcpyFields},
     {kDevMemset, "memset", kMemsetFields}, {kDevSync, "sync", kSyncFields},
     {kDevMemory, "memory", kMemoryFields}, {kDevCommand, "command", kCommandFields},
+    {kDevKernel32, "kernel32", kKernel32Fields}, {kDevMemcpy32, "memcpy32", kMemcpy32Fields},
 };
 
 constexpr F kDeviceInfoFields[] = {

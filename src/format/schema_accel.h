@@ -53,6 +53,15 @@ enum AccelDeviceEvent : uint32_t {
   kDevMemory = 4,   // {u64 correlation, u64 address, u64 bytes, u8 operation, u8 memory_kind}
   kDevCommand = 5,  // {u64 end, u64 correlation, u32 name, u64 bytes}: other queue work (map, unmap,
                     //  migrate, native kernel)
+  // Narrow forms of the two events that come by the million, written instead of
+  // them whenever the values fit (40 and 22 bytes instead of 72 and 36): end as
+  // a 32-bit duration (< 4.3 s) from the header's start, 32-bit correlation, and
+  // for a kernel 16-bit block sizes and registers and no queued/submitted times;
+  // for a copy 8-bit device numbers. A reader treats them exactly as the wide forms.
+  kDevKernel32 = 6,  // {u32 duration, u32 correlation, u32 name, u32 grid_x, grid_y, grid_z, u16 block_x,
+                     //  block_y, block_z, u16 registers, u32 shared_static, u32 shared_dynamic}
+  kDevMemcpy32 = 7,  // {u32 duration, u32 correlation, u64 bytes, u8 copy_kind, u8 src_kind, u8 dst_kind,
+                     //  u8 flags, u8 src_device, u8 dst_device}
 };
 
 // Process stream, ids 16..23.

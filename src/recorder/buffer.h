@@ -42,6 +42,14 @@ constexpr uint32_t RecordBytes(uint32_t payload) {
   return payload <= 4 ? 16u : 16u + ((payload + 7u) & ~7u);
 }
 
+// An external-stream event (runtime.h EmitExternal) travels through the
+// emitting thread's chunk as a record with this id. Its inline word says where it
+// goes, (stream index << 8) | event id, and its payload always follows the
+// record, whatever its size.
+inline constexpr uint16_t kRoutedEvent = 0xffff;
+inline constexpr uint32_t kMaxRoutedStreams = 1u << 24;
+constexpr uint32_t RoutedBytes(uint32_t payload) { return 16u + ((payload + 7u) & ~7u); }
+
 struct alignas(64) Chunk {
   std::atomic<uint32_t> write_pos{0};
   uint32_t capacity = 0;           // bytes in data[]

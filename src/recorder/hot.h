@@ -93,4 +93,28 @@ inline void EmitBytes(uint32_t state, uint16_t event_id, const void* payload, ui
   SlowEmit(event_id, payload, size, ts);
 }
 
+// EmitExternal for a payload of kSize bytes that `fill(uint8_t* payload)` writes
+// straight into the calling thread's chunk: no intermediate copy. `route` is
+// RouteOf(stream). False when it cannot (not recording, the thread's first
+// event, a full chunk, no route): the caller then goes through EmitExternal,
+// which takes the slow path (or drops and counts) as usual.
+template <uint32_t kSize, typename Fill>
+inline bool EmitRoutedInPlace(uint32_t route, uint8_t event_id, uint64_t ts_ns, Fill&& fill) {
+  static_assert(kSize > 4 && kSize <= 0xffff);
+  constexpr uint32_t kNeed = RoutedBytes(kSize);
+  if (route == kNoRoute || LoadState() == kOff) return false;
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c == nullptr, 0)) return false;
+  uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+  if (__builtin_expect(pos + kNeed > c->capacity, 0)) return false;
+  Record* r = reinterpret_cast<Record*>(c->data() + pos);
+  r->ts = ts_ns;  // already trace-clock ns: the flusher routes it without conversion
+  r->event_id = kRoutedEvent;
+  r->size = static_cast<uint16_t>(kSize);
+  r->inline4 = route | event_id;
+  fill(reinterpret_cast<uint8_t*>(r + 1));
+  c->write_pos.store(pos + kNeed, std::memory_order_release);
+  return true;
+}
+
 }  // namespace strata::recorder

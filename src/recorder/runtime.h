@@ -62,6 +62,12 @@ STRATA_RECORDER_API ExternalStream* OpenThreadStreamFor(uint32_t tid);
 // (default 200 ms). Raise it for sources that deliver out of order in batches.
 STRATA_RECORDER_API void SetReorderWindow(ExternalStream* s, uint64_t window_ns);
 STRATA_RECORDER_API void EmitExternal(ExternalStream* s, uint32_t event_id, uint64_t ts_ns, const void* payload, uint32_t size);
+// What a record routed to `s` carries (its index << 8; the event id goes in the
+// low byte), for collectors that build records in place (recorder/hot.h
+// EmitRoutedInPlace); kNoRoute when `s` cannot take events. Fixed for s's life:
+// look it up once per stream.
+inline constexpr uint32_t kNoRoute = UINT32_MAX;
+STRATA_RECORDER_API uint32_t RouteOf(const ExternalStream* s);
 
 // The recording's run-time switches (format/control.h), mapped from the trace
 // directory; nullptr when the process was traced without a control file (its

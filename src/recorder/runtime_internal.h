@@ -13,7 +13,7 @@ namespace strata::recorder {
 
 struct Config {
   std::string dir;                 // trace directory (ctf/ inside it)
-  uint64_t chunk_bytes = 256 * 1024;
+  uint64_t chunk_bytes = 256 * 1024;  // per chunk, its 64-byte control block included
   uint64_t max_chunks = 256;       // buffer budget = chunk_bytes * max_chunks
   uint32_t flush_ms = 100;         // periodic flush: bounds the loss on SIGKILL
   bool block = false;              // full buffers: block the writer (bounded) instead of drop-and-count

@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "format/schema.h"
+#include "recorder/hot.h"
 
 namespace strata::accel {
 namespace {
@@ -94,13 +96,21 @@ void Overhead(ExternalStream* s, uint64_t start, uint64_t end, uint32_t name) {
 }
 
 // The two device events that come by the million get fixed layouts (the
-// schema's field order, byte-packed), written in one go.
+// schema's field order, byte-packed), written in one go; their narrow forms
+// whenever the values fit, which is nearly always (format/schema_accel.h).
 struct __attribute__((packed)) KernelPayload {
   uint64_t end, correlation;
   uint32_t name, grid[3], block[3], shared_static, shared_dynamic, registers;
   uint64_t queued, submitted;
 };
 static_assert(sizeof(KernelPayload) == 8 + 8 + 4 * 10 + 8 + 8);
+
+struct __attribute__((packed)) Kernel32Payload {
+  uint32_t duration, correlation, name, grid[3];
+  uint16_t block[3], registers;
+  uint32_t shared_static, shared_dynamic;
+};
+static_assert(sizeof(Kernel32Payload) == 40);
 
 struct __attribute__((packed)) CopyPayload {
   uint64_t end, correlation, bytes;
@@ -110,7 +120,37 @@ struct __attribute__((packed)) CopyPayload {
 };
 static_assert(sizeof(CopyPayload) == 8 * 3 + 3 + 8 + 1);
 
-void EmitKernel(ExternalStream* s, const KernelActivity& k) {
+struct __attribute__((packed)) Copy32Payload {
+  uint32_t duration, correlation;
+  uint64_t bytes;
+  uint8_t copy_kind, src_kind, dst_kind, flags, src_device, dst_device;
+};
+static_assert(sizeof(Copy32Payload) == 22);
+
+// Start and end fit the narrow form: both known, in order, less than 2^32 ns apart.
+bool Fits32(uint64_t start, uint64_t end, uint64_t correlation) {
+  return start != 0 && end >= start && end - start <= UINT32_MAX && correlation <= UINT32_MAX;
+}
+
+void EmitKernel(const Queue& q, const KernelActivity& k) {
+  if (Fits32(k.start, k.end, k.correlation) && k.queued == 0 && k.submitted == 0 && k.block[0] <= UINT16_MAX &&
+      k.block[1] <= UINT16_MAX && k.block[2] <= UINT16_MAX && k.registers <= UINT16_MAX) {
+    auto fill = [&k](uint8_t* at) {
+      auto* p = new (at) Kernel32Payload;
+      p->duration = static_cast<uint32_t>(k.end - k.start);
+      p->correlation = static_cast<uint32_t>(k.correlation);
+      p->name = k.name;
+      for (int i = 0; i < 3; ++i) p->grid[i] = k.grid[i], p->block[i] = static_cast<uint16_t>(k.block[i]);
+      p->registers = static_cast<uint16_t>(k.registers);
+      p->shared_static = k.shared_static;
+      p->shared_dynamic = k.shared_dynamic;
+    };
+    if (recorder::EmitRoutedInPlace<sizeof(Kernel32Payload)>(q.route, format::kDevKernel32, k.start, fill)) return;
+    alignas(8) uint8_t p[sizeof(Kernel32Payload)];
+    fill(p);
+    recorder::EmitExternal(q.stream, format::kDevKernel32, k.start, p, sizeof p);
+    return;
+  }
   KernelPayload p;
   p.end = k.end;
   p.correlation = k.correlation;
@@ -121,10 +161,29 @@ void EmitKernel(ExternalStream* s, const KernelActivity& k) {
   p.registers = k.registers;
   p.queued = k.queued;
   p.submitted = k.submitted;
-  recorder::EmitExternal(s, format::kDevKernel, k.start, &p, sizeof p);
+  recorder::EmitExternal(q.stream, format::kDevKernel, k.start, &p, sizeof p);
 }
 
-void EmitCopy(ExternalStream* s, const CopyActivity& c) {
+void EmitCopy(const Queue& q, const CopyActivity& c) {
+  if (Fits32(c.start, c.end, c.correlation) && c.src_device <= UINT8_MAX && c.dst_device <= UINT8_MAX) {
+    auto fill = [&c](uint8_t* at) {
+      auto* p = new (at) Copy32Payload;
+      p->duration = static_cast<uint32_t>(c.end - c.start);
+      p->correlation = static_cast<uint32_t>(c.correlation);
+      p->bytes = c.bytes;
+      p->copy_kind = U8(c.kind);
+      p->src_kind = U8(c.src_kind);
+      p->dst_kind = U8(c.dst_kind);
+      p->flags = c.flags;
+      p->src_device = static_cast<uint8_t>(c.src_device);
+      p->dst_device = static_cast<uint8_t>(c.dst_device);
+    };
+    if (recorder::EmitRoutedInPlace<sizeof(Copy32Payload)>(q.route, format::kDevMemcpy32, c.start, fill)) return;
+    alignas(8) uint8_t p[sizeof(Copy32Payload)];
+    fill(p);
+    recorder::EmitExternal(q.stream, format::kDevMemcpy32, c.start, p, sizeof p);
+    return;
+  }
   CopyPayload p;
   p.end = c.end;
   p.correlation = c.correlation;
@@ -135,7 +194,7 @@ void EmitCopy(ExternalStream* s, const CopyActivity& c) {
   p.src_device = c.src_device;
   p.dst_device = c.dst_device;
   p.flags = c.flags;
-  recorder::EmitExternal(s, format::kDevMemcpy, c.start, &p, sizeof p);
+  recorder::EmitExternal(q.stream, format::kDevMemcpy, c.start, &p, sizeof p);
 }
 
 void EmitFill(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint64_t bytes, uint32_t value,

@@ -51,6 +51,18 @@ void Overhead(ExternalStream* thread_stream, uint64_t start, uint64_t end, uint3
 
 // --- device activity (trace-clock ns) ---------------------------------------------
 
+// A device queue's stream with its route (recorder::RouteOf), looked up once
+// per stream: kernels and copies are then written straight into the recorder's
+// buffer. Collectors that hold only the stream pass it; the route is looked up
+// per event.
+struct Queue {
+  ExternalStream* stream = nullptr;
+  uint32_t route = recorder::kNoRoute;
+  Queue() = default;
+  Queue(ExternalStream* s) : stream(s), route(recorder::RouteOf(s)) {}  // NOLINT(google-explicit-constructor)
+  Queue(ExternalStream* s, uint32_t r) : stream(s), route(r) {}
+};
+
 struct KernelActivity {
   uint64_t start = 0, end = 0, correlation = 0;
   uint32_t name = 0;
@@ -59,7 +71,7 @@ struct KernelActivity {
   uint32_t shared_static = 0, shared_dynamic = 0, registers = 0;
   uint64_t queued = 0, submitted = 0;
 };
-void EmitKernel(ExternalStream* s, const KernelActivity& k);
+void EmitKernel(const Queue& q, const KernelActivity& k);
 
 struct CopyActivity {
   uint64_t start = 0, end = 0, correlation = 0, bytes = 0;
@@ -68,7 +80,7 @@ struct CopyActivity {
   uint32_t src_device = 0, dst_device = 0;
   uint8_t flags = 0;  // format::kCopyAsync, kCopyBlocking
 };
-void EmitCopy(ExternalStream* s, const CopyActivity& c);
+void EmitCopy(const Queue& q, const CopyActivity& c);
 
 void EmitFill(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint64_t bytes, uint32_t value,
               MemoryKind kind);

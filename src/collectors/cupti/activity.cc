@@ -22,10 +22,17 @@ constexpr uint64_t kContextQueueBase = 2ull << 32;  // + context id: context-wid
 
 uint32_t NameCache::Get(const char* name, bool demangle) {
   if (!name) name = "<unnamed>";
-  Entry& e = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) % slots_.size()];
-  // Same address and same text (NUL included): no strlen on the hot path.
-  if (e.ptr == name && std::memcmp(e.text.c_str(), name, e.text.size() + 1) == 0) return e.id;
+  Entry& e = slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & mask_];
+  if (e.ptr == name) {
+    if (e.verified == generation_ && generation_ != 0) return e.id;
+    // Same address and same text (NUL included): no strlen on the hot path.
+    if (std::memcmp(e.text.c_str(), name, e.text.size() + 1) == 0) {
+      e.verified = generation_;
+      return e.id;
+    }
+  }
   e.ptr = name;
+  e.verified = generation_;
   e.text = name;
   std::string shown;
   if (demangle && e.text.rfind("_Z", 0) == 0) {
@@ -137,13 +144,13 @@ void ActivityDecoder::AddDropped(uint64_t n) {
   accel::EmitRecordsLost("CUPTI activity", total);
 }
 
-recorder::ExternalStream* ActivityDecoder::Stream(uint32_t device, uint64_t queue, const char* what) {
+accel::Queue ActivityDecoder::Stream(uint32_t device, uint64_t queue, const char* what) {
   uint64_t key = (uint64_t{device} << 40) ^ queue;
   for (const StreamSlot& s : recent_)
-    if (s.key == key) return s.stream;
-  auto remember = [this](uint64_t k, recorder::ExternalStream* s) {
-    recent_[next_slot_++ % std::size(recent_)] = {k, s};
-    return s;
+    if (s.key == key) return s.queue;
+  auto remember = [this](uint64_t k, accel::Queue q) {
+    recent_[next_slot_++ % std::size(recent_)] = {k, q};
+    return q;
   };
   auto it = streams_.find(key);
   if (it != streams_.end()) return remember(key, it->second);
@@ -155,8 +162,9 @@ recorder::ExternalStream* ActivityDecoder::Stream(uint32_t device, uint64_t queu
   else if (queue >= kContextQueueBase) name = "CUDA context " + std::to_string(queue - kContextQueueBase) + " synchronization";
   else name = std::string(what) + " " + std::to_string(queue);
   accel::EmitQueueInfo(device, queue, name);
-  streams_.emplace(key, s);
-  return remember(key, s);
+  accel::Queue q(s, recorder::RouteOf(s));
+  streams_.emplace(key, q);
+  return remember(key, q);
 }
 
 recorder::ExternalStream* ActivityDecoder::ThreadStream(uint32_t cupti_tid) {
@@ -177,6 +185,7 @@ uint32_t ActivityDecoder::DeviceOfContext(uint32_t context) {
 void ActivityDecoder::DecodeBuffer(uint8_t* buffer, size_t valid) {
   std::lock_guard<std::mutex> lk(mu_);
   ++stats_.buffers;
+  names_.BeginBuffer();
   CUpti_Activity* r = nullptr;
   for (;;) {
     CUptiResult st = cuptiActivityGetNextRecord(buffer, valid, &r);
@@ -187,6 +196,7 @@ void ActivityDecoder::DecodeBuffer(uint8_t* buffer, size_t valid) {
 
 void ActivityDecoder::Decode(const CUpti_Activity* r) {
   std::lock_guard<std::mutex> lk(mu_);
+  names_.BeginBuffer();
   DecodeLocked(r);
 }
 
@@ -259,7 +269,7 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
       ++stats_.fills;
       if (!emit_) return;
-      accel::EmitFill(Stream(m->deviceId, m->streamId, "CUDA stream"), T(m->start), T(m->end), m->correlationId,
+      accel::EmitFill(Stream(m->deviceId, m->streamId, "CUDA stream").stream, T(m->start), T(m->end), m->correlationId,
                       m->bytes, m->value, MemKind(m->memoryKind));
       return;
     }
@@ -274,7 +284,7 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
                           s->type <= CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
                       ? static_cast<accel::SyncType>(s->type)
                       : accel::SyncType::kUnknown;
-      accel::EmitSync(Stream(dev, queue, "CUDA stream"), T(s->start), T(s->end), s->correlationId, type);
+      accel::EmitSync(Stream(dev, queue, "CUDA stream").stream, T(s->start), T(s->end), s->correlationId, type);
       return;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
@@ -284,7 +294,7 @@ void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
       accel::MemoryOp op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE
                                ? accel::MemoryOp::kFree
                                : accel::MemoryOp::kAllocate;
-      accel::EmitMemory(Stream(m->deviceId, kAllocationQueue, "CUDA"), T(m->timestamp), m->correlationId, m->address,
+      accel::EmitMemory(Stream(m->deviceId, kAllocationQueue, "CUDA").stream, T(m->timestamp), m->correlationId, m->address,
                         m->bytes, op, MemKind(m->memoryKind));
       return;
     }

@@ -36,6 +36,7 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -52,17 +53,27 @@ namespace strata::cupti {
 // checks the text too. Not thread-safe: one cache per thread.
 class NameCache {
  public:
-  explicit NameCache(size_t slots = 4096) : slots_(slots) {}
+  // `slots` is rounded up to a power of two (a mask, not a division, per lookup).
+  explicit NameCache(size_t slots = 4096) : slots_(std::bit_ceil(slots)), mask_(slots_.size() - 1) {}
   // `demangle`: turn an Itanium-mangled C++ name into its readable form first.
   uint32_t Get(const char* name, bool demangle);
+  // The records of one CUPTI buffer are decoded while every name they point to
+  // is alive, so within it one address is one name: after BeginBuffer() an
+  // entry's text is compared once per buffer instead of once per record.
+  // Without it (callback-side caches: NVTX messages may live on the caller's
+  // stack) every hit is compared.
+  void BeginBuffer() { ++generation_; }
 
  private:
   struct Entry {
     const char* ptr = nullptr;
-    std::string text;  // with its terminating NUL, compared in one memcmp
+    uint64_t verified = 0;  // the buffer generation whose records were checked against `text`
+    std::string text;       // with its terminating NUL, compared in one memcmp
     uint32_t id = 0;
   };
   std::vector<Entry> slots_;  // direct-mapped by pointer
+  size_t mask_;
+  uint64_t generation_ = 0;  // 0: no buffer, compare every time
 };
 
 // CUPTI's thread ids (the low 32 bits of pthread_self) -> kernel thread ids,
@@ -110,7 +121,8 @@ class ActivityDecoder {
   DecoderStats stats();
 
  private:
-  recorder::ExternalStream* Stream(uint32_t device, uint64_t queue, const char* what);
+  // A device queue's stream and its route, opened at its first record.
+  accel::Queue Stream(uint32_t device, uint64_t queue, const char* what);
   recorder::ExternalStream* ThreadStream(uint32_t cupti_tid);
   uint32_t DeviceOfContext(uint32_t context);
   uint64_t T(uint64_t cupti_ts) const { return cupti_ts ? static_cast<uint64_t>(static_cast<int64_t>(cupti_ts) + time_offset_) : 0; }
@@ -123,14 +135,14 @@ class ActivityDecoder {
   std::mutex mu_;
   ThreadMap* threads_;
   NameCache names_;
-  std::unordered_map<uint64_t, recorder::ExternalStream*> streams_;
+  std::unordered_map<uint64_t, accel::Queue> streams_;
   std::unordered_map<uint32_t, recorder::ExternalStream*> thread_streams_;
   std::unordered_map<uint32_t, uint32_t> context_device_;
   uint32_t last_context_ = UINT32_MAX;
   // Records of a buffer come from a handful of streams: a small cache in front of the map.
   struct StreamSlot {
     uint64_t key = UINT64_MAX;
-    recorder::ExternalStream* stream = nullptr;
+    accel::Queue queue;
   };
   StreamSlot recent_[8];
   uint32_t next_slot_ = 0;

@@ -5,6 +5,7 @@
 // joined to the API call that caused it by (process, correlation id).
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <cmath>
 #include <map>
 #include <string>
@@ -203,6 +204,48 @@ DeviceSlice AddDeviceSlice(LoadContext& ctx, StreamState& ss, int64_t ts, uint64
   return {slice, row};
 }
 
+// A kernel's or a copy's fields, whichever form (wide or narrow) carried them.
+struct KernelFields {
+  uint64_t end = 0, correlation = 0;
+  uint32_t name = 0;
+  uint32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
+  uint32_t shared_static = 0, shared_dynamic = 0, registers = 0;
+  uint64_t queued = 0, submitted = 0;
+};
+
+void AddKernel(LoadContext& ctx, StreamState& ss, uint64_t ts, const KernelFields& k) {
+  auto& as = ctx.Ext<AccelState>();
+  as.InitKeys(ctx.trace().strings);
+  model::StringId name = ctx.Name(*ss.process, k.name);
+  DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ts), k.end, name, SliceKind::kKernel, k.correlation);
+  model::DeviceActivityTable& dev = ctx.trace().device;
+  std::copy(std::begin(k.grid), std::end(k.grid), dev.grid[d.row].begin());
+  std::copy(std::begin(k.block), std::end(k.block), dev.block[d.row].begin());
+  dev.shared_mem[d.row] = k.shared_static + k.shared_dynamic;
+  dev.registers[d.row] = k.registers;
+  if (k.queued) AddNumArg(ctx.trace(), d.slice, as.k_queued, static_cast<double>(k.queued));
+  if (k.submitted) AddNumArg(ctx.trace(), d.slice, as.k_submitted, static_cast<double>(k.submitted));
+}
+
+struct CopyFields {
+  uint64_t end = 0, correlation = 0, bytes = 0;
+  uint8_t kind = 0, src_kind = 0, dst_kind = 0;
+};
+
+void AddCopy(LoadContext& ctx, StreamState& ss, uint64_t ts, const CopyFields& c) {
+  model::StringId name = ctx.trace().strings.Intern(CopyName(c.kind));
+  DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ts), c.end, name, SliceKind::kMemcpy, c.correlation);
+  model::DeviceActivityTable& dev = ctx.trace().device;
+  dev.bytes[d.row] = c.bytes;
+  dev.copy_kind[d.row] = c.kind <= static_cast<uint8_t>(model::CopyKind::kPtoP) ? static_cast<model::CopyKind>(c.kind)
+                                                                                 : model::CopyKind::kUnknown;
+  // The host side of the copy decides pinned vs pageable.
+  if (c.kind == static_cast<uint8_t>(format::CopyKind::kHtoD) || c.kind == static_cast<uint8_t>(format::CopyKind::kHtoH))
+    dev.pinned[d.row] = Pinned(c.src_kind);
+  else if (c.kind == static_cast<uint8_t>(format::CopyKind::kDtoH))
+    dev.pinned[d.row] = Pinned(c.dst_kind);
+}
+
 }  // namespace
 
 void RegisterAccelDecoders(DecoderRegistry& r) {
@@ -314,46 +357,56 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   });
 
   // --- device stream: activity ---------------------------------------------------
+  // Wide and narrow forms (format/schema_accel.h) read into the same fields.
   r.On(kDeviceStream, "kernel", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    auto& as = ctx.Ext<AccelState>();
-    as.InitKeys(ctx.trace().strings);
     PayloadReader p(ev);
-    uint64_t end = p.Get<uint64_t>();
-    uint64_t corr = p.Get<uint64_t>();
-    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
-    int64_t ts = static_cast<int64_t>(ev.ts);
-    DeviceSlice d = AddDeviceSlice(ctx, ss, ts, end, name, SliceKind::kKernel, corr);
-    model::DeviceActivityTable& dev = ctx.trace().device;
-    for (uint32_t& v : dev.grid[d.row]) v = p.Get<uint32_t>();
-    for (uint32_t& v : dev.block[d.row]) v = p.Get<uint32_t>();
-    uint32_t shared_static = p.Get<uint32_t>();
-    uint32_t shared_dynamic = p.Get<uint32_t>();
-    dev.shared_mem[d.row] = shared_static + shared_dynamic;
-    dev.registers[d.row] = p.Get<uint32_t>();
-    uint64_t queued = p.Get<uint64_t>();
-    uint64_t submitted = p.Get<uint64_t>();
-    if (queued) AddNumArg(ctx.trace(), d.slice, as.k_queued, static_cast<double>(queued));
-    if (submitted) AddNumArg(ctx.trace(), d.slice, as.k_submitted, static_cast<double>(submitted));
+    KernelFields k;
+    k.end = p.Get<uint64_t>();
+    k.correlation = p.Get<uint64_t>();
+    k.name = p.Get<uint32_t>();
+    for (uint32_t& v : k.grid) v = p.Get<uint32_t>();
+    for (uint32_t& v : k.block) v = p.Get<uint32_t>();
+    k.shared_static = p.Get<uint32_t>();
+    k.shared_dynamic = p.Get<uint32_t>();
+    k.registers = p.Get<uint32_t>();
+    k.queued = p.Get<uint64_t>();
+    k.submitted = p.Get<uint64_t>();
+    AddKernel(ctx, ss, ev.ts, k);
+  });
+  r.On(kDeviceStream, "kernel32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    KernelFields k;
+    k.end = ev.ts + p.Get<uint32_t>();
+    k.correlation = p.Get<uint32_t>();
+    k.name = p.Get<uint32_t>();
+    for (uint32_t& v : k.grid) v = p.Get<uint32_t>();
+    for (uint32_t& v : k.block) v = p.Get<uint16_t>();
+    k.registers = p.Get<uint16_t>();
+    k.shared_static = p.Get<uint32_t>();
+    k.shared_dynamic = p.Get<uint32_t>();
+    AddKernel(ctx, ss, ev.ts, k);
   });
   r.On(kDeviceStream, "memcpy", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
-    uint64_t end = p.Get<uint64_t>();
-    uint64_t corr = p.Get<uint64_t>();
-    uint64_t bytes = p.Get<uint64_t>();
-    uint8_t kind = p.Get<uint8_t>();
-    uint8_t src_kind = p.Get<uint8_t>();
-    uint8_t dst_kind = p.Get<uint8_t>();
-    model::StringId name = ctx.trace().strings.Intern(CopyName(kind));
-    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, name, SliceKind::kMemcpy, corr);
-    model::DeviceActivityTable& dev = ctx.trace().device;
-    dev.bytes[d.row] = bytes;
-    dev.copy_kind[d.row] = kind <= static_cast<uint8_t>(model::CopyKind::kPtoP) ? static_cast<model::CopyKind>(kind)
-                                                                               : model::CopyKind::kUnknown;
-    // The host side of the copy decides pinned vs pageable.
-    if (kind == static_cast<uint8_t>(format::CopyKind::kHtoD) || kind == static_cast<uint8_t>(format::CopyKind::kHtoH))
-      dev.pinned[d.row] = Pinned(src_kind);
-    else if (kind == static_cast<uint8_t>(format::CopyKind::kDtoH))
-      dev.pinned[d.row] = Pinned(dst_kind);
+    CopyFields c;
+    c.end = p.Get<uint64_t>();
+    c.correlation = p.Get<uint64_t>();
+    c.bytes = p.Get<uint64_t>();
+    c.kind = p.Get<uint8_t>();
+    c.src_kind = p.Get<uint8_t>();
+    c.dst_kind = p.Get<uint8_t>();
+    AddCopy(ctx, ss, ev.ts, c);
+  });
+  r.On(kDeviceStream, "memcpy32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    CopyFields c;
+    c.end = ev.ts + p.Get<uint32_t>();
+    c.correlation = p.Get<uint32_t>();
+    c.bytes = p.Get<uint64_t>();
+    c.kind = p.Get<uint8_t>();
+    c.src_kind = p.Get<uint8_t>();
+    c.dst_kind = p.Get<uint8_t>();
+    AddCopy(ctx, ss, ev.ts, c);
   });
   r.On(kDeviceStream, "memset", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
