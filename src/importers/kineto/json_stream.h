@@ -28,8 +28,9 @@ class JsonEventSink {
   virtual ~JsonEventSink() = default;
   // `doc[0, len)` is a JSON array of complete events; doc has at least
   // `capacity - len` >= simdjson's padding readable after it. `offset` is the
-  // position of doc[1] in the decompressed input (for error messages).
-  virtual Status Batch(const char* doc, size_t len, size_t capacity, uint64_t offset) = 0;
+  // position of doc[1] in the decompressed input (for error messages). The
+  // sink may overwrite the batch's bytes (to frame part of it as an array of its own).
+  virtual Status Batch(char* doc, size_t len, size_t capacity, uint64_t offset) = 0;
   // A top-level member other than traceEvents, as raw JSON (at most kMaxMeta bytes).
   virtual Status Meta(std::string_view key, std::string_view raw_value) = 0;
   virtual void Warn(const std::string& what) = 0;
