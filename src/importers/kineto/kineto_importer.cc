@@ -672,27 +672,42 @@ class Builder : public JsonEventSink {
     // Events as Kineto writes them take the fast path; from the first one it
     // does not accept, the rest of the batch goes through simdjson.
     const char* end = doc + len - 1;  // the batch's closing ']'
-    char* p = SkipWs(doc + 1);
+    bool at_event;
+    const char* r = FastEvents(SkipWs(doc + 1), end, &at_event);
+    if (!at_event) {
+      if (r == end) return OkStatus();
+      // (The stream only splits batches at commas; within one, simdjson would reject these too.)
+      if (*r != ',')
+        return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: expected ',' or ']' after an event",
+                   offset + static_cast<uint64_t>(r - doc) - 1);
+      const char* n = SkipWs(r + 1);
+      if (n == end)
+        return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: ',' before the closing ']'",
+                   offset + static_cast<uint64_t>(r - doc) - 1);
+      r = n;
+    }
+    // The byte before r is a separator (or the batch's own '['): it frames the rest as an array.
+    auto skip = static_cast<size_t>(r - 1 - doc);
+    return SlowBatch(doc + skip, len - skip, capacity - skip, offset + skip);
+  }
+
+  const char* FastEvents(const char* p, const char* end, bool* at_event) override {
+    *at_event = true;
     while (*p == '{') {
       ResetEvent();
       const char* q = FastEvent(p, end);
-      if (q == nullptr) break;
+      if (q == nullptr) return p;
       ++t_.events_read;
       AddEvent();
       q = SkipWs(q);
-      if (q == end) return OkStatus();
-      // (The stream only splits batches at commas; within one, simdjson would reject these too.)
-      if (*q != ',')
-        return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: expected ',' or ']' after an event",
-                   offset + static_cast<uint64_t>(q - doc) - 1);
-      p = doc + (SkipWs(q + 1) - doc);
-      if (p == end)
-        return Err(StatusCode::kCorrupt, "invalid JSON in traceEvents near byte {}: ',' before the closing ']'",
-                   offset + static_cast<uint64_t>(q - doc) - 1);
+      const char* n = *q == ',' ? SkipWs(q + 1) : q;
+      if (*q != ',' || *n != '{') {
+        *at_event = false;
+        return q;
+      }
+      p = n;
     }
-    // The byte before p is a separator (or the batch's own '['): it frames the rest as an array.
-    auto skip = static_cast<size_t>(p - 1 - doc);
-    return SlowBatch(p - 1, len - skip, capacity - skip, offset + skip);
+    return p;
   }
 
   Status SlowBatch(char* doc, size_t len, size_t capacity, uint64_t offset) {
