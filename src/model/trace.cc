@@ -140,23 +140,37 @@ struct SliceKey {
   }
 };
 
-// Sorts nearly sorted keys (traces are written almost in time order per
-// thread) by insertion, in O(n + moves); past a budget of moves it leaves the
-// rest to std::sort.
+// Sorts keys that come in a few ascending runs (a trace's events are written
+// almost in time order per thread, with some written late: Kineto's slices of
+// a thread form 2 to 13 runs) by merging the runs pairwise, in O(n log runs);
+// many short runs are left to std::sort. Keys are distinct (their index), so
+// every method gives the same order.
 void SortKeys(std::vector<SliceKey>& k) {
-  size_t budget = 8 * k.size() + 4096;
-  for (size_t i = 1; i < k.size(); ++i) {
-    if (!(k[i] < k[i - 1])) continue;
-    SliceKey x = k[i];
-    size_t j = i;
-    for (; j > 0 && x < k[j - 1]; --j) k[j] = k[j - 1];
-    k[j] = x;
-    size_t moved = i - j;
-    if (moved > budget) {
-      std::sort(k.begin(), k.end());
-      return;
+  const size_t n = k.size();
+  std::vector<size_t> bounds{0};
+  for (size_t i = 1; i < n; ++i)
+    if (k[i] < k[i - 1]) bounds.push_back(i);
+  bounds.push_back(n);
+  if (bounds.size() - 1 > n / 16 + 8) {
+    std::sort(k.begin(), k.end());
+    return;
+  }
+  std::vector<SliceKey> tmp(n);
+  std::vector<size_t> merged;
+  while (bounds.size() > 2) {
+    merged.assign(1, 0);
+    size_t j = 0;
+    for (; j + 2 < bounds.size(); j += 2) {
+      std::merge(k.data() + bounds[j], k.data() + bounds[j + 1], k.data() + bounds[j + 1], k.data() + bounds[j + 2],
+                 tmp.data() + bounds[j]);
+      merged.push_back(bounds[j + 2]);
     }
-    budget -= moved;
+    if (merged.back() != n) {  // an odd run left over
+      std::copy(k.data() + merged.back(), k.data() + n, tmp.data() + merged.back());
+      merged.push_back(n);
+    }
+    k.swap(tmp);
+    bounds.swap(merged);
   }
 }
 
