@@ -525,6 +525,7 @@ class KeyCache {
 // a tenth of the import time.)
 class LaunchIndex {
  public:
+  void Reserve(size_t n) { calls_.reserve(n); }
   void Add(uint64_t corr, uint32_t slice) {
     calls_.push_back({corr, slice, false});
     min_ = std::min(min_, corr);
@@ -611,17 +612,21 @@ class Builder : public JsonEventSink {
   // stay unused are never touched, so over-estimating costs no memory.
   void Reserve(uint64_t bytes) {
     uint64_t events = bytes / 220;  // Kineto events are 200-300 bytes of JSON
-    if (bytes >= 2 && events < (1u << 31)) {
-      size_t slices = static_cast<size_t>(events * 3 / 4);
-      t_.slices.ts.reserve(slices);
-      t_.slices.dur.reserve(slices);
-      t_.slices.track.reserve(slices);
-      t_.slices.name.reserve(slices);
-      t_.slices.kind.reserve(slices);
-      t_.slices.depth.reserve(slices);
-      t_.slices.parent.reserve(slices);
-      t_.slices.arg.reserve(slices);
-    }
+    if (bytes < 2 || events >= (1u << 31)) return;
+    // Per event in Kineto traces: 0.66 slices, 0.09 device activities, 0.34
+    // flow events, 0.22 API calls, 1-2.5 args (some of them dropped).
+    auto n = static_cast<size_t>(events);
+    auto all = [](size_t count, auto&... cols) { (cols.reserve(count), ...); };
+    const size_t slices = n * 3 / 4;
+    auto& s = t_.slices;
+    all(slices, s.ts, s.dur, s.track, s.name, s.kind, s.depth, s.parent, s.arg);
+    auto& d = t_.device;
+    all(n / 8, d.slice, d.device, d.stream, d.correlation, d.launch, d.bytes, d.copy_kind, d.pinned, d.grid, d.block,
+        d.shared_mem, d.registers, d.occupancy);
+    auto& a = t_.args;
+    all(n * 2, a.slice, a.key, a.str, a.num);
+    flows_.reserve(n * 2 / 5);
+    launches_.Reserve(n / 4);
   }
 
   Status Meta(std::string_view key, std::string_view raw) override {
