@@ -1,6 +1,8 @@
 #include "model/trace.h"
 
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <numeric>
 
 namespace strata::model {
@@ -116,12 +118,16 @@ int64_t Trace::end_ns() const {
 
 namespace {
 
+// Reorders a column by `order` through `scratch`, which every column of a
+// table shares: one buffer faulted in once rather than a fresh copy per column.
 template <typename T>
-void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-  std::vector<T> out;
-  out.reserve(v.size());
-  for (uint32_t i : order) out.push_back(v[i]);
-  v.swap(out);
+void Permute(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<uint64_t>& scratch) {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(uint64_t));
+  if (v.empty()) return;
+  scratch.resize(std::max(scratch.size(), (v.size() * sizeof(T) + 7) / 8));
+  T* out = reinterpret_cast<T*>(scratch.data());
+  for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+  std::memcpy(v.data(), out, v.size() * sizeof(T));
 }
 
 // A slice's sort key within its track: start, longest first, the importer's
@@ -209,13 +215,14 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
   if (!identity) {
-    Permute(slices.ts, order);
-    Permute(slices.dur, order);
-    Permute(slices.track, order);
-    Permute(slices.name, order);
-    Permute(slices.kind, order);
-    Permute(slices.depth, order);
-    Permute(slices.arg, order);
+    std::vector<uint64_t> scratch;
+    Permute(slices.ts, order, scratch);
+    Permute(slices.dur, order, scratch);
+    Permute(slices.track, order, scratch);
+    Permute(slices.name, order, scratch);
+    Permute(slices.kind, order, scratch);
+    Permute(slices.depth, order, scratch);
+    Permute(slices.arg, order, scratch);
     auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
     for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
     for (auto& s : device.launch) s = remap(s);
@@ -278,23 +285,25 @@ std::vector<int32_t> Trace::Finalize() {
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
     std::vector<uint32_t> aorder(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
-    Permute(args.slice, aorder);
-    Permute(args.key, aorder);
-    Permute(args.str, aorder);
-    Permute(args.num, aorder);
+    std::vector<uint64_t> scratch;
+    Permute(args.slice, aorder, scratch);
+    Permute(args.key, aorder, scratch);
+    Permute(args.str, aorder, scratch);
+    Permute(args.num, aorder, scratch);
   }
 
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  Permute(ops.slice, oorder);
-  Permute(ops.scope, oorder);
-  Permute(ops.seq, oorder);
-  Permute(ops.forward, oorder);
-  Permute(ops.shapes, oorder);
-  Permute(ops.dtypes, oorder);
-  Permute(ops.flops, oorder);
-  Permute(ops.bytes, oorder);
+  std::vector<uint64_t> scratch;
+  Permute(ops.slice, oorder, scratch);
+  Permute(ops.scope, oorder, scratch);
+  Permute(ops.seq, oorder, scratch);
+  Permute(ops.forward, oorder, scratch);
+  Permute(ops.shapes, oorder, scratch);
+  Permute(ops.dtypes, oorder, scratch);
+  Permute(ops.flops, oorder, scratch);
+  Permute(ops.bytes, oorder, scratch);
   return new_index;
 }
 

@@ -13,6 +13,10 @@
 #include <emmintrin.h>
 #endif
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "base/error.h"
 #include "base/progress.h"
 #include "importers/kineto/byte_source.h"
@@ -548,6 +552,24 @@ class KeyCache {
   uint32_t gen_ = 0;
 };
 
+// Reserves a model column (or a table of the builder's) for `n` rows. A large one is also marked for
+// transparent huge pages: the import writes each column once, front to back,
+// and faulting it in 2 MiB at a time instead of 4 KiB was 10% of the import's
+// CPU time. Pages stay untouched (and uncommitted) until rows reach them, so
+// over-reserving costs address space, not memory (at most 2 MiB per column).
+template <typename T>
+void ReserveColumn(std::vector<T>& v, size_t n) {
+  v.reserve(n);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  auto begin = reinterpret_cast<uintptr_t>(v.data());
+  uintptr_t end = begin + v.capacity() * sizeof(T);
+  begin = (begin + kHuge - 1) & ~(kHuge - 1);
+  end &= ~(kHuge - 1);
+  if (v.empty() && end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
+}
+
 // API calls by correlation id, to link device activities to their launch.
 // Calls are appended as they are read and indexed once at the end: Kineto's
 // correlation ids are dense, so the index is usually an array over
@@ -555,7 +577,7 @@ class KeyCache {
 // a tenth of the import time.)
 class LaunchIndex {
  public:
-  void Reserve(size_t n) { calls_.reserve(n); }
+  void Reserve(size_t n) { ReserveColumn(calls_, n); }
   void Add(uint64_t corr, uint32_t slice) {
     calls_.push_back({corr, slice, false});
     min_ = std::min(min_, corr);
@@ -646,7 +668,7 @@ class Builder : public JsonEventSink {
     // Per event in Kineto traces: 0.66 slices, 0.09 device activities, 0.34
     // flow events, 0.22 API calls, 1-2.5 args (some of them dropped).
     auto n = static_cast<size_t>(events);
-    auto all = [](size_t count, auto&... cols) { (cols.reserve(count), ...); };
+    auto all = [](size_t count, auto&... cols) { (ReserveColumn(cols, count), ...); };
     const size_t slices = n * 3 / 4;
     auto& s = t_.slices;
     all(slices, s.ts, s.dur, s.track, s.name, s.kind, s.depth, s.parent, s.arg);
@@ -655,7 +677,7 @@ class Builder : public JsonEventSink {
         d.shared_mem, d.registers, d.occupancy);
     auto& a = t_.args;
     all(n * 2, a.slice, a.key, a.str, a.num);
-    flows_.reserve(n * 2 / 5);
+    ReserveColumn(flows_, n * 2 / 5);
     launches_.Reserve(n / 4);
   }
 
