@@ -448,15 +448,19 @@ class Streamer {
       auto at = static_cast<size_t>(stop - buf_.get());
       if (at != pos_) {
         pos_ = at;
+        rejected_last_ = false;
         if (!at_event) continue;  // after an event: ',' or ']' next
       }
       batch_start_ = pos_;
       escan_.Start(pos_);
-      // An element the sink did not take although it is whole in the window
-      // goes with the rest of the window; one cut by the window's end goes alone.
+      // An element the sink did not take goes to it alone in a batch, and the
+      // sink tries the elements after it again; from a second one in a row on,
+      // the rest of the window goes in one batch. An element cut by the
+      // window's end goes alone once the window is refilled.
+      bool alone = !rejected_last_;
       bool refilled = false;
       for (;;) {
-        if (escan_.Scan(buf_.get(), end_, refilled)) {
+        if (escan_.Scan(buf_.get(), end_, alone || refilled)) {
           size_t q = escan_.array_end;
           if (buf_[q] != ']')
             return Err(StatusCode::kCorrupt, "invalid JSON: unbalanced '{}' at byte {}", Printable(buf_[q]), Offset(q));
@@ -467,6 +471,7 @@ class Streamer {
         if (escan_.last_end != 0) {
           STRATA_RETURN_IF_ERROR(Flush(batch_start_, escan_.last_end));
           pos_ = escan_.last_end;
+          if (!refilled) rejected_last_ = true;
           break;  // a separator, then the next batch
         }
         if (eof_)
@@ -490,6 +495,7 @@ class Streamer {
   bool saw_events_ = false;
   ValueScanner scan_;     // top-level members
   ElementScanner escan_;  // the events array
+  bool rejected_last_ = false;  // the sink did not take the last element it was offered
   size_t elem_start_ = 0;
   size_t batch_start_ = 0;
 };

@@ -652,7 +652,7 @@ struct PendingFlow {
 
 class Builder : public JsonEventSink {
  public:
-  explicit Builder(model::Trace& t) : t_(t) {
+  Builder(model::Trace& t, bool fast_path) : t_(t), fast_path_(fast_path) {
     t_.source = "kineto";
     k_external_id_ = t_.strings.Intern("External id");
   }
@@ -750,7 +750,7 @@ class Builder : public JsonEventSink {
 
   const char* FastEvents(const char* p, const char* end, bool* at_event) override {
     *at_event = true;
-    while (*p == '{') {
+    while (fast_path_ && *p == '{') {
       ResetEvent();
       const char* q = FastEvent(p, end);
       if (q == nullptr) return p;
@@ -1844,6 +1844,7 @@ class Builder : public JsonEventSink {
   };
 
   model::Trace& t_;
+  bool fast_path_;
   od::parser parser_;
   simdjson::dom::parser dom_;
   const char* limit_ = nullptr;
@@ -1876,7 +1877,7 @@ StatusOr<model::Trace> Load(ByteSource& src, const std::string& path, const Load
   if (opt.json_window) so.window = opt.json_window;
   if (bar.active()) so.progress = [&bar](uint64_t done, uint64_t total) { bar.Update(done, total); };
   {
-    Builder b(t);
+    Builder b(t, opt.json_fast_path);
     b.Reserve(src.total());
     Status st = StreamTraceEvents(src, b, so);
     if (!st.ok()) return st.WithContext(path);
