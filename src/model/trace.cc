@@ -1,9 +1,10 @@
 #include "model/trace.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
-#include <type_traits>
 #include <numeric>
+#include <type_traits>
 
 namespace strata::model {
 
@@ -121,11 +122,11 @@ namespace {
 // Reorders a column by `order` through `scratch`, which every column of a
 // table shares: one buffer faulted in once rather than a fresh copy per column.
 template <typename T>
-void Permute(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<uint64_t>& scratch) {
-  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(uint64_t));
+void Permute(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<std::byte>& scratch) {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   if (v.empty()) return;
-  scratch.resize(std::max(scratch.size(), (v.size() * sizeof(T) + 7) / 8));
-  T* out = reinterpret_cast<T*>(scratch.data());
+  scratch.resize(std::max(scratch.size(), v.size() * sizeof(T)));
+  T* out = reinterpret_cast<T*>(scratch.data());  // byte storage, aligned by operator new
   for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
   std::memcpy(v.data(), out, v.size() * sizeof(T));
 }
@@ -215,7 +216,7 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
   if (!identity) {
-    std::vector<uint64_t> scratch;
+    std::vector<std::byte> scratch;
     Permute(slices.ts, order, scratch);
     Permute(slices.dur, order, scratch);
     Permute(slices.track, order, scratch);
@@ -285,7 +286,7 @@ std::vector<int32_t> Trace::Finalize() {
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
     std::vector<uint32_t> aorder(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
-    std::vector<uint64_t> scratch;
+    std::vector<std::byte> scratch;
     Permute(args.slice, aorder, scratch);
     Permute(args.key, aorder, scratch);
     Permute(args.str, aorder, scratch);
@@ -295,7 +296,7 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  std::vector<uint64_t> scratch;
+  std::vector<std::byte> scratch;
   Permute(ops.slice, oorder, scratch);
   Permute(ops.scope, oorder, scratch);
   Permute(ops.seq, oorder, scratch);
