@@ -1,5 +1,5 @@
 // Import throughput and peak memory of one trace file, for bench/bench_import.sh:
-//   strata_import_bench FILE [--repeat N] [--window BYTES] [--digest]
+//   strata_import_bench FILE [--repeat N] [--window BYTES] [--digest] [--no-fast-path]
 // Prints one JSON line: bytes (uncompressed), seconds (best and median of N,
 // wall and CPU), MB/s, peak RSS. --digest adds a hash of every model table, so
 // that an optimized importer can be checked to build the identical model.
@@ -109,7 +109,7 @@ double Median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s FILE [--repeat N] [--window BYTES] [--digest]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s FILE [--repeat N] [--window BYTES] [--digest] [--no-fast-path]\n", argv[0]);
     return 2;
   }
   std::string path = argv[1];
@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--window") == 0 && i + 1 < argc) opt.json_window = std::strtoull(argv[++i], nullptr, 10);
     else if (std::strcmp(argv[i], "--digest") == 0) digest = true;
+    else if (std::strcmp(argv[i], "--no-fast-path") == 0) opt.json_fast_path = false;
     else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -267,6 +268,127 @@ TEST(Kineto, UnsortedEventsAreSorted) {
   EXPECT_EQ(t->strings.Get(t->slices.name[2]), "be");
   EXPECT_EQ(t->slices.dur[2], 10000);
   EXPECT_EQ(t->slices.parent[2], 0);
+}
+
+// Every table the importer fills, column by column (NaN args compared as bits).
+void ExpectIdenticalModel(const model::Trace& a, const model::Trace& b) {
+  ASSERT_EQ(a.strings.size(), b.strings.size());
+  for (size_t i = 0; i < a.strings.size(); ++i)
+    ASSERT_EQ(a.strings.Get(static_cast<model::StringId>(i)), b.strings.Get(static_cast<model::StringId>(i))) << i;
+  EXPECT_EQ(a.slices.ts, b.slices.ts);
+  EXPECT_EQ(a.slices.dur, b.slices.dur);
+  EXPECT_EQ(a.slices.track, b.slices.track);
+  EXPECT_EQ(a.slices.name, b.slices.name);
+  EXPECT_EQ(a.slices.kind, b.slices.kind);
+  EXPECT_EQ(a.slices.depth, b.slices.depth);
+  EXPECT_EQ(a.slices.parent, b.slices.parent);
+  EXPECT_EQ(a.slices.arg, b.slices.arg);
+  EXPECT_EQ(a.device.slice, b.device.slice);
+  EXPECT_EQ(a.device.stream, b.device.stream);
+  EXPECT_EQ(a.device.correlation, b.device.correlation);
+  EXPECT_EQ(a.device.launch, b.device.launch);
+  EXPECT_EQ(a.device.bytes, b.device.bytes);
+  EXPECT_EQ(a.device.grid, b.device.grid);
+  EXPECT_EQ(a.device.registers, b.device.registers);
+  EXPECT_EQ(a.args.slice, b.args.slice);
+  EXPECT_EQ(a.args.key, b.args.key);
+  EXPECT_EQ(a.args.str, b.args.str);
+  ASSERT_EQ(a.args.num.size(), b.args.num.size());
+  for (size_t i = 0; i < a.args.num.size(); ++i)
+    EXPECT_EQ(std::memcmp(&a.args.num[i], &b.args.num[i], sizeof(double)), 0) << "arg " << i;
+  EXPECT_EQ(a.flows.id, b.flows.id);
+  EXPECT_EQ(a.flows.from, b.flows.from);
+  EXPECT_EQ(a.flows.to, b.flows.to);
+  EXPECT_EQ(a.instants.ts, b.instants.ts);
+  EXPECT_EQ(a.instants.name, b.instants.name);
+  EXPECT_EQ(a.counters.ts, b.counters.ts);
+  EXPECT_EQ(a.counters.value, b.counters.value);
+  EXPECT_EQ(a.memory.bytes, b.memory.bytes);
+  EXPECT_EQ(a.processes.size(), b.processes.size());
+  EXPECT_EQ(a.tracks.size(), b.tracks.size());
+  EXPECT_EQ(a.warnings, b.warnings);
+  EXPECT_EQ(a.events_read, b.events_read);
+  EXPECT_EQ(a.source_fractional_us, b.source_fractional_us);
+}
+
+// The fast path reads plain events itself and leaves the rest to simdjson;
+// events of every shape, interleaved with plain ones, must come out as
+// simdjson alone reads them, wherever the batches split.
+TEST(Kineto, FastPathAgreesWithSimdjson) {
+  const std::string plain =
+      R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 7, "ts": 100.5, "dur": 3, "args": {"External id": 1, "Sequence number": 4}})";
+  const std::string odd[] = {
+      R"({"ph": "X", "cat": "cpu_op", "name": "a\"quoted\" op", "pid": 7, "tid": 7, "ts": 110, "dur": 1})",
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"caf\xC3\xA9\", \"pid\": 7, \"tid\": 7, \"ts\": 112, \"dur\": 1}",
+      "{\n\t\"ph\" : \"X\" ,\r\n \"name\":\"spaced\",\"cat\":\"cpu_op\",\"tid\":7,\"pid\":7,\"dur\":2,\"ts\":120}",
+      R"({"ph": "X", "cat": "cpu_op", "name": "strs", "pid": "7", "tid": "named thread", "ts": "130", "dur": 1})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "exp", "pid": 7, "tid": 7, "ts": 1.4e2, "dur": 1.23456})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "neg", "pid": -0, "tid": 7, "ts": -5, "dur": -1})",
+      R"({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 150, "dur": 4, "args": {"device": 0, "stream": "7", "correlation": 9, "grid": [1, 2, 3] , "block": [ 4,5,6 ], "registers per thread": 32, "est. achieved occupancy %": 50, "t": [1, 2] , "x": null, "y": true, "z": -0, "w": 1e3, "u": {"a": [1, {"b": "]"}]}}})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "escaped arg", "pid": 7, "tid": 7, "ts": 151, "dur": 1, "args": {"v": "esc\\aped \"q\"", "n": "12"}})",
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7, "ts": 149, "dur": 2, "args": {"correlation": 9, "cbid": 211}})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "weird", "pid": 7, "tid": 7, "ts": 160, "dur": 1, "extra": {"nested": [[[]]]}, "args": {}})",
+      R"({"ph": 5, "cat": "cpu_op", "name": "bad ph", "pid": 7, "tid": 7, "ts": 170, "dur": 1})",
+      R"({"ph": "X", "cat": "cpu_op", "name": 12, "pid": 7, "tid": 7, "ts": 171, "dur": 1})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "args list", "pid": 7, "tid": 7, "ts": 172, "dur": 1, "args": [1]})",
+      R"({"ph": "X", "cat": "cpu_op", "name": "long ts", "pid": 7, "tid": 7, "ts": 12345678901234567890, "dur": 1})",
+      R"({"ph": "B", "cat": "cpu_op", "name": "be", "pid": 7, "tid": 9, "ts": 180, "args": {"k": "v"}})",
+      R"({"ph": "E", "pid": 7, "tid": 9, "ts": 185})",
+      R"({"ph": "C", "name": "mem", "pid": 7, "ts": 190, "args": {"a": 1, "b": 2.5}})",
+      R"({"ph": "i", "name": "[memory]", "pid": 7, "tid": 7, "ts": 191, "args": {"Bytes": 64, "Addr": 1234, "Total Allocated": 64}})",
+      R"({"ph": "i", "name": "mark", "pid": 7, "tid": 7, "ts": 192, "s": "t"})",
+      R"({"ph": "s", "id": 9, "pid": 7, "tid": 7, "ts": 149, "cat": "ac2g", "name": "ac2g"})",
+      R"({"ph": "f", "id": "9", "pid": 0, "tid": 7, "ts": 150, "cat": "ac2g", "name": "ac2g", "bp": "e"})",
+      R"({"ph": "M", "name": "thread_name", "pid": 7, "tid": 7, "args": {"name": "main"}})",
+      R"({"name": "no ph", "ts": 1})",
+      R"({})",
+  };
+  std::string json = "{\"traceEvents\": [";
+  for (size_t i = 0; i < std::size(odd); ++i) json += plain + ",\n" + odd[i] + ",\n";
+  json += plain + "], \"traceName\": \"t\"}";
+  for (size_t w : {size_t{0}, size_t{61}, size_t{200}, size_t{4096}}) {
+    SCOPED_TRACE("window " + std::to_string(w));
+    importers::LoadOptions o;
+    o.json_window = w;
+    auto fast = importers::ParseKinetoTrace(json, o);
+    o.json_fast_path = false;
+    auto slow = importers::ParseKinetoTrace(json, o);
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    ASSERT_TRUE(slow.ok()) << slow.status().message();
+    ExpectIdenticalModel(*fast, *slow);
+    EXPECT_NE(fast->strings.Find("a\"quoted\" op"), model::StringPool::kNotFound);
+    EXPECT_NE(fast->strings.Find("caf\xC3\xA9"), model::StringPool::kNotFound);
+    EXPECT_EQ(fast->events_read, 2 * std::size(odd) + 1);
+  }
+  // Errors stay errors on both paths.
+  for (const char* bad : {R"({"traceEvents": [{"ph": "X"} {"ph": "X"}]})", R"({"traceEvents": [{"ph": "X"}, ]})",
+                          "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\x01\"}]}",
+                          "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"\xC3\"}]}"}) {
+    for (bool fast_path : {true, false}) {
+      importers::LoadOptions o;
+      o.json_fast_path = fast_path;
+      auto t = importers::ParseKinetoTrace(bad, o);
+      EXPECT_FALSE(t.ok()) << bad << (fast_path ? " (fast path)" : "");
+    }
+  }
+}
+
+// The fast path and simdjson alone build the same model from every shared trace.
+TEST(Kineto, FastPathAgreesOnSharedTraces) {
+  std::string data = testing::ExternalDataDir();
+  if (data.empty()) GTEST_SKIP() << "shared/data/external is not next to the checkout";
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(data)) {
+    std::string p = entry.path().string();
+    if (!entry.is_regular_file() || !(p.ends_with(".json") || p.ends_with(".json.gz"))) continue;
+    SCOPED_TRACE(p);
+    importers::LoadOptions o;
+    auto fast = importers::LoadTrace(p, o);
+    o.json_fast_path = false;
+    auto slow = importers::LoadTrace(p, o);
+    ASSERT_TRUE(fast.ok()) << fast.status().message();
+    ASSERT_TRUE(slow.ok()) << slow.status().message();
+    ExpectIdenticalModel(*fast, *slow);
+  }
 }
 
 // Every Kineto trace in shared/data/external: element counts as Python's json

@@ -1,7 +1,10 @@
 #include "model/trace.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <numeric>
+#include <type_traits>
 
 namespace strata::model {
 
@@ -116,12 +119,16 @@ int64_t Trace::end_ns() const {
 
 namespace {
 
+// Reorders a column by `order` through `scratch`, which every column of a
+// table shares: one buffer faulted in once rather than a fresh copy per column.
 template <typename T>
-void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-  std::vector<T> out;
-  out.reserve(v.size());
-  for (uint32_t i : order) out.push_back(v[i]);
-  v.swap(out);
+void Permute(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<std::byte>& scratch) {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  if (v.empty()) return;
+  scratch.resize(std::max(scratch.size(), v.size() * sizeof(T)));
+  T* out = reinterpret_cast<T*>(scratch.data());  // byte storage, aligned by operator new
+  for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+  std::memcpy(v.data(), out, v.size() * sizeof(T));
 }
 
 // A slice's sort key within its track: start, longest first, the importer's
@@ -140,23 +147,37 @@ struct SliceKey {
   }
 };
 
-// Sorts nearly sorted keys (traces are written almost in time order per
-// thread) by insertion, in O(n + moves); past a budget of moves it leaves the
-// rest to std::sort.
+// Sorts keys that come in a few ascending runs (a trace's events are written
+// almost in time order per thread, with some written late: Kineto's slices of
+// a thread form 2 to 13 runs) by merging the runs pairwise, in O(n log runs);
+// many short runs are left to std::sort. Keys are distinct (their index), so
+// every method gives the same order.
 void SortKeys(std::vector<SliceKey>& k) {
-  size_t budget = 8 * k.size() + 4096;
-  for (size_t i = 1; i < k.size(); ++i) {
-    if (!(k[i] < k[i - 1])) continue;
-    SliceKey x = k[i];
-    size_t j = i;
-    for (; j > 0 && x < k[j - 1]; --j) k[j] = k[j - 1];
-    k[j] = x;
-    size_t moved = i - j;
-    if (moved > budget) {
-      std::sort(k.begin(), k.end());
-      return;
+  const size_t n = k.size();
+  std::vector<size_t> bounds{0};
+  for (size_t i = 1; i < n; ++i)
+    if (k[i] < k[i - 1]) bounds.push_back(i);
+  bounds.push_back(n);
+  if (bounds.size() - 1 > n / 16 + 8) {
+    std::sort(k.begin(), k.end());
+    return;
+  }
+  std::vector<SliceKey> tmp(n);
+  std::vector<size_t> merged;
+  while (bounds.size() > 2) {
+    merged.assign(1, 0);
+    size_t j = 0;
+    for (; j + 2 < bounds.size(); j += 2) {
+      std::merge(k.data() + bounds[j], k.data() + bounds[j + 1], k.data() + bounds[j + 1], k.data() + bounds[j + 2],
+                 tmp.data() + bounds[j]);
+      merged.push_back(bounds[j + 2]);
     }
-    budget -= moved;
+    if (merged.back() != n) {  // an odd run left over
+      std::copy(k.data() + merged.back(), k.data() + n, tmp.data() + merged.back());
+      merged.push_back(n);
+    }
+    k.swap(tmp);
+    bounds.swap(merged);
   }
 }
 
@@ -195,13 +216,14 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
   if (!identity) {
-    Permute(slices.ts, order);
-    Permute(slices.dur, order);
-    Permute(slices.track, order);
-    Permute(slices.name, order);
-    Permute(slices.kind, order);
-    Permute(slices.depth, order);
-    Permute(slices.arg, order);
+    std::vector<std::byte> scratch;
+    Permute(slices.ts, order, scratch);
+    Permute(slices.dur, order, scratch);
+    Permute(slices.track, order, scratch);
+    Permute(slices.name, order, scratch);
+    Permute(slices.kind, order, scratch);
+    Permute(slices.depth, order, scratch);
+    Permute(slices.arg, order, scratch);
     auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
     for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
     for (auto& s : device.launch) s = remap(s);
@@ -264,23 +286,25 @@ std::vector<int32_t> Trace::Finalize() {
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
     std::vector<uint32_t> aorder(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
-    Permute(args.slice, aorder);
-    Permute(args.key, aorder);
-    Permute(args.str, aorder);
-    Permute(args.num, aorder);
+    std::vector<std::byte> scratch;
+    Permute(args.slice, aorder, scratch);
+    Permute(args.key, aorder, scratch);
+    Permute(args.str, aorder, scratch);
+    Permute(args.num, aorder, scratch);
   }
 
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  Permute(ops.slice, oorder);
-  Permute(ops.scope, oorder);
-  Permute(ops.seq, oorder);
-  Permute(ops.forward, oorder);
-  Permute(ops.shapes, oorder);
-  Permute(ops.dtypes, oorder);
-  Permute(ops.flops, oorder);
-  Permute(ops.bytes, oorder);
+  std::vector<std::byte> scratch;
+  Permute(ops.slice, oorder, scratch);
+  Permute(ops.scope, oorder, scratch);
+  Permute(ops.seq, oorder, scratch);
+  Permute(ops.forward, oorder, scratch);
+  Permute(ops.shapes, oorder, scratch);
+  Permute(ops.dtypes, oorder, scratch);
+  Permute(ops.flops, oorder, scratch);
+  Permute(ops.bytes, oorder, scratch);
   return new_index;
 }
 

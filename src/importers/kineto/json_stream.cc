@@ -219,8 +219,9 @@ struct ElementScanner {
     last_end = last_end >= delta ? last_end - delta : 0;
   }
   // Scans [pos, end); true when the array's own closer was found (at array_end).
-  // Needs 64 readable bytes at buf + pos (the window keeps that much padding).
-  bool Scan(const char* buf, size_t end) {
+  // With first_only it stops after the first element that closes (pos is then
+  // one past it). Needs 64 readable bytes at buf + pos (the window keeps that much padding).
+  bool Scan(const char* buf, size_t end, bool first_only = false) {
     while (pos < end) {
       size_t n = std::min<size_t>(64, end - pos);
       Block b = ClassifyBlock(buf + pos, n, in_string, escape_next);
@@ -244,6 +245,13 @@ struct ElementScanner {
               return true;
             }
             last_end = pos + static_cast<size_t>(i) + 1;
+            if (first_only) {
+              // Resumes after the element, whose last byte was a closer outside strings.
+              pos = last_end;
+              in_string = false;
+              escape_next = false;
+              return false;
+            }
           }
           brackets &= brackets - 1;
         }
@@ -416,10 +424,11 @@ class Streamer {
   }
 
   Status Events() {
-    // One pass over each window finds where its last complete element ends;
-    // everything before goes to the sink as one batch, the partial element
-    // after it moves to the front of the next window.
-    for (bool first = true;; first = false) {
+    // The sink reads what events it can straight from the window. From an
+    // event it does not take, one pass over the window finds where its last
+    // complete element ends; everything before goes to the sink as one batch,
+    // the partial element after it moves to the front of the next window.
+    for (bool first = true;;) {
       STRATA_ASSIGN_OR_RETURN(char c, NextInEvents());
       if (c == ']') {
         ++pos_;
@@ -432,10 +441,26 @@ class Streamer {
       }
       if (c != '{')
         return Err(StatusCode::kCorrupt, "invalid trace: element of \"traceEvents\" at byte {} is not an object", Offset(pos_));
+      first = false;
+      buf_[end_] = '\0';
+      bool at_event = true;
+      const char* stop = sink_.FastEvents(buf_.get() + pos_, buf_.get() + end_, &at_event);
+      auto at = static_cast<size_t>(stop - buf_.get());
+      if (at != pos_) {
+        pos_ = at;
+        rejected_last_ = false;
+        if (!at_event) continue;  // after an event: ',' or ']' next
+      }
       batch_start_ = pos_;
       escan_.Start(pos_);
+      // An element the sink did not take goes to it alone in a batch, and the
+      // sink tries the elements after it again; from a second one in a row on,
+      // the rest of the window goes in one batch. An element cut by the
+      // window's end goes alone once the window is refilled.
+      bool alone = !rejected_last_;
+      bool refilled = false;
       for (;;) {
-        if (escan_.Scan(buf_.get(), end_)) {
+        if (escan_.Scan(buf_.get(), end_, alone || refilled)) {
           size_t q = escan_.array_end;
           if (buf_[q] != ']')
             return Err(StatusCode::kCorrupt, "invalid JSON: unbalanced '{}' at byte {}", Printable(buf_[q]), Offset(q));
@@ -446,6 +471,7 @@ class Streamer {
         if (escan_.last_end != 0) {
           STRATA_RETURN_IF_ERROR(Flush(batch_start_, escan_.last_end));
           pos_ = escan_.last_end;
+          if (!refilled) rejected_last_ = true;
           break;  // a separator, then the next batch
         }
         if (eof_)
@@ -453,6 +479,7 @@ class Streamer {
                      "invalid JSON: input ends at byte {} inside the event that starts at byte {} (truncated file?)",
                      Offset(end_), Offset(batch_start_));
         STRATA_RETURN_IF_ERROR(Fill(batch_start_));
+        refilled = true;
       }
     }
   }
@@ -468,6 +495,7 @@ class Streamer {
   bool saw_events_ = false;
   ValueScanner scan_;     // top-level members
   ElementScanner escan_;  // the events array
+  bool rejected_last_ = false;  // the sink did not take the last element it was offered
   size_t elem_start_ = 0;
   size_t batch_start_ = 0;
 };
