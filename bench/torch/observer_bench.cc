@@ -20,8 +20,9 @@
 // On a machine shared with other work the per-benchmark numbers drift with the
 // neighbours. --alternate SECONDS switches mode every 2000 ops (~2 ms) instead,
 // round robin, so that every mode sees the same drift, and prints the median
-// over slices of each mode's CPU time per op (the op's thread; and the whole
-// process, which adds strata's flusher encoding the events):
+// of the per-round differences to the floor, with a 95% confidence interval
+// (the op's thread; and the whole process, which adds strata's flusher
+// encoding the events):
 //   build/bin/torch_observer_bench --alternate 20 [mul|tiny]
 // "tiny" runs a training step of bench/torch/loop.py's tiny model in C++ (the
 // event mix of inprocess.py, without Python); a seventh mode, torch_profiler,
@@ -42,6 +43,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <random>
 #include <cstdio>
 #include <vector>
 #include <cstdlib>
@@ -161,37 +164,61 @@ int Alternate(double seconds, Workload& work) {
   std::vector<double> thread_ns[kModes], process_ns[kModes];
   namespace tp = torch::profiler::impl;
   const tp::ProfilerConfig profiler_config(tp::ProfilerState::KINETO, false, false, false, false, false);
+  // Rounds: every mode once, in a shuffled order (no mode always follows the
+  // same one). Differences to the floor are taken within a round, between
+  // slices a few ms apart, so the machine's slow drift cancels out of them.
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  for (int slice = 0; std::chrono::steady_clock::now() < end; ++slice) {
-    int mi = slice % kModes;
-    Mode m = mi >= kMemoryFloor ? kUntraced : static_cast<Mode>(mi);
-    SwitchNow(m);
-    bool swapped = mi >= kMemoryFloor && g_release_slot();
-    if (mi == kMemoryFloor && swapped)
-      c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
-    if (mi == kProfiler) torch::autograd::profiler::enableProfiler(profiler_config, {tp::ActivityType::CPU});
-    for (int i = 0; i < 2; ++i) work.Run();  // settle
-    uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
-    for (int i = 0; i < runs; ++i) work.Run();
-    double n = events * runs;
-    thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / n);
-    process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / n);
-    // The profiler's post-processing at exit is not counted (overhead.py does).
-    if (mi == kProfiler) torch::autograd::profiler::disableProfiler();
-    if (mi == kMemoryFloor && swapped) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
-    if (swapped) g_reclaim_slot();
+  std::mt19937 rng(42);
+  int order[kModes];
+  for (int i = 0; i < kModes; ++i) order[i] = i;
+  while (std::chrono::steady_clock::now() < end) {
+    std::shuffle(order, order + kModes, rng);
+    for (int mi : order) {
+      Mode m = mi >= kMemoryFloor ? kUntraced : static_cast<Mode>(mi);
+      SwitchNow(m);
+      bool swapped = mi >= kMemoryFloor && g_release_slot();
+      if (mi == kMemoryFloor && swapped)
+        c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
+      if (mi == kProfiler) torch::autograd::profiler::enableProfiler(profiler_config, {tp::ActivityType::CPU});
+      for (int i = 0; i < 2; ++i) work.Run();  // settle
+      uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+      for (int i = 0; i < runs; ++i) work.Run();
+      double n = events * runs;
+      thread_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_THREAD_CPUTIME_ID) - t0) / n);
+      process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / n);
+      // The profiler's post-processing at exit is not counted (overhead.py does).
+      if (mi == kProfiler) torch::autograd::profiler::disableProfiler();
+      if (mi == kMemoryFloor && swapped) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+      if (swapped) g_reclaim_slot();
+    }
   }
   auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  std::printf("%s, %.0f RecordFunction events per run; CPU ns per event (median of %zu slices of %d runs per mode)\n",
+  // Median of the per-round differences to the floor, with a 95% confidence
+  // interval of that median (order statistics: n/2 -+ 0.98 sqrt(n)).
+  auto paired = [](const std::vector<double>& x, const std::vector<double>& floor) {
+    std::vector<double> d;
+    for (size_t i = 0; i < x.size() && i < floor.size(); ++i) d.push_back(x[i] - floor[i]);
+    std::sort(d.begin(), d.end());
+    struct R {
+      double med, lo, hi;
+    } r{0, 0, 0};
+    if (d.empty()) return r;
+    size_t n = d.size(), half = static_cast<size_t>(0.98 * std::sqrt(static_cast<double>(n)));
+    r.med = d[n / 2];
+    r.lo = d[n / 2 > half ? n / 2 - half : 0];
+    r.hi = d[std::min(n - 1, n / 2 + half)];
+    return r;
+  };
+  std::printf("%s, %.0f RecordFunction events per run; CPU ns per event (%zu rounds of one slice of %d runs per mode)\n",
               work.name(), events, thread_ns[0].size(), runs);
-  std::printf("  %-15s %10s %12s %10s %12s\n", "mode", "thread", "vs floor", "process", "vs floor");
-  double ft = median(thread_ns[kFloor]), fp = median(process_ns[kFloor]);
+  std::printf("  %-15s %9s %26s %9s %26s\n", "mode", "thread", "vs floor [95% CI]", "process", "vs floor [95% CI]");
   for (int m = 0; m < kModes; ++m) {
-    double t = median(thread_ns[m]), p = median(process_ns[m]);
-    std::printf("  %-15s %10.1f %+12.1f %10.1f %+12.1f\n", names[m], t, t - ft, p, p - fp);
+    auto t = paired(thread_ns[m], thread_ns[kFloor]), p = paired(process_ns[m], process_ns[kFloor]);
+    std::printf("  %-15s %9.1f %+9.1f [%+7.1f, %+7.1f] %9.1f %+9.1f [%+7.1f, %+7.1f]\n", names[m], median(thread_ns[m]),
+                t.med, t.lo, t.hi, median(process_ns[m]), p.med, p.lo, p.hi);
   }
   return 0;
 }
