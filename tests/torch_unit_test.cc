@@ -202,8 +202,34 @@ TEST(NameCache, LookupIdTellsApartNamesDifferingAnywhere) {
       EXPECT_EQ(cache.LookupId(buf), ids[i]) << names[i];
       EXPECT_EQ(cache.LookupId(buf), ids[i]) << names[i] << " (address hit)";
       EXPECT_EQ(cache.Lookup(buf)->id, ids[i]) << names[i];
+      EXPECT_EQ(cache.LookupIdByText(buf), ids[i]) << names[i] << " (by text)";
     }
   EXPECT_EQ(g_interned, names.size());
+  std::snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: TanhBackward0");
+  uint32_t fresh = cache.LookupIdByText(buf);
+  EXPECT_EQ(g_interned, names.size() + 1);
+  EXPECT_EQ(cache.LookupId(buf), fresh);
+}
+
+// Every length around the 8-, 16- and 40-byte boundaries of the verification:
+// a name and its one-longer extension at one address are different names.
+TEST(NameCache, EveryLengthIsVerifiedExactly) {
+  g_interned = 0;
+  collectors::torch::NameCache cache(&FakeIntern);
+  char buf[96];
+  std::vector<uint32_t> ids;
+  for (int n = 1; n <= 50; ++n) {
+    std::snprintf(buf, sizeof buf, "%s", std::string(static_cast<size_t>(n), 'a').c_str());
+    ids.push_back(cache.LookupId(buf));
+  }
+  EXPECT_EQ(g_interned, 50u);
+  for (int n = 50; n >= 1; --n) {
+    std::memset(buf, 'b', sizeof buf);  // bytes after the NUL are not the name's
+    std::snprintf(buf, sizeof buf, "%s", std::string(static_cast<size_t>(n), 'a').c_str());
+    EXPECT_EQ(cache.LookupId(buf), ids[static_cast<size_t>(n - 1)]) << n;
+    EXPECT_EQ(cache.LookupId(buf), ids[static_cast<size_t>(n - 1)]) << n << " (address hit)";
+  }
+  EXPECT_EQ(g_interned, 50u);
 }
 
 TEST(NameCache, StepFlags) {

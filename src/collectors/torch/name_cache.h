@@ -79,6 +79,17 @@ class NameCache {
     return LookupSlow(name, s)->id;
   }
 
+  // For names built per call (autograd nodes' names): by content only. Their
+  // address is a temporary's, so the address slot would only miss, and
+  // overwriting it would evict a stable name's entry.
+  uint32_t LookupIdByText(const char* name) {
+    std::string_view text(name ? name : "");
+    const NameEntry* h = by_hash_[TextHash(text) & (kSlots - 1)];
+    if (h && h->len == text.size() && h->Matches(name)) return h->id;
+    Slot scratch;
+    return LookupSlow(name, scratch)->id;
+  }
+
   // Never null; id 0 when the recorder is not recording.
   const NameEntry* Lookup(const char* name) {
     Slot& s = SlotOf(name);
@@ -102,20 +113,13 @@ class NameCache {
     char text[kInline] = {};
 
     bool Matches(const char* name) const {
-      // Masks of the first 16 bytes that belong to a name of length len (its NUL included).
-      static constexpr auto kMasks = [] {
-        struct M {
-          uint64_t w[17][2];
-        } m{};
-        for (uint32_t n = 0; n <= 16; ++n)
-          for (uint32_t i = 0; i < 16; ++i)
-            if (i <= n) m.w[n][i / 8] |= uint64_t{0xff} << (8 * (i % 8));
-        return m;
-      }();
-      uint64_t w[2], h[2];
+      uint64_t w[2], h[2], mask[2];
       std::memcpy(w, name, 16);
       std::memcpy(h, text, 16);
-      const uint64_t* mask = kMasks.w[len < 16 ? len : 16];
+      // The first 16 bytes that belong to a name of length len, its NUL
+      // included: computed, not loaded from a table (a cold line per op).
+      mask[0] = len >= 7 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len + 1))) - 1;
+      mask[1] = len < 8 ? 0 : len >= 15 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len - 7))) - 1;
       if (((w[0] & mask[0]) ^ h[0]) | ((w[1] & mask[1]) ^ h[1])) return false;
       if (len < 16) return true;
       if (len < kInline) return std::strncmp(text + 16, name + 16, len - 15) == 0;
@@ -158,19 +162,31 @@ class NameCache {
     return e;
   }
 
-  // 8 bytes at a time (memcpy: any alignment, never past the text).
+  // Names up to 24 bytes: all of them, 8 at a time; longer ones: the length,
+  // the first 8 and the last 16 bytes (per-call names share long prefixes,
+  // "autograd::engine::evaluate_function: ", and differ at the end). A
+  // collision costs a miss, never a wrong name: hits are verified.
   static uint64_t TextHash(std::string_view t) {
-    uint64_t x = t.size() * 0x9E3779B97F4A7C15ull;
-    size_t i = 0;
-    for (; i + 8 <= t.size(); i += 8) {
+    auto word = [&t](size_t at) {
       uint64_t w;
-      std::memcpy(&w, t.data() + i, 8);
+      std::memcpy(&w, t.data() + at, 8);
+      return w;
+    };
+    auto mix = [](uint64_t x, uint64_t w) {
       x = (x ^ w) * 0xff51afd7ed558ccdull;
-      x ^= x >> 32;
+      return x ^ (x >> 32);
+    };
+    uint64_t x = t.size() * 0x9E3779B97F4A7C15ull;
+    if (t.size() > 24) {
+      x = mix(mix(mix(x, word(0)), word(t.size() - 16)), word(t.size() - 8));
+    } else {
+      size_t i = 0;
+      for (; i + 8 <= t.size(); i += 8) x = mix(x, word(i));
+      uint64_t w = 0;
+      std::memcpy(&w, t.data() + i, t.size() - i);
+      x = mix(x, w);
     }
-    uint64_t w = 0;
-    std::memcpy(&w, t.data() + i, t.size() - i);
-    x = (x ^ w) * 0xc4ceb9fe1a85ec53ull;
+    x *= 0xc4ceb9fe1a85ec53ull;
     return x ^ (x >> 29);
   }
 

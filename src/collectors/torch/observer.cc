@@ -415,23 +415,27 @@ void OnExplicitStep(uint64_t step, bool begin) {
 // --- callbacks -------------------------------------------------------------------
 
 inline void OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
-  uint32_t id = ts.names.LookupId(fn.name());
   Payload p;
   switch (fn.scope()) {
-    case at::RecordScope::BACKWARD_FUNCTION:
+    case at::RecordScope::BACKWARD_FUNCTION: {
+      // An autograd node's name is a std::string built per call (Node::name()).
+      uint32_t id = ts.names.LookupIdByText(fn.name());
       p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr()).Put<uint64_t>(fn.forwardThreadId());
       EmitThreadEvent(fmt_::kBwdBegin, p.data(), p.size());
       break;
+    }
     case at::RecordScope::TORCHSCRIPT_FUNCTION:
-      EmitName(fmt_::kScriptBegin, id);
+      EmitName(fmt_::kScriptBegin, ts.names.LookupId(fn.name()));
       break;
-    default:
+    default: {
+      uint32_t id = ts.names.LookupId(fn.name());
       if (fn.seqNr() >= 0) {
         p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr());
         EmitThreadEvent(fmt_::kOpBeginSeq, p.data(), p.size());
       } else {
         EmitName(fmt_::kOpBegin, id);
       }
+    }
   }
 }
 
