@@ -29,6 +29,7 @@
 // Entries are never freed (names are few: hundreds per program).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -46,20 +47,29 @@ enum NameFlags : uint32_t {
   kNameDataLoader = 1u << 2,     // "enumerate(DataLoader)#...__next__": waiting for a batch
 };
 
+// Whether the first 16 bytes at `name` are those of a name of length `len`
+// whose first 16 bytes (NUL-padded) are `head16`: only the bytes that belong
+// to it, its NUL included, are compared; the masks are computed, not loaded
+// (a table would be one more cold cache line per op).
+inline bool HeadMatches(const char* name, const void* head16, uint32_t len) {
+  uint64_t w[2], h[2];
+  std::memcpy(w, name, 16);
+  std::memcpy(h, head16, 16);
+  uint64_t m0 = len >= 7 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len + 1))) - 1;
+  uint64_t m1 = len < 8 ? 0 : len >= 15 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len - 7))) - 1;
+  return (((w[0] & m0) ^ h[0]) | ((w[1] & m1) ^ h[1])) == 0;
+}
+
 struct NameEntry {
   uint32_t id = 0;
   uint32_t flags = 0;
   uint64_t step = 0;   // the N of ProfilerStep#N
   uint32_t len = 0;
-  uint64_t head[2] = {0, 0};  // the first 16 bytes of text + NUL, masked
-  uint64_t mask[2] = {0, 0};  // which of them belong to the name (its NUL included)
+  uint64_t head[2] = {0, 0};  // the first 16 bytes of text, NUL-padded
   std::string text;
 
   bool Matches(const char* name) const {
-    uint64_t w[2];
-    std::memcpy(w, name, 16);
-    if (((w[0] & mask[0]) ^ head[0]) | ((w[1] & mask[1]) ^ head[1])) return false;
-    return len < 16 || std::strncmp(text.c_str() + 16, name + 16, len - 15) == 0;
+    return HeadMatches(name, head, len) && (len < 16 || std::strncmp(text.c_str() + 16, name + 16, len - 15) == 0);
   }
 };
 
@@ -113,14 +123,7 @@ class NameCache {
     char text[kInline] = {};
 
     bool Matches(const char* name) const {
-      uint64_t w[2], h[2], mask[2];
-      std::memcpy(w, name, 16);
-      std::memcpy(h, text, 16);
-      // The first 16 bytes that belong to a name of length len, its NUL
-      // included: computed, not loaded from a table (a cold line per op).
-      mask[0] = len >= 7 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len + 1))) - 1;
-      mask[1] = len < 8 ? 0 : len >= 15 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len - 7))) - 1;
-      if (((w[0] & mask[0]) ^ h[0]) | ((w[1] & mask[1]) ^ h[1])) return false;
+      if (!HeadMatches(name, text, len)) return false;
       if (len < 16) return true;
       if (len < kInline) return std::strncmp(text + 16, name + 16, len - 15) == 0;
       return entry->Matches(name);
@@ -203,13 +206,7 @@ inline NameEntry MakeNameEntry(std::string_view text, uint32_t id) {
   e.id = id;
   e.text = std::string(text);
   e.len = static_cast<uint32_t>(text.size());
-  unsigned char head[16] = {}, mask[16] = {};
-  for (size_t i = 0; i < 16 && i <= text.size(); ++i) {
-    head[i] = i < text.size() ? static_cast<unsigned char>(text[i]) : 0;
-    mask[i] = 0xff;
-  }
-  std::memcpy(e.head, head, 16);
-  std::memcpy(e.mask, mask, 16);
+  if (!text.empty()) std::memcpy(e.head, text.data(), std::min<size_t>(text.size(), 16));
   if (text.starts_with("Optimizer.step#")) e.flags |= kNameOptimizerStep;
   if (text.starts_with("enumerate(DataLoader)#")) e.flags |= kNameDataLoader;
   if (text.starts_with("ProfilerStep#")) {
