@@ -55,8 +55,12 @@ inline bool HeadMatches(const char* name, const void* head16, uint32_t len) {
   uint64_t w[2], h[2];
   std::memcpy(w, name, 16);
   std::memcpy(h, head16, 16);
-  uint64_t m0 = len >= 7 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len + 1))) - 1;
-  uint64_t m1 = len < 8 ? 0 : len >= 15 ? ~uint64_t{0} : (uint64_t{1} << (8 * (len - 7))) - 1;
+  // Branch-free: n0, n1 bytes of each word belong to the name (128-bit shifts
+  // make 64 a valid shift).
+  __extension__ using U128 = unsigned __int128;
+  uint32_t n0 = std::min<uint32_t>(len + 1, 8), n1 = std::min<uint32_t>(std::max<uint32_t>(len + 1, 8), 16) - 8;
+  auto m0 = static_cast<uint64_t>((U128{1} << (8 * n0)) - 1);
+  auto m1 = static_cast<uint64_t>((U128{1} << (8 * n1)) - 1);
   return (((w[0] & m0) ^ h[0]) | ((w[1] & m1) ^ h[1])) == 0;
 }
 
