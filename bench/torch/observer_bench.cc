@@ -33,8 +33,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
-#include <c10/core/Allocator.h>
-#include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/version.h>
 
@@ -63,8 +61,13 @@ using strata::format::OpsMode;
 ControlBlock* g_control = nullptr;
 at::CallbackHandle g_floor = 0;
 
-std::unique_ptr<at::ObserverContext> FloorStart(const at::RecordFunction&) { return nullptr; }
-void FloorEnd(const at::RecordFunction&, at::ObserverContext*) {}
+// The floor and c10's memory-reporting floor come from the floor library that
+// inprocess.py loads too (bench/torch/floor.cc): one definition of each.
+extern "C" uint64_t strata_bench_floor_register();
+extern "C" int strata_bench_memory_floor_push();
+extern "C" void strata_bench_memory_floor_pop();
+
+void NoEnd(const at::RecordFunction&, at::ObserverContext*) {}
 
 enum Mode { kUntraced, kFloor, kAll, kMemory, kShapes };
 
@@ -84,16 +87,6 @@ using SetTiers = void (*)(int, int, int);
 SetTiers g_set_tiers = nullptr;
 int (*g_release_slot)() = nullptr;
 void (*g_reclaim_slot)() = nullptr;
-
-// Enabled, records nothing: what c10 spends reporting an allocation.
-struct NullReporter : c10::MemoryReportingInfoBase {
-#if TORCH_VERSION_MAJOR >= 2
-  void reportMemoryUsage(void*, int64_t, size_t, size_t, c10::Device) override {}
-#else
-  void reportMemoryUsage(void*, int64_t, int64_t, int64_t, c10::Device) override {}
-#endif
-  bool memoryProfilingEnabled() const override { return true; }
-};
 
 // Switches at once (no control-block polling), for --alternate.
 void SwitchNow(Mode m) {
@@ -145,7 +138,7 @@ std::unique_ptr<at::ObserverContext> CountStart(const at::RecordFunction&) {
 
 // RecordFunction events per run of the workload (what every callback sees).
 double EventsPerRun(Workload& w) {
-  auto h = at::addGlobalCallback(at::RecordFunctionCallback(CountStart, FloorEnd));
+  auto h = at::addGlobalCallback(at::RecordFunctionCallback(CountStart, NoEnd));
   g_counted = 0;
   constexpr int kRuns = 10;
   for (int i = 0; i < kRuns; ++i) w.Run();
@@ -160,7 +153,6 @@ int Alternate(double seconds, Workload& work) {
   double events = EventsPerRun(work);
   // ~2 ms slices whatever the workload.
   int runs = std::max(1, static_cast<int>(2000.0 / events));
-  auto null_reporter = std::make_shared<NullReporter>();
   std::vector<double> thread_ns[kModes], process_ns[kModes];
   namespace tp = torch::profiler::impl;
   const tp::ProfilerConfig profiler_config(tp::ProfilerState::KINETO, false, false, false, false, false);
@@ -177,8 +169,7 @@ int Alternate(double seconds, Workload& work) {
       Mode m = mi >= kMemoryFloor ? kUntraced : static_cast<Mode>(mi);
       SwitchNow(m);
       bool swapped = mi >= kMemoryFloor && g_release_slot();
-      if (mi == kMemoryFloor && swapped)
-        c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE, null_reporter);
+      bool pushed = mi == kMemoryFloor && swapped && strata_bench_memory_floor_push();
       if (mi == kProfiler) torch::autograd::profiler::enableProfiler(profiler_config, {tp::ActivityType::CPU});
       for (int i = 0; i < 2; ++i) work.Run();  // settle
       uint64_t t0 = CpuNs(CLOCK_THREAD_CPUTIME_ID), p0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
@@ -188,7 +179,7 @@ int Alternate(double seconds, Workload& work) {
       process_ns[mi].push_back(static_cast<double>(CpuNs(CLOCK_PROCESS_CPUTIME_ID) - p0) / n);
       // The profiler's post-processing at exit is not counted (overhead.py does).
       if (mi == kProfiler) torch::autograd::profiler::disableProfiler();
-      if (mi == kMemoryFloor && swapped) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
+      if (pushed) strata_bench_memory_floor_pop();
       if (swapped) g_reclaim_slot();
     }
   }
@@ -263,7 +254,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot start the observer from %s\n", STRATA_TORCH_LIB);
     return 1;
   }
-  g_floor = at::addGlobalCallback(at::RecordFunctionCallback(FloorStart, FloorEnd));
+  g_floor = strata_bench_floor_register();
   at::disableCallback(g_floor);
   g_set_tiers = reinterpret_cast<SetTiers>(dlsym(h, "strata_torch_set_tiers"));
   g_release_slot = reinterpret_cast<int (*)()>(dlsym(h, "strata_torch_release_profiler_slot"));
