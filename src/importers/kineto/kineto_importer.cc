@@ -1056,14 +1056,19 @@ class Builder : public JsonEventSink {
     return true;
   }
 
-  // A string field: its content, or bad_number when the value is not a string.
-  void FastStringValue(const FastVal& v, std::string_view* out) {
+  // A string field's value at p (a container is not one: nullptr, simdjson's)
+  // -> the byte after it and its whitespace; `out` its content, or empty and
+  // bad_number when the value is a scalar that is not a string.
+  const char* FastStringField(const char* p, const char* end, bool container, std::string_view* out) {
+    FastVal v;
+    if (container || !FastValue(p, end, &v)) return nullptr;
     if (v.IsString()) {
       *out = v.Content();
     } else {
       ev_.bad_number = true;
       *out = {};
     }
+    return v.next;
   }
 
   // A pid or tid at p -> the byte after it and its whitespace.
@@ -1111,11 +1116,9 @@ class Builder : public JsonEventSink {
       switch (kp[0]) {
         case 'p':
           if (KeyIs(w, "ph")) {
-            if (container || !FastValue(p, end, &v)) return nullptr;
             std::string_view ph;
-            FastStringValue(v, &ph);
+            if (!(p = FastStringField(p, end, container, &ph))) return nullptr;
             ev_.ph = ph.size() == 1 ? ph[0] : '?';
-            p = v.next;
             goto next;
           }
           if (KeyIs(w, "pid")) {
@@ -1142,17 +1145,13 @@ class Builder : public JsonEventSink {
           break;
         case 'c':
           if (KeyIs(w, "cat")) {
-            if (container || !FastValue(p, end, &v)) return nullptr;
-            FastStringValue(v, &ev_.cat);
-            p = v.next;
+            if (!(p = FastStringField(p, end, container, &ev_.cat))) return nullptr;
             goto next;
           }
           break;
         case 'n':
           if (KeyIs(w, "name")) {
-            if (container || !FastValue(p, end, &v)) return nullptr;
-            FastStringValue(v, &ev_.name);
-            p = v.next;
+            if (!(p = FastStringField(p, end, container, &ev_.name))) return nullptr;
             goto next;
           }
           break;
@@ -1172,17 +1171,13 @@ class Builder : public JsonEventSink {
           break;
         case 'b':
           if (KeyIs(w, "bp")) {
-            if (container || !FastValue(p, end, &v)) return nullptr;
-            FastStringValue(v, &ev_.bp);
-            p = v.next;
+            if (!(p = FastStringField(p, end, container, &ev_.bp))) return nullptr;
             goto next;
           }
           break;
         case 's':
           if (KeyIs(w, "s")) {
-            if (container || !FastValue(p, end, &v)) return nullptr;
-            FastStringValue(v, &ev_.scope);
-            p = v.next;
+            if (!(p = FastStringField(p, end, container, &ev_.scope))) return nullptr;
             goto next;
           }
           break;
