@@ -122,13 +122,20 @@ namespace {
 // Reorders a column by `order` through `scratch`, which every column of a
 // table shares: one buffer faulted in once rather than a fresh copy per column.
 template <typename T>
-void Permute(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<std::byte>& scratch) {
+void PermuteColumn(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<std::byte>& scratch) {
   static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   if (v.empty()) return;
   scratch.resize(std::max(scratch.size(), v.size() * sizeof(T)));
   T* out = reinterpret_cast<T*>(scratch.data());  // byte storage, aligned by operator new
   for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
   std::memcpy(v.data(), out, v.size() * sizeof(T));
+}
+
+// Reorders every column of a table by `order`, through one scratch buffer.
+template <typename... Columns>
+void Permute(const std::vector<uint32_t>& order, Columns&... columns) {
+  std::vector<std::byte> scratch;
+  (PermuteColumn(columns, order, scratch), ...);
 }
 
 // A slice's sort key within its track: start, longest first, the importer's
@@ -216,14 +223,7 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
   if (!identity) {
-    std::vector<std::byte> scratch;
-    Permute(slices.ts, order, scratch);
-    Permute(slices.dur, order, scratch);
-    Permute(slices.track, order, scratch);
-    Permute(slices.name, order, scratch);
-    Permute(slices.kind, order, scratch);
-    Permute(slices.depth, order, scratch);
-    Permute(slices.arg, order, scratch);
+    Permute(order, slices.ts, slices.dur, slices.track, slices.name, slices.kind, slices.depth, slices.arg);
     auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
     for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
     for (auto& s : device.launch) s = remap(s);
@@ -286,25 +286,13 @@ std::vector<int32_t> Trace::Finalize() {
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
     std::vector<uint32_t> aorder(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
-    std::vector<std::byte> scratch;
-    Permute(args.slice, aorder, scratch);
-    Permute(args.key, aorder, scratch);
-    Permute(args.str, aorder, scratch);
-    Permute(args.num, aorder, scratch);
+    Permute(aorder, args.slice, args.key, args.str, args.num);
   }
 
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  std::vector<std::byte> scratch;
-  Permute(ops.slice, oorder, scratch);
-  Permute(ops.scope, oorder, scratch);
-  Permute(ops.seq, oorder, scratch);
-  Permute(ops.forward, oorder, scratch);
-  Permute(ops.shapes, oorder, scratch);
-  Permute(ops.dtypes, oorder, scratch);
-  Permute(ops.flops, oorder, scratch);
-  Permute(ops.bytes, oorder, scratch);
+  Permute(oorder, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes);
   return new_index;
 }
 
