@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "importers/kineto/kineto.h"
@@ -268,6 +269,38 @@ TEST(Kineto, UnsortedEventsAreSorted) {
   EXPECT_EQ(t->strings.Get(t->slices.name[2]), "be");
   EXPECT_EQ(t->slices.dur[2], 10000);
   EXPECT_EQ(t->slices.parent[2], 0);
+}
+
+// Correlation ids far apart (several traces' ids, or ids offset per rank)
+// index through a hash table rather than an array over [min, max]: every
+// kernel still finds its launch, and an id used twice links the later call.
+TEST(Kineto, SparseAndDuplicateCorrelationIdsLink) {
+  std::string ev = R"({"traceEvents": [)";
+  const uint64_t ids[] = {7, 4000000007, 90000000000017, 123456789};
+  int64_t ts = 100;
+  for (uint64_t id : ids) {
+    ev += fmt::format(R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}},)",
+                      ts, id);
+    ev += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"correlation": {}, "device": 0, "stream": 7}}}},)",
+                      id, ts + 10, id);
+    ts += 100;
+  }
+  // A second call with the first id, after its kernel: the later call is the one linked.
+  ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelAgain", "pid": 1, "tid": 1, "ts": 900, "dur": 5, "args": {"correlation": 7}}]})";
+  auto t = importers::ParseKinetoTrace(ev);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->device.size(), 4u);
+  for (size_t r = 0; r < t->device.size(); ++r) {
+    std::string kernel(t->strings.Get(t->slices.name[t->device.slice[r]]));
+    int32_t launch = t->device.launch[r];
+    ASSERT_NE(launch, model::kNone) << kernel;
+    std::string call(t->strings.Get(t->slices.name[static_cast<size_t>(launch)]));
+    EXPECT_EQ(call, kernel == "k7" ? "cudaLaunchKernelAgain" : "cudaLaunchKernel") << kernel;
+    if (kernel != "k7") EXPECT_EQ(t->slices.ts[static_cast<size_t>(launch)] + 10'000, t->slices.ts[t->device.slice[r]]) << kernel;
+  }
+  EXPECT_NE(std::find_if(t->warnings.begin(), t->warnings.end(),
+                         [](const std::string& w) { return w.rfind("1 API calls that share a correlation id", 0) == 0; }),
+            t->warnings.end());
 }
 
 // Every table the importer fills, column by column (NaN args compared as bits).
