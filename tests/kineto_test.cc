@@ -271,12 +271,12 @@ TEST(Kineto, UnsortedEventsAreSorted) {
   EXPECT_EQ(t->slices.parent[2], 0);
 }
 
-// Correlation ids far apart (several traces' ids, or ids offset per rank)
-// index through a hash table rather than an array over [min, max]: every
-// kernel still finds its launch, and an id used twice links the later call.
-TEST(Kineto, SparseAndDuplicateCorrelationIdsLink) {
+// Correlation ids far apart index through one array per run of nearby ids
+// (several traces' ids, ids offset per copy or rank), and ids with no such
+// runs through a hash table: every kernel still finds its launch either way,
+// and an id used twice links the later call.
+void ExpectLaunchesLinked(const std::vector<uint64_t>& ids) {
   std::string ev = R"({"traceEvents": [)";
-  const uint64_t ids[] = {7, 4000000007, 90000000000017, 123456789};
   int64_t ts = 100;
   for (uint64_t id : ids) {
     ev += fmt::format(R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}},)",
@@ -286,21 +286,38 @@ TEST(Kineto, SparseAndDuplicateCorrelationIdsLink) {
     ts += 100;
   }
   // A second call with the first id, after its kernel: the later call is the one linked.
-  ev += R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelAgain", "pid": 1, "tid": 1, "ts": 900, "dur": 5, "args": {"correlation": 7}}]})";
+  ev += fmt::format(R"({{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernelAgain", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}}]}})",
+                    ts, ids[0]);
   auto t = importers::ParseKinetoTrace(ev);
   ASSERT_TRUE(t.ok()) << t.status().message();
-  ASSERT_EQ(t->device.size(), 4u);
+  ASSERT_EQ(t->device.size(), ids.size());
+  const std::string first = fmt::format("k{}", ids[0]);
   for (size_t r = 0; r < t->device.size(); ++r) {
     std::string kernel(t->strings.Get(t->slices.name[t->device.slice[r]]));
     int32_t launch = t->device.launch[r];
     ASSERT_NE(launch, model::kNone) << kernel;
     std::string call(t->strings.Get(t->slices.name[static_cast<size_t>(launch)]));
-    EXPECT_EQ(call, kernel == "k7" ? "cudaLaunchKernelAgain" : "cudaLaunchKernel") << kernel;
-    if (kernel != "k7") EXPECT_EQ(t->slices.ts[static_cast<size_t>(launch)] + 10'000, t->slices.ts[t->device.slice[r]]) << kernel;
+    EXPECT_EQ(call, kernel == first ? "cudaLaunchKernelAgain" : "cudaLaunchKernel") << kernel;
+    if (kernel != first) EXPECT_EQ(t->slices.ts[static_cast<size_t>(launch)] + 10'000, t->slices.ts[t->device.slice[r]]) << kernel;
   }
   EXPECT_NE(std::find_if(t->warnings.begin(), t->warnings.end(),
                          [](const std::string& w) { return w.rfind("1 API calls that share a correlation id", 0) == 0; }),
             t->warnings.end());
+  EXPECT_EQ(std::find_if(t->warnings.begin(), t->warnings.end(),
+                         [](const std::string& w) { return w.find("no launching API call") != std::string::npos; }),
+            t->warnings.end());
+}
+
+TEST(Kineto, SparseAndDuplicateCorrelationIdsLink) {
+  // Runs of nearby ids far apart, out of order.
+  std::vector<uint64_t> runs;
+  for (uint64_t base : {4000000000ull, 7ull, 90000000000000ull, 123456789ull})
+    for (uint64_t k = 0; k < 5; ++k) runs.push_back(base + 3 * k);
+  ExpectLaunchesLinked(runs);
+  // Scattered ids: no runs to speak of.
+  std::vector<uint64_t> scattered;
+  for (uint64_t k = 1; k <= 60; ++k) scattered.push_back((k * 0x9E3779B97F4A7C15ull) >> 8);
+  ExpectLaunchesLinked(scattered);
 }
 
 // Every table the importer fills, column by column (NaN args compared as bits).

@@ -572,11 +572,14 @@ void ReserveColumn(std::vector<T>& v, size_t n) {
 }
 
 // API calls by correlation id, to link device activities to their launch.
-// Calls are appended as they are read and indexed once at the end: Kineto's
-// correlation ids are dense, so the index is usually an array over
-// [min, max]; sparse ids (several traces' ids, ids shifted per copy) get a
-// flat hash table. (A node-based hash map here was a tenth of the import
-// time; a sorted array with binary search, 3%.)
+// Calls are appended as they are read and indexed once at the end. Kineto's
+// correlation ids are dense, so the index is an array over [min, max]; ids
+// in a few dense runs far apart (several traces, ids offset per copy or per
+// rank) get one array per run, found by a binary search over the runs; ids
+// with no such structure get a flat hash table. (A node-based hash map here
+// was a tenth of the import time; a binary search over all ids 3%; a hash
+// table over runs of ids 2%, its probes missing the cache where the runs'
+// arrays are read in order.)
 class LaunchIndex {
  public:
   void Reserve(size_t n) { ReserveColumn(calls_, n); }
@@ -589,33 +592,35 @@ class LaunchIndex {
   // Indexes the calls; returns how many share their id with a later call
   // (the later one is the one linked).
   uint64_t Build() {
-    uint64_t dups = 0;
     if (calls_.empty()) return 0;
-    uint64_t range = max_ - min_;
-    if (range < 4 * calls_.size() + 4096) {
-      dense_.assign(range + 1, 0);
-      for (size_t i = 0; i < calls_.size(); ++i) {
-        uint32_t& slot = dense_[calls_[i].corr - min_];
-        if (slot != 0) ++dups;
-        slot = static_cast<uint32_t>(i + 1);
-      }
-      return dups;
-    }
-    // Sparse ids: an open-addressing table, at most half full, probed linearly.
-    size_t slots = 16;
-    while (slots < 2 * calls_.size()) slots *= 2;
-    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(slots));
-    table_.assign(slots, Slot{0, 0});
-    for (size_t i = 0; i < calls_.size(); ++i) {
-      uint64_t corr = calls_[i].corr;
-      for (size_t h = Home(corr);; h = (h + 1) & (slots - 1)) {
-        Slot& s = table_[h];
-        if (s.index == 0 || s.corr == corr) {
-          if (s.index != 0) ++dups;  // the later call wins
-          s = {corr, static_cast<uint32_t>(i + 1)};
-          break;
+    const size_t budget = 4 * calls_.size() + 4096;  // array slots per call, at most
+    if (max_ - min_ < budget) {
+      runs_.push_back({min_, max_, 0});
+    } else {
+      std::vector<uint64_t> ids(calls_.size());
+      for (size_t i = 0; i < calls_.size(); ++i) ids[i] = calls_[i].corr;
+      if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
+      size_t slots = 0;
+      for (uint64_t id : ids) {
+        if (runs_.empty() || id - runs_.back().last > kGap) {
+          if (!runs_.empty()) slots += runs_.back().last - runs_.back().first + 1;
+          runs_.push_back({id, id, slots});
         }
+        runs_.back().last = id;
       }
+      slots += runs_.back().last - runs_.back().first + 1;
+      if (slots > budget || runs_.size() > calls_.size() / 8 + 16) {
+        runs_.clear();
+        return BuildHash();
+      }
+    }
+    const Run& last = runs_.back();
+    dense_.assign(last.offset + (last.last - last.first) + 1, 0);
+    uint64_t dups = 0;
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      uint32_t& slot = dense_[Slot(calls_[i].corr)];
+      if (slot != 0) ++dups;
+      slot = static_cast<uint32_t>(i + 1);
     }
     return dups;
   }
@@ -623,9 +628,12 @@ class LaunchIndex {
   // The call with this correlation id (after Build), or -1.
   int64_t Find(uint64_t corr) const {
     if (corr < min_ || corr > max_) return -1;
-    if (!dense_.empty()) return static_cast<int64_t>(dense_[corr - min_]) - 1;
+    if (!runs_.empty()) {
+      int64_t at = RunSlot(corr);
+      return at < 0 ? -1 : static_cast<int64_t>(dense_[static_cast<size_t>(at)]) - 1;
+    }
     for (size_t h = Home(corr);; h = (h + 1) & (table_.size() - 1)) {
-      const Slot& s = table_[h];
+      const HashSlot& s = table_[h];
       if (s.index == 0) return -1;
       if (s.corr == corr) return static_cast<int64_t>(s.index) - 1;
     }
@@ -640,15 +648,56 @@ class LaunchIndex {
     uint32_t slice;
     bool linked;  // some device activity names this call's id
   };
-  std::vector<Call> calls_;
-  uint64_t min_ = UINT64_MAX, max_ = 0;
-  std::vector<uint32_t> dense_;   // corr - min_ -> call index + 1, 0 for none
-  struct Slot {
+  struct Run {
+    uint64_t first, last;  // ids in [first, last], none more than kGap apart
+    size_t offset;         // of `first` in dense_
+  };
+  static constexpr uint64_t kGap = 64;
+
+  // dense_ index of an id that some call has (Build), or of any id (Find: -1 outside the runs).
+  size_t Slot(uint64_t corr) const { return static_cast<size_t>(RunSlot(corr)); }
+  int64_t RunSlot(uint64_t corr) const {
+    const Run* r = &runs_[0];
+    if (runs_.size() > 1) {
+      auto it = std::upper_bound(runs_.begin(), runs_.end(), corr, [](uint64_t c, const Run& x) { return c < x.first; });
+      if (it == runs_.begin()) return -1;
+      r = &*(it - 1);
+    }
+    if (corr < r->first || corr > r->last) return -1;
+    return static_cast<int64_t>(r->offset + (corr - r->first));
+  }
+
+  // Ids with no dense runs: an open-addressing table, at most half full, probed linearly.
+  uint64_t BuildHash() {
+    uint64_t dups = 0;
+    size_t slots = 16;
+    while (slots < 2 * calls_.size()) slots *= 2;
+    shift_ = 64 - static_cast<unsigned>(__builtin_ctzll(slots));
+    table_.assign(slots, HashSlot{0, 0});
+    for (size_t i = 0; i < calls_.size(); ++i) {
+      uint64_t corr = calls_[i].corr;
+      for (size_t h = Home(corr);; h = (h + 1) & (slots - 1)) {
+        HashSlot& s = table_[h];
+        if (s.index == 0 || s.corr == corr) {
+          if (s.index != 0) ++dups;  // the later call wins
+          s = {corr, static_cast<uint32_t>(i + 1)};
+          break;
+        }
+      }
+    }
+    return dups;
+  }
+  struct HashSlot {
     uint64_t corr;
     uint32_t index;  // call index + 1, 0 for an empty slot
   };
   size_t Home(uint64_t corr) const { return static_cast<size_t>((corr * 0x9E3779B97F4A7C15ull) >> shift_); }
-  std::vector<Slot> table_;       // sparse ids
+
+  std::vector<Call> calls_;
+  uint64_t min_ = UINT64_MAX, max_ = 0;
+  std::vector<Run> runs_;
+  std::vector<uint32_t> dense_;  // per run, id - first -> call index + 1, 0 for none
+  std::vector<HashSlot> table_;  // ids without runs
   unsigned shift_ = 60;
 };
 
@@ -1109,47 +1158,68 @@ class Builder : public JsonEventSink {
     return v.next;
   }
 
+  // After a member name's closing quote -> its value (past the ':' and the
+  // whitespace around it), or null. Kineto writes `"key": value`.
+  static const char* ValueAfterKey(const char* ke) {
+    if (ke[0] == ':' && ke[1] == ' ' && !IsWs(ke[2])) return ke + 2;
+    ke = SkipWs(ke);
+    if (*ke != ':') return nullptr;
+    return SkipWs(ke + 1);
+  }
+
   // p at '{' of an event -> one past its '}', ev_ filled as ReadEvent fills it.
+  // A key this importer reads is recognised by one 8-byte compare of its
+  // text and closing quote (no scan for the quote); any other key is scanned.
   const char* FastEvent(const char* p, const char* end) {
     p = SkipWs(p + 1);
     if (*p != '"') return nullptr;  // "{}" too: rare, simdjson's
     for (;;) {
       const char* kp = p + 1;
-      const char* ke = FastString(p, end);
-      if (ke == nullptr) return nullptr;
-      p = SkipWs(ke);
-      if (*p != ':') return nullptr;
-      p = SkipWs(p + 1);
       uint64_t w = Load8(kp);
-      // Known keys take strings and scalars only (ReadEvent would read a
-      // container's first byte as the token): containers go to simdjson.
-      bool container = *p == '{' || *p == '[';
+      const char* key_start = p;
       FastVal v;
+      // Each known key: `p` moves to its value; `container` says whether the
+      // value is an object or array. (Known keys take strings and scalars
+      // only: ReadEvent would read a container's first byte as the token, so
+      // containers go to simdjson.)
+#define STRATA_KEY_VALUE(len)                          \
+  if (!(p = ValueAfterKey(kp + (len) + 1))) return nullptr; \
+  const bool container = *p == '{' || *p == '['
       switch (kp[0]) {
         case 'p':
           if (KeyIs(w, "ph")) {
+            STRATA_KEY_VALUE(2);
+            if (!container && p[0] == '"' && p[2] == '"' && PlainChar(p[1])) {
+              ev_.ph = p[1];  // "X": the common case, without a string scan
+              p = SkipWs(p + 3);
+              goto next;
+            }
             std::string_view ph;
             if (!(p = FastStringField(p, end, container, &ph))) return nullptr;
             ev_.ph = ph.size() == 1 ? ph[0] : '?';
             goto next;
           }
           if (KeyIs(w, "pid")) {
+            STRATA_KEY_VALUE(3);
             if (container || !(p = FastId(p, end, &ev_.pid))) return nullptr;
             goto next;
           }
           break;
         case 't':
           if (KeyIs(w, "ts")) {
+            STRATA_KEY_VALUE(2);
             if (container || !(p = FastMicros(p, end, &ev_.ts, &ev_.has_ts, &ev_.ts_fractional))) return nullptr;
             goto next;
           }
           if (KeyIs(w, "tid")) {
+            STRATA_KEY_VALUE(3);
             if (container || !(p = FastId(p, end, &ev_.tid))) return nullptr;
             goto next;
           }
           break;
         case 'd':
           if (KeyIs(w, "dur")) {
+            STRATA_KEY_VALUE(3);
             bool frac;
             if (container || !(p = FastMicros(p, end, &ev_.dur, &ev_.has_dur, &frac))) return nullptr;
             goto next;
@@ -1157,24 +1227,29 @@ class Builder : public JsonEventSink {
           break;
         case 'c':
           if (KeyIs(w, "cat")) {
+            STRATA_KEY_VALUE(3);
             if (!(p = FastStringField(p, end, container, &ev_.cat))) return nullptr;
             goto next;
           }
           break;
         case 'n':
           if (KeyIs(w, "name")) {
+            STRATA_KEY_VALUE(4);
             if (!(p = FastStringField(p, end, container, &ev_.name))) return nullptr;
             goto next;
           }
           break;
         case 'a':
           if (KeyIs(w, "args")) {
+            STRATA_KEY_VALUE(4);
+            (void)container;
             if (*p != '{' || !(p = FastArgs(p, end))) return nullptr;
             goto next;
           }
           break;
         case 'i':
           if (KeyIs(w, "id")) {
+            STRATA_KEY_VALUE(2);
             if (container || !FastValue(p, end, &v)) return nullptr;
             ev_.id = v.Token();
             p = v.next;
@@ -1183,12 +1258,14 @@ class Builder : public JsonEventSink {
           break;
         case 'b':
           if (KeyIs(w, "bp")) {
+            STRATA_KEY_VALUE(2);
             if (!(p = FastStringField(p, end, container, &ev_.bp))) return nullptr;
             goto next;
           }
           break;
         case 's':
           if (KeyIs(w, "s")) {
+            STRATA_KEY_VALUE(1);
             if (!(p = FastStringField(p, end, container, &ev_.scope))) return nullptr;
             goto next;
           }
@@ -1196,15 +1273,31 @@ class Builder : public JsonEventSink {
         default:
           break;
       }
-      // A key the importer does not read: its value is skipped.
-      if (!FastValue(p, end, &v)) return nullptr;
-      p = v.next;
+#undef STRATA_KEY_VALUE
+      {
+        // A key the importer does not read: its value is skipped.
+        const char* ke = FastString(key_start, end);
+        if (ke == nullptr || !(p = ValueAfterKey(ke))) return nullptr;
+        if (!FastValue(p, end, &v)) return nullptr;
+        p = v.next;
+      }
     next:
+      if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {  // Kineto's separator
+        p += 2;
+        continue;
+      }
       if (*p == '}') return p + 1;
       if (*p != ',') return nullptr;
       p = SkipWs(p + 1);
       if (*p != '"') return nullptr;
     }
+  }
+
+  // A byte that stands for itself inside a JSON string: no quote, backslash,
+  // control character or non-ASCII byte (FastString's rule).
+  static bool PlainChar(char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80 && c != '"' && c != '\\';
   }
 
   // p at the '{' of "args" -> the first byte after its '}' that is not
@@ -1216,11 +1309,10 @@ class Builder : public JsonEventSink {
       if (*p != '"') return nullptr;
       const char* kp = p + 1;
       const char* ke = FastString(p, end);
-      if (ke == nullptr) return nullptr;
-      p = SkipWs(ke);
-      if (*p != ':') return nullptr;
-      p = SkipWs(p + 1);
-      Arg arg;
+      if (ke == nullptr || !(p = ValueAfterKey(ke))) return nullptr;
+      // Built in place (a copy of the 56-byte Arg per argument showed in profiles).
+      size_t index = ev_.args.size();
+      Arg& arg = ev_.args.emplace_back();
       arg.key = std::string_view(kp, static_cast<size_t>(ke - 1 - kp));
       if (const char* e = IntAt(p, &arg.int_value)) {
         arg.has_int = true;
@@ -1238,9 +1330,11 @@ class Builder : public JsonEventSink {
       const KeyCache::Entry& entry = keys_[arg.slot];
       arg.role = entry.role;
       arg.gen = entry.gen;
-      if (arg.role < Role::kCount && ev_.args.size() < 127)
-        ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(ev_.args.size());
-      ev_.args.push_back(arg);
+      if (arg.role < Role::kCount && index < 127) ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(index);
+      if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+        p += 2;
+        continue;
+      }
       if (*p == '}') return SkipWs(p + 1);
       if (*p != ',') return nullptr;
       p = SkipWs(p + 1);
