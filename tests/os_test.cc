@@ -290,6 +290,24 @@ TEST(Os, HotFunctionDominatesCpuSamples) {
   EXPECT_TRUE(busy);
 }
 
+// The collector symbolizes frames once a second while the program runs (not
+// all at the end, which a user would wait for after the program ended): the
+// hot function's frames, first seen in the first second, are defined then,
+// and samples from later seconds still resolve to them.
+TEST(Os, FramesSymbolizedDuringTheRunResolveLaterSamples) {
+  REQUIRE_PERF();
+  std::string dir = TempDir("os_hot_long");
+  auto r = Record(dir, {TestProgram("os_workload"), "hot", "2500"}, {"--sample-hz", "199"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  REQUIRE_COLLECTOR(dir, "os.samples");
+  model::Trace t = Load(dir);
+  analysis::OsSummary o = analysis::AnalyzeOs(t);
+  ASSERT_GE(o.samples, 300u) << "2.5 s of CPU at 199 Hz";
+  ASSERT_FALSE(o.functions.empty());
+  EXPECT_EQ(o.functions[0].function, "strata_test_hot_function");
+  EXPECT_GE(static_cast<double>(o.functions[0].self), 0.7 * static_cast<double>(o.samples));
+}
+
 TEST(Os, DwarfUnwindingRecoversFramesFramePointersMiss) {
   REQUIRE_PERF();
   std::string dir = TempDir("os_dwarf");

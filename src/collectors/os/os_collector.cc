@@ -548,9 +548,12 @@ void OsCollector::Impl::ReaderLoop() {
   cv_data.notify_all();
 }
 
+constexpr auto kResolvePeriod = std::chrono::seconds(1);
+
 void OsCollector::Impl::WriterLoop() {
   auto flush_period = std::chrono::milliseconds(std::max<uint32_t>(opt.flush_ms, 1));
   auto last_flush = std::chrono::steady_clock::now();
+  auto last_resolve = last_flush;
   std::deque<Chunk> work;
   std::vector<OsEncoder::Span> spans;
   for (;;) {
@@ -578,8 +581,14 @@ void OsCollector::Impl::WriterLoop() {
     }
     work.clear();
     encoder->MapPending();
-    if (finished) encoder->ResolveFrames();
     auto now = std::chrono::steady_clock::now();
+    // Frames are symbolized as the run goes (once a second), not all at the
+    // end: loading the symbol tables of libtorch and libpython took ~120 ms,
+    // which a user waited for after the program had ended.
+    if (finished || now - last_resolve >= kResolvePeriod) {
+      encoder->ResolveFrames();
+      last_resolve = now;
+    }
     size_t pending = 0;
     for (auto& s : streams) pending += s->pending_bytes();
     if (finished || now - last_flush >= flush_period || pending > (4u << 20)) {
