@@ -131,10 +131,11 @@ void PermuteColumn(std::vector<T>& v, const std::vector<uint32_t>& order, std::v
   std::memcpy(v.data(), out, v.size() * sizeof(T));
 }
 
-// Reorders every column of a table by `order`, through one scratch buffer.
+// Reorders every column of a table by `order`, through one scratch buffer
+// (shared by the tables of one Finalize: a fresh one per table was a second
+// round of page faults on a large trace).
 template <typename... Columns>
-void Permute(const std::vector<uint32_t>& order, Columns&... columns) {
-  std::vector<std::byte> scratch;
+void Permute(const std::vector<uint32_t>& order, std::vector<std::byte>& scratch, Columns&... columns) {
   (PermuteColumn(columns, order, scratch), ...);
 }
 
@@ -217,13 +218,15 @@ std::vector<int32_t> Trace::Finalize() {
     SortKeys(keys);
     for (uint32_t k = a; k < b; ++k) order[k] = keys[k - a].index;
   }
+  std::vector<SliceKey>().swap(keys);  // (as large as the largest track: not kept through the permutation)
   bool identity = true;
   for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
   // Old slice index -> new (returned: importers holding slice indices remap them).
   std::vector<int32_t> new_index(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
+  std::vector<std::byte> scratch;
   if (!identity) {
-    Permute(order, slices.ts, slices.dur, slices.track, slices.name, slices.kind, slices.depth, slices.arg);
+    Permute(order, scratch, slices.ts, slices.dur, slices.track, slices.name, slices.kind, slices.depth, slices.arg);
     auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
     for (auto& s : device.slice) s = static_cast<uint32_t>(new_index[s]);
     for (auto& s : device.launch) s = remap(s);
@@ -284,15 +287,16 @@ std::vector<int32_t> Trace::Finalize() {
     std::vector<uint32_t> at(slots + 1, 0);
     for (uint32_t s : args.slice) ++at[s + 1];
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
-    std::vector<uint32_t> aorder(m);
+    std::vector<uint32_t>& aorder = order;  // the slices' order is done with
+    aorder.resize(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
-    Permute(aorder, args.slice, args.key, args.str, args.num);
+    Permute(aorder, scratch, args.slice, args.key, args.str, args.num);
   }
 
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  Permute(oorder, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes);
+  Permute(oorder, scratch, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes);
   return new_index;
 }
 
