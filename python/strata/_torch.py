@@ -21,7 +21,7 @@ import threading
 _lib = None
 _torch = None
 _tls = threading.local()
-_names = {}  # id(module) -> (weakref to module, interned name id)
+_names = {}  # id(module) -> (weakref to module, interned name id, qualified name, is a ScriptModule)
 _graphs = set()
 
 _ROOT = 1
@@ -139,7 +139,8 @@ def _entry(module, stack):
         ref = weakref.ref(module)
     except TypeError:
         ref = lambda: module  # noqa: E731 (modules are weak-referenceable; be safe)
-    ent = (ref, _intern(name), name)
+    # (whether it is a ScriptModule, decided once: isinstance cost 0.2 us per call)
+    ent = (ref, _intern(name), name, isinstance(module, _torch.jit.ScriptModule))
     _names[id(module)] = ent
     return ent
 
@@ -159,7 +160,7 @@ def _pre_hook(module, inputs):
             x = inputs[0]
             if isinstance(x, _torch.Tensor) and x.dim() > 0:
                 batch = int(x.shape[0])
-    if isinstance(module, _torch.jit.ScriptModule):
+    if ent[3]:
         _record_graph(module, ent[2])
     stack.append((module, ent[1]))
     _lib.strata_torch_module_begin(ent[1], flags, batch)
