@@ -298,7 +298,9 @@ void ExpectLaunchesLinked(const std::vector<uint64_t>& ids) {
     ASSERT_NE(launch, model::kNone) << kernel;
     std::string call(t->strings.Get(t->slices.name[static_cast<size_t>(launch)]));
     EXPECT_EQ(call, kernel == first ? "cudaLaunchKernelAgain" : "cudaLaunchKernel") << kernel;
-    if (kernel != first) EXPECT_EQ(t->slices.ts[static_cast<size_t>(launch)] + 10'000, t->slices.ts[t->device.slice[r]]) << kernel;
+    if (kernel != first) {
+      EXPECT_EQ(t->slices.ts[static_cast<size_t>(launch)] + 10'000, t->slices.ts[t->device.slice[r]]) << kernel;
+    }
   }
   EXPECT_NE(std::find_if(t->warnings.begin(), t->warnings.end(),
                          [](const std::string& w) { return w.rfind("1 API calls that share a correlation id", 0) == 0; }),
