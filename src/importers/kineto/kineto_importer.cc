@@ -621,7 +621,7 @@ class LaunchIndex {
     dense_.assign(last.offset + (last.last - last.first) + 1, 0);
     uint64_t dups = 0;
     for (size_t i = 0; i < calls_.size(); ++i) {
-      uint32_t& slot = dense_[Slot(calls_[i].corr)];
+      uint32_t& slot = dense_[static_cast<size_t>(RunSlot(calls_[i].corr))];
       if (slot != 0) ++dups;
       slot = static_cast<uint32_t>(i + 1);
     }
@@ -657,8 +657,7 @@ class LaunchIndex {
   };
   static constexpr uint64_t kGap = 64;
 
-  // dense_ index of an id that some call has (Build), or of any id (Find: -1 outside the runs).
-  size_t Slot(uint64_t corr) const { return static_cast<size_t>(RunSlot(corr)); }
+  // dense_ index of an id, -1 outside the runs (never for a call's own id).
   int64_t RunSlot(uint64_t corr) const {
     const Run* r = &runs_[0];
     if (runs_.size() > 1) {
@@ -1315,7 +1314,7 @@ class Builder : public JsonEventSink {
         p = v.next;
       }
     next:
-      if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {  // Kineto's separator
+      if (AtKinetoSeparator(p)) {
         p += 2;
         continue;
       }
@@ -1325,6 +1324,9 @@ class Builder : public JsonEventSink {
       if (*p != '"') return nullptr;
     }
   }
+
+  // At Kineto's separator between members, `, "`: the caller steps to the quote.
+  static bool AtKinetoSeparator(const char* p) { return p[0] == ',' && p[1] == ' ' && p[2] == '"'; }
 
   // A byte that stands for itself inside a JSON string: no quote, backslash,
   // control character or non-ASCII byte (FastString's rule).
@@ -1364,7 +1366,7 @@ class Builder : public JsonEventSink {
       arg.role = entry.role;
       arg.gen = entry.gen;
       if (arg.role < Role::kCount && index < 127) ev_.known[static_cast<size_t>(arg.role)] = static_cast<int8_t>(index);
-      if (p[0] == ',' && p[1] == ' ' && p[2] == '"') {
+      if (AtKinetoSeparator(p)) {
         p += 2;
         continue;
       }
@@ -1901,7 +1903,6 @@ class Builder : public JsonEventSink {
   void ResolveFlows() {
     // Chrome flow semantics: "s" binds to the enclosing slice, "f" to the
     // enclosing slice with bp=e, else to the next slice that starts.
-    std::unordered_map<uint64_t, int32_t> last_end;  // flow key -> slice of the previous step
     // Flow steps grouped by key, in time order, a start before other steps at
     // its time, else in file order. Sorted as 24-byte keys rather than the
     // flows themselves (sorting the 48-byte rows was 3% of an import).
