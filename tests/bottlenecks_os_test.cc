@@ -15,7 +15,6 @@
 // causes inside the program.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +29,7 @@
 
 #include "analysis/findings.h"
 #include "analysis/os.h"
+#include "base/clock.h"
 #include "base/files.h"
 #include "tests/testing.h"
 
@@ -69,9 +69,7 @@ struct CpuClock {
     ::getrusage(RUSAGE_SELF, &self);
     ::getrusage(RUSAGE_CHILDREN, &children);
     c.ours_ns = ns(self) + ns(children);
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    c.wall_ns = static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+    c.wall_ns = static_cast<double>(MonotonicNs());
     return c;
   }
   // Other processes' CPU between two readings, as a share of one CPU.
