@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -174,8 +175,8 @@ TEST(NameCache, VerifiesTextAtReusedAddresses) {
 }
 
 // The op path's LookupId verifies hits from the slot's copy of the text (up to
-// 40 bytes) and from the entry beyond: names that differ only past byte 16,
-// past byte 40, or in length, at one reused address, are never confused.
+// 31 bytes) and from the entry beyond: names that differ only past byte 16,
+// past byte 32, or in length, at one reused address, are never confused.
 TEST(NameCache, LookupIdTellsApartNamesDifferingAnywhere) {
   g_interned = 0;
   collectors::torch::NameCache cache(&FakeIntern);
@@ -187,7 +188,7 @@ TEST(NameCache, LookupIdTellsApartNamesDifferingAnywhere) {
       "aten::empty",                                          // a prefix, < 16
       "autograd::engine::evaluate_function: MulBackward0",    // 49: past the slot's copy
       "autograd::engine::evaluate_function: DivBackward0",    // differs at byte 37
-      "autograd::engine::evaluate_function: MulBackward0x",   // differs past byte 40
+      "autograd::engine::evaluate_function: MulBackward0x",   // differs past byte 32
       "autograd::engine::evaluate_function: MulBackward1",    // differs at the last byte
   };
   std::vector<uint32_t> ids;
@@ -211,7 +212,7 @@ TEST(NameCache, LookupIdTellsApartNamesDifferingAnywhere) {
   EXPECT_EQ(cache.LookupId(buf), fresh);
 }
 
-// Every length around the 8-, 16- and 40-byte boundaries of the verification:
+// Every length around the 8-, 16- and 32-byte boundaries of the verification:
 // a name and its one-longer extension at one address are different names.
 TEST(NameCache, EveryLengthIsVerifiedExactly) {
   g_interned = 0;
@@ -230,6 +231,35 @@ TEST(NameCache, EveryLengthIsVerifiedExactly) {
     EXPECT_EQ(cache.LookupId(buf), ids[static_cast<size_t>(n - 1)]) << n << " (address hit)";
   }
   EXPECT_EQ(g_interned, 50u);
+}
+
+// Autograd's engine builds "autograd::engine::evaluate_function: ..." per call,
+// at a new address each time: after 64 misses such a name stops taking address
+// slots over and is found by content; ids stay exact for it, for a stable name
+// looked up in between, and for another name later written at one of its
+// addresses.
+TEST(NameCache, PerCallNamesAtChangingAddresses) {
+  g_interned = 0;
+  collectors::torch::NameCache cache(&FakeIntern);
+  static const std::string kStable = "aten::mul";
+  uint32_t stable = cache.LookupId(kStable.c_str());
+  std::vector<std::unique_ptr<char[]>> bufs;
+  uint32_t per_call = 0;
+  for (int i = 0; i < 300; ++i) {
+    bufs.push_back(std::make_unique<char[]>(64));  // kept alive: every address is new
+    std::snprintf(bufs.back().get(), 64, "autograd::engine::evaluate_function: MulBackward0");
+    uint32_t id = cache.LookupId(bufs.back().get());
+    if (i == 0) per_call = id;
+    ASSERT_EQ(id, per_call) << i;
+    ASSERT_EQ(cache.LookupId(kStable.c_str()), stable) << i;
+  }
+  EXPECT_EQ(g_interned, 2u);
+  for (size_t i : {size_t{10}, size_t{200}}) {  // a slot it took, and one it did not
+    EXPECT_EQ(cache.LookupId(bufs[i].get()), per_call);
+    std::snprintf(bufs[i].get(), 64, "autograd::engine::evaluate_function: MulBackward1");
+    EXPECT_NE(cache.LookupId(bufs[i].get()), per_call) << i;
+  }
+  EXPECT_EQ(g_interned, 3u);
 }
 
 TEST(NameCache, StepFlags) {

@@ -93,6 +93,32 @@ inline void EmitBytes(uint32_t state, uint16_t event_id, const void* payload, ui
   SlowEmit(event_id, payload, size, ts);
 }
 
+// An event with a payload of kSize (> 4) bytes that `fill(uint8_t* payload)`
+// writes straight into the chunk: no intermediate copy, no size branches.
+template <uint32_t kSize, typename Fill>
+inline void EmitFixed(uint32_t state, uint16_t event_id, Fill&& fill) {
+  static_assert(kSize > 4 && kSize <= 0xffff);
+  constexpr uint32_t kNeed = RecordBytes(kSize);
+  uint64_t ts = ReadClock(state);
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c != nullptr, 1)) {
+    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+    if (__builtin_expect(pos + kNeed <= c->capacity, 1)) {
+      Record* r = reinterpret_cast<Record*>(c->data() + pos);
+      r->ts = ts;
+      r->event_id = event_id;
+      r->size = static_cast<uint16_t>(kSize);
+      r->inline4 = 0;
+      fill(reinterpret_cast<uint8_t*>(r + 1));
+      c->write_pos.store(pos + kNeed, std::memory_order_release);
+      return;
+    }
+  }
+  uint8_t payload[kSize];
+  fill(payload);
+  SlowEmit(event_id, payload, kSize, ts);
+}
+
 // EmitExternal for a payload of kSize bytes that `fill(uint8_t* payload)` writes
 // straight into the calling thread's chunk: no intermediate copy. `route` is
 // RouteOf(stream). False when it cannot (not recording, the thread's first

@@ -8,10 +8,11 @@
 // against the cached text, and a miss falls back to a lookup by content, then
 // to Intern().
 //
-// The check compares the first 16 bytes as two masked 64-bit words, then the
-// rest (names longer than 15) with strncmp, against the copy of the text kept
-// in the slot's own cache line (the op path touches one line per lookup: with
-// the framework's working set between two ops, a second line is a second miss). Reading 16 bytes from a name is in
+// The check compares the first 16 bytes as two masked 64-bit words (masks kept
+// in the slot), then the rest (names longer than 15) with strcmp, against the
+// copy of the text kept in the slot's own cache line up to 31 bytes (the op
+// path touches one line per lookup: with the framework's working set between
+// two ops, a second line is a second miss). Reading 16 bytes from a name is in
 // bounds because every name PyTorch hands out is a std::string's c_str(), whose
 // buffer is at least 16 bytes (the small-string buffer, or a heap buffer for
 // longer strings).
@@ -21,10 +22,11 @@
 // of a training step) come at addresses reused for other names, so the address
 // slot misses on them every time. They are found by content in a second
 // direct-mapped table (a multiplicative hash of the bytes: a few ns for such a
-// name, against ~40 for the unordered_map's hash, modulo and node walk).
+// name, against ~40 for the unordered_map's hash, modulo and node walk). Such a
+// name stops taking address slots over once it has missed there 64 times.
 //
-//   slots_[hash(addr) % 1024] ---> Entry {id, flags, step, text} <-- by_text_[text]
-//   {addr, id, text[0..40)}  -------^   ^------- by_hash_[hash(text) % 1024]
+//   slots_[hash(addr) % 1024] ---> entries_[i] {id, flags, step, text} <-- by_text_[text]
+//   {addr, id, i, text[0..32)} ------^   ^------- by_hash_[hash(text) % 1024]
 //
 // Entries are never freed (names are few: hundreds per program).
 #pragma once
@@ -70,6 +72,7 @@ struct NameEntry {
   uint64_t step = 0;   // the N of ProfilerStep#N
   uint32_t len = 0;
   uint64_t head[2] = {0, 0};  // the first 16 bytes of text, NUL-padded
+  uint32_t slot_misses = 0;   // address-slot misses that found it by content
   std::string text;
 
   bool Matches(const char* name) const {
@@ -85,12 +88,12 @@ class NameCache {
   explicit NameCache(InternFn intern) : intern_(intern) {}
 
   // The op hot path: the interned id, verified from the slot's own cache line
-  // for names shorter than 40 bytes (every aten op name), so that a hit touches
+  // for names up to 31 bytes (nearly every aten op name), so that a hit touches
   // one line. 0 when the recorder is not recording.
   uint32_t LookupId(const char* name) {
     Slot& s = SlotOf(name);
-    if (s.ptr == name && name && s.Matches(name)) return s.id;
-    return LookupSlow(name, s)->id;
+    if (s.ptr == name && name && Matches(s, name)) return s.id;
+    return LookupSlow(name, &s)->id;
   }
 
   // For names built per call (autograd nodes' names): by content only. Their
@@ -98,75 +101,103 @@ class NameCache {
   // overwriting it would evict a stable name's entry.
   uint32_t LookupIdByText(const char* name) {
     std::string_view text(name ? name : "");
-    const NameEntry* h = by_hash_[TextHash(text) & (kSlots - 1)];
-    if (h && h->len == text.size() && h->Matches(name)) return h->id;
-    Slot scratch;
-    return LookupSlow(name, scratch)->id;
+    uint32_t h = by_hash_[TextHash(text) & (kSlots - 1)];
+    if (h != 0) {
+      const NameEntry& e = *entries_[h - 1];
+      if (e.len == text.size() && std::memcmp(e.text.data(), text.data(), text.size()) == 0) return e.id;
+    }
+    return LookupSlow(name, nullptr)->id;
   }
 
   // Never null; id 0 when the recorder is not recording.
   const NameEntry* Lookup(const char* name) {
     Slot& s = SlotOf(name);
-    if (s.ptr == name && name && s.Matches(name)) return s.entry;
-    return LookupSlow(name, s);
+    if (s.ptr == name && name && Matches(s, name)) return entries_[s.index].get();
+    return LookupSlow(name, &s);
   }
 
   size_t size() const { return entries_.size(); }
 
  private:
   static constexpr size_t kSlots = 1024;
-  static constexpr uint32_t kInline = 40;
+  // A name whose address slot missed this many times (it is built per call, at
+  // addresses reused for other names) no longer takes a slot over: it is found
+  // by content, and stable names keep their slots.
+  static constexpr uint32_t kUnstableMisses = 64;
 
-  // One cache line: the address it was last seen at, the id, and the first
-  // kInline bytes of the text (NUL-padded) to verify a hit with.
+  // One cache line: the address the name was last seen at, its id, and its
+  // text to verify a hit with: the first 16 bytes as two words with the masks
+  // of the bytes that belong to it (its NUL included: a prefix is another
+  // name), then bytes 16..31, NUL-padded.
   struct alignas(64) Slot {
     const char* ptr = nullptr;
-    const NameEntry* entry = nullptr;
+    uint64_t head[2] = {0, 0};
+    uint64_t mask[2] = {0, 0};
     uint32_t id = 0;
-    uint32_t len = 0;
-    char text[kInline] = {};
-
-    bool Matches(const char* name) const {
-      if (!HeadMatches(name, text, len)) return false;
-      if (len < 16) return true;
-      if (len < kInline) return std::strncmp(text + 16, name + 16, len - 15) == 0;
-      return entry->Matches(name);
-    }
-    void Set(const char* name, const NameEntry* e) {
-      ptr = name;
-      entry = e;
-      id = e->id;
-      len = e->len;
-      std::memset(text, 0, kInline);
-      std::memcpy(text, e->text.data(), e->len < kInline ? e->len : kInline);
-    }
+    uint32_t index = 0;  // entries_[index]
+    char tail[16] = {};  // tail[15] != 0: longer than 31 bytes, compared against the entry
   };
   static_assert(sizeof(Slot) == 64);
 
+  // Reading 16 bytes at `name` is in bounds (see the top of this file).
+  bool Matches(const Slot& s, const char* name) const {
+    uint64_t w[2];
+    std::memcpy(w, name, 16);
+    if ((((w[0] & s.mask[0]) ^ s.head[0]) | ((w[1] & s.mask[1]) ^ s.head[1])) != 0) return false;
+    if (__builtin_expect((s.head[1] >> 56) == 0, 1)) return true;  // its NUL is within the 16 bytes
+    return MatchesTail(s, name);
+  }
+
+  // Past byte 16: from the slot up to 31 bytes, from the entry beyond.
+  __attribute__((noinline)) bool MatchesTail(const Slot& s, const char* name) const {
+    if (s.tail[15] == 0) return std::strcmp(s.tail, name + 16) == 0;
+    const NameEntry& e = *entries_[s.index];
+    return std::strncmp(e.text.c_str() + 16, name + 16, e.len - 15) == 0;
+  }
+
+  static void Set(Slot& s, const char* name, const NameEntry& e, uint32_t index) {
+    s.ptr = name;
+    s.id = e.id;
+    s.index = index;
+    s.head[0] = e.head[0];
+    s.head[1] = e.head[1];
+    uint32_t n = std::min<uint32_t>(e.len + 1, 16);  // bytes of the first 16 that are the name's
+    s.mask[0] = n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+    s.mask[1] = n <= 8 ? 0 : n == 16 ? ~uint64_t{0} : (uint64_t{1} << (8 * (n - 8))) - 1;
+    std::memset(s.tail, 0, sizeof s.tail);
+    if (e.len > 16) std::memcpy(s.tail, e.text.data() + 16, std::min<size_t>(e.len - 16, sizeof s.tail));
+  }
+
   Slot& SlotOf(const char* name) { return slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)]; }
 
-  // Not inlined: keeps the hit path small.
-  __attribute__((noinline)) const NameEntry* LookupSlow(const char* name, Slot& s) {
+  // Not inlined: keeps the hit path small. `s` is the address slot that missed
+  // (null for a lookup by content).
+  __attribute__((noinline)) const NameEntry* LookupSlow(const char* name, Slot* s) {
     std::string_view text(name ? name : "");
-    const NameEntry*& h = by_hash_[TextHash(text) & (kSlots - 1)];
-    if (h && h->len == text.size() && h->Matches(name)) {
-      s.Set(name, h);
-      return h;
-    }
-    const NameEntry* e;
-    auto it = by_text_.find(text);
-    if (it != by_text_.end()) {
-      e = it->second;
+    uint32_t& h = by_hash_[TextHash(text) & (kSlots - 1)];
+    uint32_t index;
+    if (h != 0 && entries_[h - 1]->len == text.size() &&
+        std::memcmp(entries_[h - 1]->text.data(), text.data(), text.size()) == 0) {
+      index = h - 1;
     } else {
-      uint32_t id = intern_(text);
-      if (id == 0) return &none_;  // not recording: nothing worth caching
-      entries_.push_back(std::make_unique<NameEntry>(MakeNameEntry(text, id)));
-      e = entries_.back().get();
-      by_text_.emplace(e->text, e);
+      auto it = by_text_.find(text);
+      if (it != by_text_.end()) {
+        index = it->second;
+      } else {
+        uint32_t id = intern_(text);
+        if (id == 0) return &none_;  // not recording: nothing worth caching
+        index = static_cast<uint32_t>(entries_.size());
+        entries_.push_back(std::make_unique<NameEntry>(MakeNameEntry(text, id)));
+        by_text_.emplace(entries_.back()->text, index);
+      }
+      h = index + 1;
     }
-    s.Set(name, e);
-    h = e;
-    return e;
+    NameEntry& e = *entries_[index];
+    if (s && e.slot_misses < kUnstableMisses) {
+      ++e.slot_misses;
+      Set(*s, name, e, index);
+    }
+    return &e;
   }
 
   // Names up to 24 bytes: all of them, 8 at a time; longer ones: the length,
@@ -199,8 +230,8 @@ class NameCache {
 
   InternFn intern_;
   Slot slots_[kSlots];
-  const NameEntry* by_hash_[kSlots] = {};
-  std::unordered_map<std::string_view, const NameEntry*> by_text_;
+  uint32_t by_hash_[kSlots] = {};  // entries_ index + 1; 0: empty
+  std::unordered_map<std::string_view, uint32_t> by_text_;
   std::vector<std::unique_ptr<NameEntry>> entries_;
   NameEntry none_;
 };

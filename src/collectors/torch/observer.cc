@@ -60,6 +60,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -414,41 +415,66 @@ void OnExplicitStep(uint64_t step, bool begin) {
 
 // --- callbacks -------------------------------------------------------------------
 
-inline void OpBegin(ThreadState& ts, const at::RecordFunction& fn) {
-  Payload p;
+// An op with its name id and, if it has one, its sequence number (the forward
+// op an autograd node will point back to).
+inline void EmitOpBegin(uint32_t id, int64_t seq) {
+  if (seq < 0) {
+    EmitName(fmt_::kOpBegin, id);
+    return;
+  }
+  recorder::EmitFixed<12>(g_clock, fmt_::kOpBeginSeq, [id, seq](uint8_t* p) {
+    std::memcpy(p, &id, 4);
+    std::memcpy(p + 4, &seq, 8);
+  });
+}
+
+// Everything but an op on a thread that has seen one before: autograd nodes,
+// TorchScript functions, a thread's first op.
+__attribute__((noinline)) void OpBeginSlow(const at::RecordFunction& fn) {
+  ThreadState& ts = Thread();
   switch (fn.scope()) {
     case at::RecordScope::BACKWARD_FUNCTION: {
       // An autograd node's name is a std::string built per call (Node::name()).
       uint32_t id = ts.names.LookupIdByText(fn.name());
-      p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr()).Put<uint64_t>(fn.forwardThreadId());
-      EmitThreadEvent(fmt_::kBwdBegin, p.data(), p.size());
+      int64_t seq = fn.seqNr();
+      uint64_t fwd_thread = fn.forwardThreadId();
+      recorder::EmitFixed<20>(g_clock, fmt_::kBwdBegin, [id, seq, fwd_thread](uint8_t* p) {
+        std::memcpy(p, &id, 4);
+        std::memcpy(p + 4, &seq, 8);
+        std::memcpy(p + 12, &fwd_thread, 8);
+      });
       break;
     }
     case at::RecordScope::TORCHSCRIPT_FUNCTION:
       EmitName(fmt_::kScriptBegin, ts.names.LookupId(fn.name()));
       break;
-    default: {
-      uint32_t id = ts.names.LookupId(fn.name());
-      if (fn.seqNr() >= 0) {
-        p.Put<uint32_t>(id).Put<int64_t>(fn.seqNr());
-        EmitThreadEvent(fmt_::kOpBeginSeq, p.data(), p.size());
-      } else {
-        EmitName(fmt_::kOpBegin, id);
-      }
-    }
+    default:
+      EmitOpBegin(ts.names.LookupId(fn.name()), fn.seqNr());
+  }
+}
+
+inline void OpBegin(const at::RecordFunction& fn) {
+  ThreadState* ts = t_state;
+  at::RecordScope scope = fn.scope();
+  if (__builtin_expect(ts != nullptr && scope != at::RecordScope::BACKWARD_FUNCTION &&
+                           scope != at::RecordScope::TORCHSCRIPT_FUNCTION,
+                       1)) {
+    EmitOpBegin(ts->names.LookupId(fn.name()), fn.seqNr());
+  } else {
+    OpBeginSlow(fn);
   }
 }
 
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
-  OpBegin(Thread(), fn);
+  OpBegin(fn);
   return nullptr;
 }
 
 void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitOpEnd(); }
 
 std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn) {
+  OpBegin(fn);
   ThreadState& ts = Thread();
-  OpBegin(ts, fn);
   try {
     EmitOpDetail(ts, fn, *ts.names.Lookup(fn.name()));
   } catch (...) {
