@@ -21,7 +21,7 @@ import threading
 _lib = None
 _torch = None
 _tls = threading.local()
-_names = {}  # id(module) -> (weakref to module, interned name id, qualified name, is a ScriptModule)
+_names = {}  # id(module) -> (weakref to module, interned name id, scope name, is a ScriptModule, path)
 _graphs = set()
 
 _ROOT = 1
@@ -119,47 +119,72 @@ def _intern(name):
     return _lib.strata_torch_intern(name.encode("utf-8", "replace"))
 
 
-def _qualified_name(module, stack):
+def _qualified_name(module, parent):
+    """(path, name): the module's attribute path from the root module ("Net.blocks.0"),
+    and its scope's name, the path and the class ("Net.blocks.0 (Block)"; the root: "Net")."""
     cls = type(module).__name__
-    if not stack:
-        return cls
-    parent = stack[-1][0]
+    if parent is None:
+        return cls, cls
     pent = _names.get(id(parent))
-    pname = pent[2] if pent is not None else type(parent).__name__
+    ppath = pent[4] if pent is not None else type(parent).__name__
     for attr, child in getattr(parent, "_modules", {}).items():
         if child is module:
-            return "%s.%s (%s)" % (pname, attr, cls)
-    return "%s.<%s>" % (pname, cls)
+            path = "%s.%s" % (ppath, attr)
+            return path, "%s (%s)" % (path, cls)
+    path = "%s.<%s>" % (ppath, cls)
+    return path, path
 
 
-def _entry(module, stack):
+def _entry(module, parent):
     import weakref
-    name = _qualified_name(module, stack)
+    path, name = _qualified_name(module, parent)
     try:
         ref = weakref.ref(module)
     except TypeError:
         ref = lambda: module  # noqa: E731 (modules are weak-referenceable; be safe)
     # (whether it is a ScriptModule, decided once: isinstance cost 0.2 us per call)
-    ent = (ref, _intern(name), name, isinstance(module, _torch.jit.ScriptModule))
+    ent = (ref, _intern(name), name, isinstance(module, _torch.jit.ScriptModule), path)
     _names[id(module)] = ent
     return ent
 
 
+def _root_info(module, inputs):
+    """Flags and batch size (-1: unknown) of a root module's forward."""
+    flags = _ROOT | (_TRAINING if module.training else 0)
+    batch = -1
+    if inputs:
+        x = inputs[0]
+        if isinstance(x, _torch.Tensor) and x.dim() > 0:
+            batch = int(x.shape[0])
+    return flags, batch
+
+
+# The hooks in C (_strata_torch_hooks, built next to the observer) call these
+# the first time they see a module, once per root forward, and for
+# ScriptModules.
+def _entry_info(module, parent):
+    ent = _entry(module, parent)
+    return ent[1], ent[3]
+
+
+def _script_graph(module):
+    ent = _names.get(id(module))
+    if ent is not None:
+        _record_graph(module, ent[2])
+
+
+# The same hooks in Python, for a Python the C ones were not built for.
 def _pre_hook(module, inputs):
     stack = getattr(_tls, "stack", None)
     if stack is None:
         stack = _tls.stack = []
     ent = _names.get(id(module))
     if ent is None or ent[0]() is not module:
-        ent = _entry(module, stack)
+        ent = _entry(module, stack[-1][0] if stack else None)
     flags = 0
     batch = -1
     if not stack:
-        flags = _ROOT | (_TRAINING if module.training else 0)
-        if inputs:
-            x = inputs[0]
-            if isinstance(x, _torch.Tensor) and x.dim() > 0:
-                batch = int(x.shape[0])
+        flags, batch = _root_info(module, inputs)
     if ent[3]:
         _record_graph(module, ent[2])
     stack.append((module, ent[1]))
@@ -168,6 +193,8 @@ def _pre_hook(module, inputs):
 
 def _post_hook(module, inputs, output):
     stack = getattr(_tls, "stack", None)
+    if not stack or not any(m is module for m, _ in stack):
+        return  # its pre hook recorded nothing
     # Modules whose forward raised never saw this hook: close them too.
     while stack:
         m, nid = stack.pop()
@@ -176,11 +203,45 @@ def _post_hook(module, inputs, output):
             break
 
 
+_hooks = None  # the C hooks' module, when they are in use
+
+
+def _load_c_hooks():
+    """The C hooks built for this Python, next to the observer; None if there are none."""
+    import importlib.machinery
+    import importlib.util
+    libdir = os.path.dirname(os.environ.get("STRATA_TORCH_LIB", ""))
+    if os.environ.get("STRATA_TORCH_PY_HOOKS") == "1" or not libdir:
+        return None
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = os.path.join(libdir, "_strata_torch_hooks" + suffix)
+        if not os.path.exists(path):
+            continue
+        try:
+            loader = importlib.machinery.ExtensionFileLoader("_strata_torch_hooks", path)
+            spec = importlib.util.spec_from_file_location("_strata_torch_hooks", path, loader=loader)
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+            addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+            mod.init(addr(_lib.strata_torch_module_begin), addr(_lib.strata_torch_module_end), _entry_info,
+                     _root_info, _script_graph)
+            return mod
+        except Exception:
+            return None
+    return None
+
+
 def _install_module_hooks(torch):
+    global _hooks
     mm = torch.nn.modules.module
     if hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
-        mm.register_module_forward_pre_hook(_pre_hook)
-        mm.register_module_forward_hook(_post_hook)
+        _hooks = _load_c_hooks()
+        if _hooks is not None:
+            mm.register_module_forward_pre_hook(_hooks.pre_hook)
+            mm.register_module_forward_hook(_hooks.post_hook)
+        else:
+            mm.register_module_forward_pre_hook(_pre_hook)
+            mm.register_module_forward_hook(_post_hook)
 
 
 # --- coexisting with PyTorch's profilers ----------------------------------------------

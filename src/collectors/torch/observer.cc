@@ -191,14 +191,14 @@ class MemoryReporter final : public ::torch::profiler::impl::ProfilerStateBase {
 
   static void Report(void* ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
     if (alloc_size == 0) return;
-    Payload p;
-    p.Put<uint64_t>(reinterpret_cast<uintptr_t>(ptr))
-        .Put<uint64_t>(static_cast<uint64_t>(alloc_size > 0 ? alloc_size : -alloc_size))
-        .Put<uint64_t>(static_cast<uint64_t>(total_allocated))
-        .Put<uint64_t>(static_cast<uint64_t>(total_reserved))
-        .Put<uint8_t>(static_cast<uint8_t>(d.type()))
-        .Put<uint8_t>(Index(d));
-    EmitThreadEvent(alloc_size > 0 ? fmt_::kMemAlloc : fmt_::kMemFree, p.data(), p.size());
+    // {ptr, bytes, total allocated, total reserved: u64; device type, index: u8}
+    uint64_t words[4] = {reinterpret_cast<uintptr_t>(ptr), static_cast<uint64_t>(alloc_size > 0 ? alloc_size : -alloc_size),
+                         static_cast<uint64_t>(total_allocated), static_cast<uint64_t>(total_reserved)};
+    uint8_t dev[2] = {static_cast<uint8_t>(d.type()), Index(d)};
+    recorder::EmitFixed<34>(g_clock, alloc_size > 0 ? fmt_::kMemAlloc : fmt_::kMemFree, [&words, &dev](uint8_t* p) {
+      std::memcpy(p, words, sizeof words);
+      std::memcpy(p + sizeof words, dev, sizeof dev);
+    });
   }
   static void Oom(int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
     Payload p;
