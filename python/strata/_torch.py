@@ -6,7 +6,10 @@ imported torch; nothing here is needed in user code. The observer records ops,
 memory and steps from C++ (RecordFunction callbacks, the allocator's memory
 reporting); this module adds:
   - module scopes: global nn.Module forward pre/post hooks give every module's
-    forward a slice named by its qualified name ("Net.features.0 (Conv2d)");
+    forward a slice named by its attribute path and class ("Net.features.0
+    (Conv2d)"); the hooks are in C (_strata_torch_hooks, built next to the
+    observer for the Python Debian's torch is for), or in Python below for
+    another Python (or with STRATA_TORCH_PY_HOOKS=1 set in the program);
   - the batch size of a step: the leading dimension of the root module's first
     input;
   - the graph of each TorchScript module when it first runs.

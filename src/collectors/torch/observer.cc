@@ -24,11 +24,14 @@
 //    while torch.profiler runs go to it, not to strata.
 //  - steps: found from Optimizer.step# scopes, or ProfilerStep#N scopes, unless
 //    the program marks steps itself (strata.step / strata_step_begin).
-//  - modules: from the Python side (global nn.Module forward hooks) through the
-//    C entry points at the end of this file.
+//  - modules: from the Python side (global nn.Module forward hooks, in C:
+//    module_hooks.cc, with a Python fallback) through the C entry points at the
+//    end of this file.
 //
 // The op hot path (OnOpStart/OnOpEnd) does: a TLS load, a name-cache probe, one
-// record store at begin and one at end. Nothing here throws across a callback.
+// record store at begin and one at end, inlined into the two callbacks (autograd
+// nodes and TorchScript functions take an out-of-line path). Nothing here
+// throws across a callback.
 //
 // PyTorch versions. Built and tested against Debian's libtorch 1.13; the same
 // source compiles against PyTorch 2.x headers (scripts/check-torch-api.sh,
@@ -218,6 +221,8 @@ struct State {
   Settings settings;
   uint32_t generation = 0;
   at::CallbackHandle ops = 0, detail = 0, scopes = 0;
+  at::CallbackHandle enabled = 0;  // the one of the three that is enabled (0: none)
+  bool scopes_allowed = true;      // strata_torch_set_scopes (benchmarks): tier 0 records no scopes either
   uint32_t tier = UINT32_MAX;  // applied: 0 no ops, 1 ops, 2 ops + detail
   bool window_open = false;    // kSampled: inside a window
   uint64_t next_window_ms = 0, window_end_ms = 0;  // time-driven windows (no steps)
@@ -299,6 +304,24 @@ void EmitTier(uint32_t tier) {
   EmitThreadEvent(fmt_::kOpsTier, p.data(), p.size());
 }
 
+// Exactly one callback is enabled at a time, the tier's: `scopes` (tier 0),
+// `ops` (1) or `detail` (2); the last two record record_function scopes too.
+// The old one goes first: a range constructed between the two switches is
+// recorded by neither, never twice (a range keeps the callbacks it was
+// constructed with, so its end goes where its begin went).
+void SyncCallbacksLocked() {
+  at::CallbackHandle want = g->tier == 1 ? g->ops : g->tier == 2 ? g->detail : g->scopes_allowed ? g->scopes : 0;
+  if (want == g->enabled) return;
+  try {
+    if (g->enabled) at::disableCallback(g->enabled);
+    g->enabled = 0;
+    if (want) at::reenableCallback(want);
+    g->enabled = want;
+  } catch (...) {
+    recorder::ReportCollectorStatus("pytorch", "error", "switching the op tier failed");
+  }
+}
+
 void ApplyTierLocked() {
   uint32_t want = DesiredTierLocked();
   if (want == g->tier) return;
@@ -306,18 +329,9 @@ void ApplyTierLocked() {
   // The tier event brackets the ops it covers: written before ops are switched
   // on, after they are switched off, so every recorded op lies inside a window.
   if (want > old) EmitTier(want);
-  // The old callback goes first: an op constructed between the two switches is
-  // recorded by neither, never twice.
-  try {
-    if (old == 1) at::disableCallback(g->ops);
-    if (old == 2) at::disableCallback(g->detail);
-    if (want == 1) at::reenableCallback(g->ops);
-    if (want == 2) at::reenableCallback(g->detail);
-  } catch (...) {
-    recorder::ReportCollectorStatus("pytorch", "error", "switching the op tier failed");
-  }
-  if (want <= old) EmitTier(want);
   g->tier = want;
+  SyncCallbacksLocked();
+  if (want <= old) EmitTier(want);
 }
 
 void ApplyTier() {
@@ -455,24 +469,29 @@ __attribute__((noinline)) void OpBeginSlow(const at::RecordFunction& fn) {
 
 inline void OpBegin(const at::RecordFunction& fn) {
   ThreadState* ts = t_state;
-  at::RecordScope scope = fn.scope();
-  if (__builtin_expect(ts != nullptr && scope != at::RecordScope::BACKWARD_FUNCTION &&
-                           scope != at::RecordScope::TORCHSCRIPT_FUNCTION,
-                       1)) {
+  if (__builtin_expect(ts != nullptr && fn.scope() == at::RecordScope::FUNCTION, 1)) {
     EmitOpBegin(ts->names.LookupId(fn.name()), fn.seqNr());
   } else {
     OpBeginSlow(fn);
   }
 }
 
+std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn);
+void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*);
+
 std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
+  if (__builtin_expect(fn.scope() == at::RecordScope::USER_SCOPE, 0)) return OnScopeStart(fn);
   OpBegin(fn);
   return nullptr;
 }
 
-void OnOpEnd(const at::RecordFunction&, at::ObserverContext*) { EmitOpEnd(); }
+void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  if (__builtin_expect(fn.scope() == at::RecordScope::USER_SCOPE, 0)) return OnScopeEnd(fn, ctx);
+  EmitOpEnd();
+}
 
 std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) return OnScopeStart(fn);
   OpBegin(fn);
   ThreadState& ts = Thread();
   try {
@@ -482,7 +501,8 @@ std::unique_ptr<at::ObserverContext> OnDetailStart(const at::RecordFunction& fn)
   return nullptr;
 }
 
-void OnDetailEnd(const at::RecordFunction& fn, at::ObserverContext*) {
+void OnDetailEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) return OnScopeEnd(fn, ctx);
   try {
     EmitOpOutputs(Thread(), fn);
   } catch (...) {
@@ -639,6 +659,19 @@ std::string Describe(const Settings& s, const std::string& host) {
   return d;
 }
 
+// The scopes the op tiers record: ops and the autograd engine's scopes
+// (FUNCTION), autograd nodes (BACKWARD_FUNCTION), TorchScript functions, and
+// record_function ranges (USER_SCOPE: steps, DataLoader waits). Not the scopes
+// of mobile builds (KERNEL_FUNCTION_DTYPE, BUILD_FEATURE, LITE_INTERPRETER),
+// the static runtime's, or torchbind method calls (CUSTOM_CLASS): every scope a
+// callback is registered for costs PyTorch 1.13 work at every autograd node,
+// where the engine restores its thread-local state and so rebuilds the
+// thread's callback lists (~500 instructions per scope per node: a tenth of a
+// tiny training step's instructions with all ten).
+const std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> kOpScopes = {
+    at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::TORCHSCRIPT_FUNCTION,
+    at::RecordScope::USER_SCOPE};
+
 int Start(const std::string& host) {
   if (!recorder::Active()) return -1;
   g_clock = recorder::LoadState() == recorder::kOnTsc ? recorder::kOnTsc : recorder::kOnMonotonic;
@@ -655,17 +688,15 @@ int Start(const std::string& host) {
   pthread_key_create(&g_thread_key, DeleteThreadState);
   g = st;
   try {
-    // Registered enabled, then switched to the tier wanted: the ops and detail
-    // callbacks stay registered so that a switch is a cheap enable/disable.
+    // All three stay registered, so that a tier switch is a cheap
+    // enable/disable; one is enabled at a time (SyncCallbacksLocked).
     g->scopes = at::addGlobalCallback(
         at::RecordFunctionCallback(OnScopeStart, OnScopeEnd).scopes({at::RecordScope::USER_SCOPE}));
-    std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> op_scopes;
-    for (size_t i = 0; i < static_cast<size_t>(at::RecordScope::NUM_SCOPES); ++i)
-      if (static_cast<at::RecordScope>(i) != at::RecordScope::USER_SCOPE) op_scopes.insert(static_cast<at::RecordScope>(i));
-    g->ops = at::addGlobalCallback(at::RecordFunctionCallback(OnOpStart, OnOpEnd).scopes(op_scopes));
+    g->enabled = g->scopes;
+    g->ops = at::addGlobalCallback(at::RecordFunctionCallback(OnOpStart, OnOpEnd).scopes(kOpScopes));
     at::disableCallback(g->ops);
     g->detail = at::addGlobalCallback(
-        at::RecordFunctionCallback(OnDetailStart, OnDetailEnd).needsInputs(true).needsOutputs(true).scopes(op_scopes));
+        at::RecordFunctionCallback(OnDetailStart, OnDetailEnd).needsInputs(true).needsOutputs(true).scopes(kOpScopes));
     at::disableCallback(g->detail);
     g->tier = UINT32_MAX;  // forces the first tier event, whatever the tier
     ApplyTier();
@@ -762,17 +793,14 @@ STRATA_TORCH_API void strata_torch_set_tiers(int ops, int detail, int memory) {
   ct::ApplyTierLocked();
 }
 
-// Switches the always-on USER_SCOPE callback (steps, record_function scopes).
+// Switches recording of record_function scopes (steps) while no op tier is on.
 // Benchmarks turn it off, with the other tiers and the module hooks, to measure
 // an untraced program in the same process as the traced one.
 STRATA_TORCH_API void strata_torch_set_scopes(int on) {
   if (!g) return;
   std::lock_guard<std::mutex> lk(g->mu);
-  try {
-    if (on) at::reenableCallback(g->scopes);
-    else at::disableCallback(g->scopes);
-  } catch (...) {
-  }
+  g->scopes_allowed = on != 0;
+  ct::SyncCallbacksLocked();
 }
 
 // PyTorch's profilers start only on a thread with no PROFILER_STATE: give ours
