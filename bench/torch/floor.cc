@@ -23,6 +23,16 @@ BENCH_API uint64_t strata_bench_floor_register() {
   return at::addGlobalCallback(at::RecordFunctionCallback(Start, End));
 }
 
+// The same, registered for the four scopes strata's op callbacks record
+// (FUNCTION, BACKWARD_FUNCTION, TORCHSCRIPT_FUNCTION, USER_SCOPE): in torch 1.13
+// every registered scope costs work at each autograd node, so this is the floor
+// of a callback that records what strata records.
+BENCH_API uint64_t strata_bench_floor_register_strata_scopes() {
+  return at::addGlobalCallback(at::RecordFunctionCallback(Start, End).scopes(
+      {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::TORCHSCRIPT_FUNCTION,
+       at::RecordScope::USER_SCOPE}));
+}
+
 // The same, sampled by RecordFunction with probability p.
 BENCH_API uint64_t strata_bench_floor_register_sampled(double p) {
   return at::addGlobalCallback(at::RecordFunctionCallback(Start, End).samplingProb(p));

@@ -9,6 +9,11 @@
 //   strata_all      strata's op callbacks (--ops all), no memory events
 //   strata_memory   strata_all + allocator events (the default)
 //   strata_shapes   the detail tier (--shapes)
+//   floor_4_scopes  (--alternate only) strata detached; a do-nothing callback
+//                   registered for the four scopes strata records, where the
+//                   floor registers all ten (torch 1.13 pays per registered
+//                   scope at every autograd node): the last line, all-floor_4,
+//                   is strata's callbacks above it
 //   memory_floor    (--alternate only) no strata tier; a do-nothing memory
 //                   reporter instead of strata's: c10's own cost of reporting
 //                   allocations (what torch.profiler's profile_memory pays too)
@@ -60,10 +65,12 @@ using strata::format::OpsMode;
 
 ControlBlock* g_control = nullptr;
 at::CallbackHandle g_floor = 0;
+at::CallbackHandle g_floor4 = 0;  // the floor with strata's four scopes (--alternate only)
 
 // The floor and c10's memory-reporting floor come from the floor library that
 // inprocess.py loads too (bench/torch/floor.cc): one definition of each.
 extern "C" uint64_t strata_bench_floor_register();
+extern "C" uint64_t strata_bench_floor_register_strata_scopes();
 extern "C" int strata_bench_memory_floor_push();
 extern "C" void strata_bench_memory_floor_pop();
 
@@ -86,6 +93,7 @@ void Switch(Mode m) {
 using SetTiers = void (*)(int, int, int);
 SetTiers g_set_tiers = nullptr;
 int (*g_release_slot)() = nullptr;
+void (*g_set_scopes)(int) = nullptr;
 void (*g_reclaim_slot)() = nullptr;
 
 // Switches at once (no control-block polling), for --alternate.
@@ -148,8 +156,8 @@ double EventsPerRun(Workload& w) {
 
 int Alternate(double seconds, Workload& work) {
   const char* names[] = {"untraced", "floor", "strata_all", "strata_memory", "strata_shapes", "memory_floor",
-                         "torch_profiler", "no_reporter"};
-  constexpr int kModes = 8, kMemoryFloor = 5, kProfiler = 6;
+                         "torch_profiler", "no_reporter", "floor_4_scopes"};
+  constexpr int kModes = 9, kMemoryFloor = 5, kProfiler = 6, kFloor4 = 8;
   double events = EventsPerRun(work);
   // ~2 ms slices whatever the workload.
   int runs = std::max(1, static_cast<int>(2000.0 / events));
@@ -168,6 +176,10 @@ int Alternate(double seconds, Workload& work) {
     for (int mi : order) {
       Mode m = mi >= kMemoryFloor ? kUntraced : static_cast<Mode>(mi);
       SwitchNow(m);
+      if (mi == kFloor4) {  // the do-nothing callback alone, with strata's scopes
+        g_set_scopes(0);
+        at::reenableCallback(g_floor4);
+      }
       bool swapped = mi >= kMemoryFloor && g_release_slot();
       bool pushed = mi == kMemoryFloor && swapped && strata_bench_memory_floor_push();
       if (mi == kProfiler) torch::autograd::profiler::enableProfiler(profiler_config, {tp::ActivityType::CPU});
@@ -181,6 +193,10 @@ int Alternate(double seconds, Workload& work) {
       if (mi == kProfiler) torch::autograd::profiler::disableProfiler();
       if (pushed) strata_bench_memory_floor_pop();
       if (swapped) g_reclaim_slot();
+      if (mi == kFloor4) {
+        at::disableCallback(g_floor4);
+        g_set_scopes(1);
+      }
     }
   }
   auto median = [](std::vector<double> v) {
@@ -211,6 +227,10 @@ int Alternate(double seconds, Workload& work) {
     std::printf("  %-15s %9.1f %+9.1f [%+7.1f, %+7.1f] %9.1f %+9.1f [%+7.1f, %+7.1f]\n", names[m], median(thread_ns[m]),
                 t.med, t.lo, t.hi, median(process_ns[m]), p.med, p.lo, p.hi);
   }
+  // strata's op callbacks above a do-nothing one registered for the same scopes.
+  auto t4 = paired(thread_ns[kAll], thread_ns[kFloor4]), p4 = paired(process_ns[kAll], process_ns[kFloor4]);
+  std::printf("  %-15s %9s %+9.1f [%+7.1f, %+7.1f] %9s %+9.1f [%+7.1f, %+7.1f]\n", "all-floor_4", "", t4.med, t4.lo,
+              t4.hi, "", p4.med, p4.lo, p4.hi);
   return 0;
 }
 
@@ -256,6 +276,9 @@ int main(int argc, char** argv) {
   }
   g_floor = strata_bench_floor_register();
   at::disableCallback(g_floor);
+  g_floor4 = strata_bench_floor_register_strata_scopes();
+  at::disableCallback(g_floor4);
+  g_set_scopes = reinterpret_cast<void (*)(int)>(dlsym(h, "strata_torch_set_scopes"));
   g_set_tiers = reinterpret_cast<SetTiers>(dlsym(h, "strata_torch_set_tiers"));
   g_release_slot = reinterpret_cast<int (*)()>(dlsym(h, "strata_torch_release_profiler_slot"));
   g_reclaim_slot = reinterpret_cast<void (*)()>(dlsym(h, "strata_torch_reclaim_profiler_slot"));
@@ -275,7 +298,7 @@ int main(int argc, char** argv) {
     int n = std::atoi(argv[2]);
     for (int i = 0; i < n; ++i) w.Run();
   } else if ((argc == 3 || argc == 4) && std::string(argv[1]) == "--alternate" && g_set_tiers && g_release_slot &&
-      g_reclaim_slot) {
+      g_reclaim_slot && g_set_scopes) {
     std::string which = argc == 4 ? argv[3] : "mul";
     MulWorkload mul;
     TinyWorkload tiny;

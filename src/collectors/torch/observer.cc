@@ -479,10 +479,19 @@ inline void OpBegin(const at::RecordFunction& fn) {
 std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn);
 void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*);
 
-std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
-  if (__builtin_expect(fn.scope() == at::RecordScope::USER_SCOPE, 0)) return OnScopeStart(fn);
-  OpBegin(fn);
+__attribute__((noinline)) std::unique_ptr<at::ObserverContext> OnOpStartSlow(const at::RecordFunction& fn) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE) return OnScopeStart(fn);
+  OpBeginSlow(fn);
   return nullptr;
+}
+
+std::unique_ptr<at::ObserverContext> OnOpStart(const at::RecordFunction& fn) {
+  ThreadState* ts = t_state;
+  if (__builtin_expect(ts != nullptr && fn.scope() == at::RecordScope::FUNCTION, 1)) {
+    EmitOpBegin(ts->names.LookupId(fn.name()), fn.seqNr());
+    return nullptr;
+  }
+  return OnOpStartSlow(fn);
 }
 
 void OnOpEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
