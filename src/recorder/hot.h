@@ -34,22 +34,32 @@ inline uint64_t ReadClock(uint32_t state) {
   return state == kOnTsc ? ReadTsc() : MonotonicNs();
 }
 
+// Writes a record into the calling thread's chunk, `need` bytes in all: the
+// header, then whatever `fill(uint8_t* payload)` writes after it (nothing for
+// a payload of <= 4 bytes, which travels in `inline4`). False when the thread
+// has no chunk yet or it is full: the caller then takes its slow path.
+template <typename Fill>
+inline bool TryWrite(uint64_t ts, uint16_t event_id, uint16_t size, uint32_t inline4, uint32_t need, Fill&& fill) {
+  Chunk* c = t_chunk;
+  if (__builtin_expect(c == nullptr, 0)) return false;
+  uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
+  if (__builtin_expect(pos + need > c->capacity, 0)) return false;
+  Record* r = reinterpret_cast<Record*>(c->data() + pos);
+  r->ts = ts;
+  r->event_id = event_id;
+  r->size = size;
+  r->inline4 = inline4;
+  fill(reinterpret_cast<uint8_t*>(r + 1));
+  c->write_pos.store(pos + need, std::memory_order_release);
+  return true;
+}
+
+inline void NoPayload(uint8_t*) {}
+
 // An event whose payload fits in 4 bytes (span_begin, span_end, instant).
 inline void EmitSmall(uint32_t state, uint16_t event_id, uint32_t payload, uint16_t size) {
   uint64_t ts = ReadClock(state);
-  Chunk* c = t_chunk;
-  if (__builtin_expect(c != nullptr, 1)) {
-    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
-    if (__builtin_expect(pos + sizeof(Record) <= c->capacity, 1)) {
-      Record* r = reinterpret_cast<Record*>(c->data() + pos);
-      r->ts = ts;
-      r->event_id = event_id;
-      r->size = size;
-      r->inline4 = payload;
-      c->write_pos.store(pos + static_cast<uint32_t>(sizeof(Record)), std::memory_order_release);
-      return;
-    }
-  }
+  if (__builtin_expect(TryWrite(ts, event_id, size, payload, sizeof(Record), NoPayload), 1)) return;
   SlowEmit(event_id, &payload, size, ts);
 }
 
@@ -59,36 +69,10 @@ inline void EmitBytes(uint32_t state, uint16_t event_id, const void* payload, ui
   if (size <= 4) {
     uint32_t v = 0;
     std::memcpy(&v, payload, size);
-    Chunk* c = t_chunk;
-    if (__builtin_expect(c != nullptr, 1)) {
-      uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
-      if (__builtin_expect(pos + sizeof(Record) <= c->capacity, 1)) {
-        Record* r = reinterpret_cast<Record*>(c->data() + pos);
-        r->ts = ts;
-        r->event_id = event_id;
-        r->size = static_cast<uint16_t>(size);
-        r->inline4 = v;
-        c->write_pos.store(pos + static_cast<uint32_t>(sizeof(Record)), std::memory_order_release);
-        return;
-      }
-    }
-    SlowEmit(event_id, payload, size, ts);
-    return;
-  }
-  uint32_t need = RecordBytes(size);
-  Chunk* c = t_chunk;
-  if (__builtin_expect(c != nullptr && size <= 0xffff, 1)) {
-    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
-    if (__builtin_expect(pos + need <= c->capacity, 1)) {
-      Record* r = reinterpret_cast<Record*>(c->data() + pos);
-      r->ts = ts;
-      r->event_id = event_id;
-      r->size = static_cast<uint16_t>(size);
-      r->inline4 = 0;
-      std::memcpy(r + 1, payload, size);
-      c->write_pos.store(pos + need, std::memory_order_release);
-      return;
-    }
+    if (__builtin_expect(TryWrite(ts, event_id, static_cast<uint16_t>(size), v, sizeof(Record), NoPayload), 1)) return;
+  } else if (__builtin_expect(size <= 0xffff, 1)) {
+    auto copy = [payload, size](uint8_t* p) { std::memcpy(p, payload, size); };
+    if (__builtin_expect(TryWrite(ts, event_id, static_cast<uint16_t>(size), 0, RecordBytes(size), copy), 1)) return;
   }
   SlowEmit(event_id, payload, size, ts);
 }
@@ -98,22 +82,8 @@ inline void EmitBytes(uint32_t state, uint16_t event_id, const void* payload, ui
 template <uint32_t kSize, typename Fill>
 inline void EmitFixed(uint32_t state, uint16_t event_id, Fill&& fill) {
   static_assert(kSize > 4 && kSize <= 0xffff);
-  constexpr uint32_t kNeed = RecordBytes(kSize);
   uint64_t ts = ReadClock(state);
-  Chunk* c = t_chunk;
-  if (__builtin_expect(c != nullptr, 1)) {
-    uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
-    if (__builtin_expect(pos + kNeed <= c->capacity, 1)) {
-      Record* r = reinterpret_cast<Record*>(c->data() + pos);
-      r->ts = ts;
-      r->event_id = event_id;
-      r->size = static_cast<uint16_t>(kSize);
-      r->inline4 = 0;
-      fill(reinterpret_cast<uint8_t*>(r + 1));
-      c->write_pos.store(pos + kNeed, std::memory_order_release);
-      return;
-    }
-  }
+  if (__builtin_expect(TryWrite(ts, event_id, kSize, 0, RecordBytes(kSize), fill), 1)) return;
   uint8_t payload[kSize];
   fill(payload);
   SlowEmit(event_id, payload, kSize, ts);
@@ -127,20 +97,9 @@ inline void EmitFixed(uint32_t state, uint16_t event_id, Fill&& fill) {
 template <uint32_t kSize, typename Fill>
 inline bool EmitRoutedInPlace(uint32_t route, uint8_t event_id, uint64_t ts_ns, Fill&& fill) {
   static_assert(kSize > 4 && kSize <= 0xffff);
-  constexpr uint32_t kNeed = RoutedBytes(kSize);
   if (route == kNoRoute || LoadState() == kOff) return false;
-  Chunk* c = t_chunk;
-  if (__builtin_expect(c == nullptr, 0)) return false;
-  uint32_t pos = c->write_pos.load(std::memory_order_relaxed);
-  if (__builtin_expect(pos + kNeed > c->capacity, 0)) return false;
-  Record* r = reinterpret_cast<Record*>(c->data() + pos);
-  r->ts = ts_ns;  // already trace-clock ns: the flusher routes it without conversion
-  r->event_id = kRoutedEvent;
-  r->size = static_cast<uint16_t>(kSize);
-  r->inline4 = route | event_id;
-  fill(reinterpret_cast<uint8_t*>(r + 1));
-  c->write_pos.store(pos + kNeed, std::memory_order_release);
-  return true;
+  // The timestamp is already trace-clock ns: the flusher routes it without conversion.
+  return TryWrite(ts_ns, kRoutedEvent, kSize, route | event_id, RoutedBytes(kSize), fill);
 }
 
 }  // namespace strata::recorder
