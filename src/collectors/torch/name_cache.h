@@ -49,35 +49,13 @@ enum NameFlags : uint32_t {
   kNameDataLoader = 1u << 2,     // "enumerate(DataLoader)#...__next__": waiting for a batch
 };
 
-// Whether the first 16 bytes at `name` are those of a name of length `len`
-// whose first 16 bytes (NUL-padded) are `head16`: only the bytes that belong
-// to it, its NUL included, are compared; the masks are computed, not loaded
-// (a table would be one more cold cache line per op).
-inline bool HeadMatches(const char* name, const void* head16, uint32_t len) {
-  uint64_t w[2], h[2];
-  std::memcpy(w, name, 16);
-  std::memcpy(h, head16, 16);
-  // Branch-free: n0, n1 bytes of each word belong to the name (128-bit shifts
-  // make 64 a valid shift).
-  __extension__ using U128 = unsigned __int128;
-  uint32_t n0 = std::min<uint32_t>(len + 1, 8), n1 = std::min<uint32_t>(std::max<uint32_t>(len + 1, 8), 16) - 8;
-  auto m0 = static_cast<uint64_t>((U128{1} << (8 * n0)) - 1);
-  auto m1 = static_cast<uint64_t>((U128{1} << (8 * n1)) - 1);
-  return (((w[0] & m0) ^ h[0]) | ((w[1] & m1) ^ h[1])) == 0;
-}
-
 struct NameEntry {
   uint32_t id = 0;
   uint32_t flags = 0;
   uint64_t step = 0;   // the N of ProfilerStep#N
   uint32_t len = 0;
-  uint64_t head[2] = {0, 0};  // the first 16 bytes of text, NUL-padded
   uint32_t slot_misses = 0;   // address-slot misses that found it by content
   std::string text;
-
-  bool Matches(const char* name) const {
-    return HeadMatches(name, head, len) && (len < 16 || std::strncmp(text.c_str() + 16, name + 16, len - 15) == 0);
-  }
 };
 
 NameEntry MakeNameEntry(std::string_view text, uint32_t id);
@@ -101,11 +79,7 @@ class NameCache {
   // overwriting it would evict a stable name's entry.
   uint32_t LookupIdByText(const char* name) {
     std::string_view text(name ? name : "");
-    uint32_t h = by_hash_[TextHash(text) & (kSlots - 1)];
-    if (h != 0) {
-      const NameEntry& e = *entries_[h - 1];
-      if (e.len == text.size() && std::memcmp(e.text.data(), text.data(), text.size()) == 0) return e.id;
-    }
+    if (uint32_t h = Holding(by_hash_[TextHash(text) & (kSlots - 1)], text)) return entries_[h - 1]->id;
     return LookupSlow(name, nullptr)->id;
   }
 
@@ -159,13 +133,20 @@ class NameCache {
     s.ptr = name;
     s.id = e.id;
     s.index = index;
-    s.head[0] = e.head[0];
-    s.head[1] = e.head[1];
+    std::memset(s.head, 0, sizeof s.head);
+    std::memcpy(s.head, e.text.data(), std::min<size_t>(e.len, sizeof s.head));
     uint32_t n = std::min<uint32_t>(e.len + 1, 16);  // bytes of the first 16 that are the name's
     s.mask[0] = n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
     s.mask[1] = n <= 8 ? 0 : n == 16 ? ~uint64_t{0} : (uint64_t{1} << (8 * (n - 8))) - 1;
     std::memset(s.tail, 0, sizeof s.tail);
     if (e.len > 16) std::memcpy(s.tail, e.text.data() + 16, std::min<size_t>(e.len - 16, sizeof s.tail));
+  }
+
+  // `h` (a by_hash_ bucket: an entries_ index + 1, or 0) if its entry's text is `text`, else 0.
+  uint32_t Holding(uint32_t h, std::string_view text) const {
+    if (h == 0) return 0;
+    const NameEntry& e = *entries_[h - 1];
+    return e.len == text.size() && std::memcmp(e.text.data(), text.data(), text.size()) == 0 ? h : 0;
   }
 
   Slot& SlotOf(const char* name) { return slots_[(reinterpret_cast<uintptr_t>(name) >> 3) & (kSlots - 1)]; }
@@ -176,8 +157,7 @@ class NameCache {
     std::string_view text(name ? name : "");
     uint32_t& h = by_hash_[TextHash(text) & (kSlots - 1)];
     uint32_t index;
-    if (h != 0 && entries_[h - 1]->len == text.size() &&
-        std::memcmp(entries_[h - 1]->text.data(), text.data(), text.size()) == 0) {
+    if (Holding(h, text)) {
       index = h - 1;
     } else {
       auto it = by_text_.find(text);
@@ -241,7 +221,6 @@ inline NameEntry MakeNameEntry(std::string_view text, uint32_t id) {
   e.id = id;
   e.text = std::string(text);
   e.len = static_cast<uint32_t>(text.size());
-  if (!text.empty()) std::memcpy(e.head, text.data(), std::min<size_t>(text.size(), 16));
   if (text.starts_with("Optimizer.step#")) e.flags |= kNameOptimizerStep;
   if (text.starts_with("enumerate(DataLoader)#")) e.flags |= kNameDataLoader;
   if (text.starts_with("ProfilerStep#")) {
