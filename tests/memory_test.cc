@@ -123,6 +123,66 @@ TEST(Memory, LevelsWithoutTotalsNeverGoBelowZero) {
   EXPECT_TRUE(s.devices[0].live_at_peak.empty());
 }
 
+// A PyTorch program on a GPU, as recorded on an H100: the caching allocator's
+// blocks (strata's observer, with its totals) and, on the CUDA allocations
+// track, the cudaMalloc segments it reserved plus module statics (CUPTI). Two
+// levels of the same bytes: each has its own timeline, the allocator's is the
+// device's level, and only its events count as the program's allocations.
+TEST(Memory, AllocatorAndRuntimeLayersAreSeparateTimelines) {
+  model::Trace t;
+  t.processes.push_back({});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 1});
+  t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, int64_t{1} << 32, 0, 0});
+  t.slices.Add(0, 1000, 0, t.strings.Intern("step"), SliceKind::kStep, 0);
+  t.slices.Add(100, 300, 0, t.strings.Intern("aten::mm"), SliceKind::kOp);
+  t.Finalize();
+  using model::MemoryLayer;
+  t.memory.Add(50, 1, 0, 0xa000, 20 * kMiB, -1, -1, MemoryLayer::kRuntime);  // cudaMalloc: a segment
+  t.memory.Add(60, 1, 0, 0xf000, 64, -1, -1, MemoryLayer::kRuntime);          // a module's statics
+  t.memory.Add(200, 0, 0, 0xa000, 8 * kMiB, 8 * kMiB, 20 * kMiB);             // a block at the segment's start
+  t.memory.Add(300, 0, 0, 0xa000 + 8 * kMiB, 4 * kMiB, 12 * kMiB, 20 * kMiB);
+  t.memory.Add(350, 0, 0, 0xa000 + 8 * kMiB, -4 * kMiB, 8 * kMiB, 20 * kMiB);
+  t.memory.Add(900, 0, 0, 0xa000, -8 * kMiB, 0, 20 * kMiB);
+  analysis::MemorySummary s = analysis::Memory(t);
+  ASSERT_EQ(s.devices.size(), 2u);
+  const analysis::DeviceMemory* alloc = nullptr;
+  const analysis::DeviceMemory* runtime = nullptr;
+  for (const auto& d : s.devices) (d.layer == MemoryLayer::kRuntime ? runtime : alloc) = &d;
+  ASSERT_TRUE(alloc && runtime);
+  EXPECT_EQ(alloc->peak_bytes, 12 * kMiB);  // not 32 MiB: the segment is not summed with its blocks
+  EXPECT_EQ(alloc->reserved_at_peak, 20 * kMiB);
+  EXPECT_TRUE(alloc->allocator_totals);
+  EXPECT_FALSE(alloc->shadowed);
+  EXPECT_EQ(alloc->allocs, 2u);
+  EXPECT_EQ(alloc->frees, 2u);
+  EXPECT_EQ(alloc->churn.temporaries.mean, 2.0);
+  EXPECT_EQ(runtime->peak_bytes, 20 * kMiB + 64);
+  EXPECT_TRUE(runtime->shadowed);
+  EXPECT_EQ(analysis::BuildMemoryTimelines(t).Find(0, 0)->layer, MemoryLayer::kAllocator);
+  // The program's allocations in the step are the allocator's two blocks.
+  analysis::StepAllocations a = analysis::AllocationsInWindows(t, {{0, 1000, 0}});
+  EXPECT_EQ(a.allocs, 2u);
+  EXPECT_EQ(a.bytes, 12 * kMiB);
+  // Per op: aten::mm allocated both blocks, and raised the allocator's level
+  // (not the runtime's, flat during the op) by 12 MiB.
+  ASSERT_EQ(s.ops.size(), 1u);
+  EXPECT_EQ(s.ops[0].bytes, 12 * kMiB);
+  EXPECT_EQ(s.ops[0].peak_increase, 12 * kMiB);
+
+  // A CUDA program without a framework allocator: the runtime's level is the device's.
+  model::Trace plain;
+  plain.processes.push_back({});
+  plain.tracks.push_back({model::TrackKind::kDeviceQueue, 0, int64_t{1} << 32, 0, 0});
+  plain.Finalize();
+  plain.memory.Add(10, 0, 0, 0x1000, kMiB, -1, -1, MemoryLayer::kRuntime);
+  plain.memory.Add(20, 0, 0, 0x1000, -kMiB, -1, -1, MemoryLayer::kRuntime);
+  analysis::MemorySummary p = analysis::Memory(plain);
+  ASSERT_EQ(p.devices.size(), 1u);
+  EXPECT_FALSE(p.devices[0].shadowed);
+  EXPECT_EQ(p.devices[0].peak_bytes, kMiB);
+  EXPECT_EQ(analysis::AllocationsInWindows(plain, {{0, 100, 0}}).allocs, 1u);
+}
+
 TEST(Memory, DownsampledTimelineKeepsThePeakAndTroughs) {
   std::vector<analysis::MemoryPoint> v;
   for (int64_t i = 0; i < 100000; ++i) v.push_back({i, (i * 7919) % 1000});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "analysis/summary.h"
@@ -23,17 +24,18 @@ Built Build(const model::Trace& t) {
   std::vector<uint32_t> order(m.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return m.ts[a] < m.ts[b]; });
-  std::map<std::pair<uint32_t, int32_t>, size_t> index;
+  std::map<std::tuple<uint32_t, int32_t, model::MemoryLayer>, size_t> index;
   std::vector<int64_t> running, lowest;
   std::vector<bool> totals;
   for (uint32_t i : order) {
     uint32_t process = m.track[i] < t.tracks.size() ? t.tracks[m.track[i]].process : 0;
-    auto [it, inserted] = index.try_emplace({process, m.device[i]}, out.tl.devices.size());
+    auto [it, inserted] = index.try_emplace({process, m.device[i], m.layer[i]}, out.tl.devices.size());
     if (inserted) {
       DeviceMemory d;
       d.process = process;
       d.process_label = ProcessLabel(t, process);
       d.device = m.device[i];
+      d.layer = m.layer[i];
       d.allocator_totals = true;
       out.tl.devices.push_back(std::move(d));
       out.rows.emplace_back();
@@ -59,6 +61,9 @@ Built Build(const model::Trace& t) {
     }
     if (m.addr[i] != 0) d.addresses = true;
   }
+  for (DeviceMemory& d : out.tl.devices)
+    d.shadowed = d.layer == model::MemoryLayer::kRuntime &&
+                 index.count({d.process, d.device, model::MemoryLayer::kAllocator}) > 0;
   for (size_t k = 0; k < out.tl.devices.size(); ++k) {
     DeviceMemory& d = out.tl.devices[k];
     // Without the allocator's totals a dip below zero is memory allocated before
@@ -182,7 +187,10 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
     int64_t accounted = 0;
     for (const auto& [addr, l] : live) {
       std::string name = AllocatingName(t, m.track[l.row], m.ts[l.row]);
-      if (name.empty()) name = "(outside any op)";
+      if (name.empty())
+        name = m.track[l.row] < t.tracks.size() && t.tracks[m.track[l.row]].kind == model::TrackKind::kDeviceQueue
+                   ? "(no API call of the program: module statics)"
+                   : "(outside any op)";
       LiveGroup& g = groups[name];
       g.name = name;
       g.bytes += m.bytes[l.row];
@@ -240,9 +248,10 @@ std::string AllocatingName(const model::Trace& t, uint32_t track, int64_t ts) {
 }
 
 const DeviceMemory* MemoryTimelines::Find(uint32_t process, int32_t device) const {
+  const DeviceMemory* found = nullptr;
   for (const DeviceMemory& d : devices)
-    if (d.process == process && d.device == device) return &d;
-  return nullptr;
+    if (d.process == process && d.device == device && (!found || d.layer == model::MemoryLayer::kAllocator)) found = &d;
+  return found;
 }
 
 MemoryTimelines BuildMemoryTimelines(const model::Trace& t) { return Build(t).tl; }
@@ -331,6 +340,7 @@ StepAllocations AllocationsInWindows(const model::Trace& t, const std::vector<Me
   };
   for (size_t k = 0; k < b.tl.devices.size(); ++k) {
     const DeviceMemory& d = b.tl.devices[k];
+    if (d.shadowed) continue;  // the allocator's segments, not the program's allocations
     out.addresses = out.addresses || d.addresses;
     std::unordered_map<uint64_t, std::pair<uint32_t, int>> live;  // addr -> (row, window)
     for (uint32_t r : b.rows[k]) {
@@ -380,8 +390,12 @@ MemorySummary Memory(const model::Trace& t, const MemoryOptions& opt) {
   const model::MemoryTable& m = t.memory;
   std::unordered_map<int32_t, std::pair<uint64_t, int64_t>> by_slice;  // op slice -> (allocs, bytes)
   std::unordered_map<int32_t, int32_t> device_of_slice;
+  std::vector<bool> shadowed_row(m.size(), false);
+  for (size_t k = 0; k < b.tl.devices.size(); ++k)
+    if (b.tl.devices[k].shadowed)
+      for (uint32_t r : b.rows[k]) shadowed_row[r] = true;
   for (size_t i = 0; i < m.size(); ++i) {
-    if (m.bytes[i] <= 0) continue;
+    if (m.bytes[i] <= 0 || shadowed_row[i]) continue;
     int32_t op = InnermostOp(t, t.SliceAt(m.track[i], m.ts[i]));
     if (op == kNone) continue;
     auto& e = by_slice[op];

@@ -8,6 +8,13 @@
 //   - churn per step: allocations, frees, bytes, and temporaries (allocations
 //     freed within the step that made them).
 //
+// Layers (model::MemoryLayer): a framework allocator's blocks and the
+// accelerator runtime's allocations (cudaMalloc, module statics) are separate
+// timelines of the same (process, device), never summed: the runtime's is what
+// the caching allocator reserved. Where both exist, the allocator's is the
+// device's level (Find), and the per-op, per-step and temporaries figures count
+// its events only.
+//
 // Levels: the allocator's own total when its events carry one (it counts what
 // was allocated before tracing began); otherwise the running sum of the events,
 // raised so that it never goes below zero (frees of blocks allocated before the
@@ -58,6 +65,8 @@ struct DeviceMemory {
   uint32_t process = 0;
   std::string process_label;
   int32_t device = model::kNone;  // kNone: host
+  model::MemoryLayer layer = model::MemoryLayer::kAllocator;
+  bool shadowed = false;           // a runtime layer under a framework allocator's (same process and device)
   int64_t peak_bytes = 0;
   int64_t peak_ts = 0;
   int64_t peak_step = -1;          // number of the step containing the peak; -1 outside steps
@@ -133,6 +142,7 @@ StepAllocations AllocationsInWindows(const model::Trace& t, const std::vector<Me
 
 struct MemoryTimelines {
   std::vector<DeviceMemory> devices;  // levels, peaks and counts only
+  // The device's level: its framework allocator's, else its runtime's.
   const DeviceMemory* Find(uint32_t process, int32_t device) const;
 };
 MemoryTimelines BuildMemoryTimelines(const model::Trace& t);

@@ -203,7 +203,7 @@ StatusOr<ExportStats> ExportChromeJson(const model::Trace& t, const std::string&
       total += t.memory.bytes[i];
       int64_t v = t.memory.total_allocated[i] >= 0 ? t.memory.total_allocated[i] : total;
       sep();
-      o.Raw("{\"ph\": \"C\", \"name\": ").Str(dev == model::kNone ? "memory allocated (host)" : "memory allocated (GPU " + std::to_string(dev) + ")");
+      o.Raw("{\"ph\": \"C\", \"name\": ").Str(model::MemoryCounterName(dev, t.memory.layer[i]));
       o.Raw(", \"pid\": ").Int(pid(t.tracks[k].process)).Raw(", \"ts\": ").Us(t.memory.ts[i]).Raw(", \"args\": {\"bytes\": ").Int(v).Raw("}}");
     }
     st.memory_events = t.memory.size();

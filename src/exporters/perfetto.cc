@@ -138,8 +138,7 @@ class Writer {
       auto* td = p.mutable_track_descriptor();
       td->set_uuid(kMemoryUuidBase + key);
       td->set_parent_uuid(kProcessUuidBase + t_.tracks[t_.memory.track[m]].process);
-      td->set_name(t_.memory.device[m] == model::kNone ? std::string("memory allocated (host)")
-                                                      : "memory allocated (GPU " + std::to_string(t_.memory.device[m]) + ")");
+      td->set_name(model::MemoryCounterName(t_.memory.device[m], t_.memory.layer[m]));
       td->mutable_counter()->set_unit_name("bytes");
       Emit(p);
     }

@@ -35,7 +35,8 @@ CREATE TABLE counter_series (id INTEGER PRIMARY KEY, process_id INTEGER REFERENC
 CREATE TABLE counters (series_id INTEGER REFERENCES counter_series(id), ts INTEGER, value REAL);
 CREATE TABLE flows (id INTEGER, from_slice_id INTEGER REFERENCES slices(id), to_slice_id INTEGER REFERENCES slices(id));
 CREATE TABLE memory (ts INTEGER, track_id INTEGER REFERENCES tracks(id), device INTEGER, addr INTEGER, bytes INTEGER,
-                     total_allocated INTEGER, total_reserved INTEGER);
+                     total_allocated INTEGER, total_reserved INTEGER,
+                     layer TEXT);  -- 'allocator' (the framework's blocks) or 'runtime' (cudaMalloc and module statics)
 CREATE TABLE warnings (message TEXT);
 )sql";
 
@@ -260,7 +261,7 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     st.flows = t.flows.size();
   }
   {
-    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO memory VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO memory VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     const auto& m = t.memory;
     for (size_t i = 0; i < m.size(); ++i) {
       BindInt(s, 1, m.ts[i]);
@@ -270,6 +271,7 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
       BindInt(s, 5, m.bytes[i]);
       BindOptInt(s, 6, m.total_allocated[i], m.total_allocated[i] >= 0);
       BindOptInt(s, 7, m.total_reserved[i], m.total_reserved[i] >= 0);
+      BindText(s, 8, m.layer[i] == model::MemoryLayer::kRuntime ? "runtime" : "allocator");
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
     st.memory_events = m.size();

@@ -228,6 +228,23 @@ struct ArgTable {
   }
 };
 
+// Which allocator a memory event comes from. A framework's caching allocator
+// (PyTorch's, through strata's observer or the profiler's "[memory]" events)
+// hands out blocks of the memory it got from the accelerator runtime
+// (cudaMalloc, seen by CUPTI's memory activity, with module statics): two
+// levels of the same bytes, never summed.
+enum class MemoryLayer : uint8_t {
+  kAllocator = 0,  // tensors: what the program holds
+  kRuntime = 1,    // the accelerator runtime's allocations: what the process holds on the device
+};
+
+// The name of a memory counter in exports: "memory allocated (GPU 0)" for the
+// framework allocator's level, "runtime memory (GPU 0)" for the runtime's.
+inline std::string MemoryCounterName(int32_t device, MemoryLayer l) {
+  std::string where = device < 0 ? std::string("host") : "GPU " + std::to_string(device);
+  return (l == MemoryLayer::kRuntime ? "runtime memory (" : "memory allocated (") + where + ")";
+}
+
 // Memory allocator events: positive bytes allocate, negative free.
 struct MemoryTable {
   std::vector<int64_t> ts;
@@ -237,8 +254,10 @@ struct MemoryTable {
   std::vector<int64_t> bytes;
   std::vector<int64_t> total_allocated;  // as reported by the allocator, -1 unknown
   std::vector<int64_t> total_reserved;
+  std::vector<MemoryLayer> layer;
   size_t size() const { return ts.size(); }
-  void Add(int64_t t, uint32_t trk, int32_t dev, uint64_t a, int64_t b, int64_t allocated, int64_t reserved) {
+  void Add(int64_t t, uint32_t trk, int32_t dev, uint64_t a, int64_t b, int64_t allocated, int64_t reserved,
+           MemoryLayer l = MemoryLayer::kAllocator) {
     ts.push_back(t);
     track.push_back(trk);
     device.push_back(dev);
@@ -246,6 +265,7 @@ struct MemoryTable {
     bytes.push_back(b);
     total_allocated.push_back(allocated);
     total_reserved.push_back(reserved);
+    layer.push_back(l);
   }
 };
 

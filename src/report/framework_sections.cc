@@ -167,6 +167,7 @@ class MemorySection : public Section {
   void RenderJson(json& root, const ReportOptions& opt) const override {
     json devs = json::array();
     for (const auto& d : s_.devices) {
+      if (d.layer != model::MemoryLayer::kAllocator) continue;  // the runtime's: the Memory section
       // The timeline, thinned to at most max_rows points that keep each bucket's maximum.
       json tl = json::array();
       size_t n = d.timeline.size(), per = std::max<size_t>(1, (n + opt.max_rows - 1) / std::max<size_t>(1, opt.max_rows));

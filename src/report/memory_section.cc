@@ -16,7 +16,15 @@ using nlohmann::json;
 // Points of the timeline in the JSON: enough for a chart 2000 pixels wide.
 constexpr size_t kTimelinePoints = 2000;
 
-std::string DeviceName(int32_t device) { return device == model::kNone ? "host" : fmt::format("gpu{}", device); }
+std::string DeviceName(const analysis::DeviceMemory& d) {
+  std::string name = d.device == model::kNone ? "host" : fmt::format("gpu{}", d.device);
+  if (d.layer == model::MemoryLayer::kRuntime)
+    name += d.shadowed ? " runtime allocations (what the framework's allocator reserved, and module statics)"
+                       : " runtime allocations";
+  return name;
+}
+
+const char* LayerName(model::MemoryLayer l) { return l == model::MemoryLayer::kRuntime ? "runtime" : "allocator"; }
 
 json Stat(const analysis::PerStepStat& s) { return {{"mean", s.mean}, {"max", s.max}}; }
 
@@ -28,7 +36,7 @@ class MemorySection : public Section {
     if (s_.devices.empty()) return;
     out += "Memory (allocator events)\n";
     for (const auto& d : s_.devices) {
-      out += fmt::format("  {} {}: peak {}", d.process_label, DeviceName(d.device), FormatBytes(static_cast<double>(d.peak_bytes)));
+      out += fmt::format("  {} {}: peak {}", d.process_label, DeviceName(d), FormatBytes(static_cast<double>(d.peak_bytes)));
       if (d.peak_step >= 0) out += fmt::format(" in step {}", d.peak_step);
       if (d.reserved_at_peak > 0)
         out += fmt::format(", reserved {} (fragmentation {:.1f}%)", FormatBytes(static_cast<double>(d.reserved_at_peak)),
@@ -82,6 +90,7 @@ class MemorySection : public Section {
                     {"op_temporaries_per_step", Stat(c.op_temporaries)},
                     {"op_temporary_bytes_per_step", Stat(c.op_temporary_bytes)}};
       devs.push_back({{"device", d.device == model::kNone ? "host" : std::to_string(d.device)},
+                      {"layer", LayerName(d.layer)},
                       {"process", d.process_label},
                       {"peak_bytes", d.peak_bytes},
                       {"peak_ts_ns", d.peak_ts},

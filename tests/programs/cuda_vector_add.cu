@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   // What scripts/gpu-check compares with the trace: launches and their own timing.
-  std::printf("kernels=%d grid=%d block=%d bytes_htod=%zu bytes_dtoh=%zu kernel_ms=%.6f\n", iterations, grid, block,
+  std::printf("kernels=%d n=%d grid=%d block=%d bytes_htod=%zu bytes_dtoh=%zu kernel_ms=%.6f\n", iterations, n, grid, block,
               2 * bytes, bytes, static_cast<double>(total_ms));
   cudaFree(a);
   cudaFree(b);

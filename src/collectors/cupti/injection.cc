@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -240,13 +241,20 @@ void Session::ReportFinal() {
     detail += "; " + std::to_string(s.dropped) + " activity records dropped by CUPTI (no buffer space: raise STRATA_CUPTI_BUFFERS)";
     partial = true;
   }
-  if (s.untimed) {
-    detail += "; " + std::to_string(s.untimed) + " kernels without timestamps (CUPTI out of device memory for them)";
+  // CUPTI gives the kernels the range profiler replays no timestamps (seen on an
+  // H100 with CUPTI 13.0): those are expected, and the importer places them at
+  // their launch with the profiler's duration. Others mean CUPTI ran out of
+  // device memory for timestamps.
+  uint64_t replayed = profiler_ ? std::min<uint64_t>(s.untimed, profiler_->kernels_profiled()) : 0;
+  if (s.untimed > replayed) {
+    detail += "; " + std::to_string(s.untimed - replayed) + " kernels without timestamps (CUPTI out of device memory for them)";
     partial = true;
   }
   if (profiler_) {
     detail += "; --gpu-metrics: " + std::to_string(profiler_->kernels_profiled()) +
-              " kernels profiled (replayed: their timings in the window are not representative)";
+              " kernels profiled (replayed: their timings in the window are not representative";
+    if (replayed) detail += "; " + std::to_string(replayed) + " of them untimed by CUPTI, placed at their launch";
+    detail += ")";
   }
   if (!fatal_.empty()) {
     detail += "; " + fatal_;

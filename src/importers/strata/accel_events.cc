@@ -5,9 +5,11 @@
 // joined to the API call that caused it by (process, correlation id).
 #include <algorithm>
 #include <climits>
-#include <iterator>
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +48,7 @@ struct RangeBegin {
 
 struct KernelMetric {
   uint32_t process;
+  uint32_t device;
   uint64_t correlation;
   double flops_f64, flops_f32, flops_f16, dram_bytes, occupancy;
   model::StringId raw;
@@ -62,6 +65,13 @@ struct AccelState {
   std::map<std::pair<uint32_t, uint64_t>, int64_t> range_ends;
   std::map<std::pair<uint32_t, std::string>, uint64_t> lost;  // running totals: keep the largest
   std::vector<KernelMetric> metrics;
+  // Runtime allocations (MemoryTable rows) with the correlation id of the API
+  // call that made them: moved to that call's thread before Finalize.
+  struct MemoryCall {
+    uint32_t row, process;
+    uint64_t correlation;
+  };
+  std::vector<MemoryCall> memory_calls;
   uint64_t orphan_args = 0;
   uint64_t orphan_ends = 0;
   model::StringId k_result = 0, k_kernel = 0, k_grid = 0, k_block = 0, k_shared = 0, k_queued = 0,
@@ -247,6 +257,61 @@ void AddCopy(LoadContext& ctx, StreamState& ss, uint64_t ts, const CopyFields& c
 }
 
 }  // namespace
+
+// CUPTI gives the kernels that --gpu-metrics replays no timestamps (seen on an
+// H100, CUPTI 13.0): the collector counts them as untimed and drops their
+// records, so their metrics would have no kernel to attach to. Each such metric
+// gets a kernel slice placed at the end of its launch call (the kernel's name,
+// grid and block from the launch's arguments) lasting the profiler's own
+// gpu__time_duration, on a per-device track of profiled kernels, marked with a
+// "timing" argument saying so.
+static void AddUntimedProfiledKernels(LoadContext& ctx, AccelState& as,
+                                      const std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*>& by) {
+  model::Trace& t = ctx.trace();
+  std::set<std::pair<uint32_t, uint64_t>> timed;
+  for (const DeviceLink& l : as.links)
+    if (t.slices.kind[t.device.slice[l.row]] == SliceKind::kKernel) timed.insert({l.process, l.correlation});
+  std::map<uint32_t, const KernelMetric*> missing;  // API slice -> metric
+  for (const auto& [key, m] : by) {
+    if (timed.count(key)) continue;
+    auto api = as.api_by_corr.find(key);
+    if (api != as.api_by_corr.end()) missing[static_cast<uint32_t>(api->second)] = m;
+  }
+  if (missing.empty()) return;
+  as.InitKeys(t.strings);
+  std::map<uint32_t, model::StringId> kernel_name;
+  std::map<uint32_t, std::vector<Arg>> launch_args;
+  for (size_t i = 0; i < t.args.size(); ++i) {
+    if (!missing.count(t.args.slice[i])) continue;
+    model::StringId k = t.args.key[i];
+    if (k == as.k_kernel) kernel_name[t.args.slice[i]] = t.args.str[i];
+    if (k == as.k_grid || k == as.k_block || k == as.k_shared) launch_args[t.args.slice[i]].push_back({k, t.args.str[i], t.args.num[i]});
+  }
+  model::StringId timing_key = t.strings.Intern("timing");
+  model::StringId timing = t.strings.Intern(
+      "replayed by --gpu-metrics, which CUPTI leaves untimed: placed at the end of its launch, lasting the profiler's "
+      "gpu__time_duration");
+  model::StringId unnamed = t.strings.Intern("kernel (profiled, name not recorded)");
+  constexpr int64_t kProfiledQueue = int64_t{1} << 40;  // above CUDA stream ids and context queues
+  for (const auto& [api, m] : missing) {
+    std::string_view raw = t.strings.Get(m->raw);
+    int64_t duration = 0;
+    constexpr std::string_view kDur = "gpu__time_duration.sum=";
+    if (size_t at = raw.find(kDur); at != std::string_view::npos)
+      duration = static_cast<int64_t>(std::strtod(std::string(raw.substr(at + kDur.size(), 32)).c_str(), nullptr));
+    uint32_t track = ctx.Track(m->process, model::TrackKind::kDeviceQueue, kProfiledQueue, static_cast<int32_t>(m->device));
+    if (!t.tracks[track].name) t.tracks[track].name = t.strings.Intern("kernels profiled by --gpu-metrics");
+    auto name = kernel_name.find(api);
+    int64_t ts = t.slices.end(api);
+    uint32_t slice = t.slices.Add(ts, std::max<int64_t>(0, duration), track, name == kernel_name.end() ? unnamed : name->second,
+                                  SliceKind::kKernel, m->correlation);
+    uint32_t row = t.device.Add(slice, static_cast<int32_t>(m->device), kProfiledQueue, m->correlation);
+    as.links.push_back({row, m->process, m->correlation});
+    AddArg(t, slice, {timing_key, timing, NAN});
+    for (const Arg& a : launch_args[api]) AddArg(t, slice, a);
+  }
+  ctx.CountWarning("kernels profiled by --gpu-metrics without timestamps from CUPTI (placed at their launch)");
+}
 
 void RegisterAccelDecoders(DecoderRegistry& r) {
   // --- thread stream: API calls --------------------------------------------------
@@ -436,20 +501,16 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   });
   r.On(kDeviceStream, "memory", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
-    p.Get<uint64_t>();  // correlation
+    uint64_t correlation = p.Get<uint64_t>();
     uint64_t address = p.Get<uint64_t>();
     uint64_t bytes = p.Get<uint64_t>();
     uint8_t op = p.Get<uint8_t>();
     model::Trace& t = ctx.trace();
-    model::MemoryTable& m = t.memory;
-    m.ts.push_back(static_cast<int64_t>(ev.ts));
-    m.track.push_back(ss.track);
-    m.device.push_back(t.tracks[ss.track].device);
-    m.addr.push_back(address);
-    int64_t b = static_cast<int64_t>(bytes);
-    m.bytes.push_back(op == static_cast<uint8_t>(format::MemoryOp::kFree) ? -b : b);
-    m.total_allocated.push_back(-1);
-    m.total_reserved.push_back(-1);
+    if (correlation != 0)
+      ctx.Ext<AccelState>().memory_calls.push_back({static_cast<uint32_t>(t.memory.size()), ss.process->index, correlation});
+    int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
+    t.memory.Add(static_cast<int64_t>(ev.ts), ss.track, t.tracks[ss.track].device, address,
+                 op == static_cast<uint8_t>(format::MemoryOp::kFree) ? -b : b, -1, -1, model::MemoryLayer::kRuntime);
   });
 
   // --- process stream: devices, queues, losses -----------------------------------
@@ -496,7 +557,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     KernelMetric m;
     m.process = ss.process->index;
     m.correlation = p.Get<uint64_t>();
-    p.Get<uint32_t>();  // device: the kernel's own row has it
+    m.device = p.Get<uint32_t>();
     m.flops_f64 = p.Get<double>();
     m.flops_f32 = p.Get<double>();
     m.flops_f16 = p.Get<double>();
@@ -514,6 +575,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     if (!as.metrics.empty()) {
       std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*> by;
       for (const KernelMetric& m : as.metrics) by[{m.process, m.correlation}] = &m;
+      AddUntimedProfiledKernels(ctx, as, by);
       model::StringId k64 = t.strings.Intern("flops_f64"), k32 = t.strings.Intern("flops_f32"),
                       k16 = t.strings.Intern("flops_f16"), kdram = t.strings.Intern("dram_bytes"),
                       kraw = t.strings.Intern("metrics");
@@ -529,6 +591,14 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
         AddNumArg(t, s, kdram, m.dram_bytes);
         AddArg(t, s, {kraw, m.raw, NAN});
       }
+    }
+    // A runtime allocation belongs to the thread whose API call made it
+    // (cudaMalloc inside an op charges that op); module statics, which no call
+    // of the program makes, stay on the device's allocations track.
+    for (const auto& mc : as.memory_calls) {
+      auto it = as.api_by_corr.find({mc.process, mc.correlation});
+      if (it != as.api_by_corr.end() && mc.row < t.memory.size())
+        t.memory.track[mc.row] = t.slices.track[static_cast<size_t>(it->second)];
     }
     uint64_t unlinked = 0;
     for (const DeviceLink& l : as.links) {

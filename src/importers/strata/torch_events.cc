@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "format/schema.h"
 #include "importers/strata/decoder.h"
@@ -57,6 +58,14 @@ struct TorchState {
     uint64_t samples;
   };
   std::vector<Batch> batches;
+  // Steps found automatically (optimizer.step boundaries), added before
+  // Finalize only to processes that mark no steps themselves.
+  struct AutoStep {
+    int64_t ts, end;
+    uint32_t track, process;
+    uint64_t step;
+  };
+  std::vector<AutoStep> auto_steps;
   std::vector<TierChange> tiers;
   std::map<uint32_t, int64_t> process_end;  // last event of any stream of the process
   uint32_t mode = UINT32_MAX;
@@ -322,16 +331,12 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
       uint64_t total_reserved = p.Get<uint64_t>();
       uint8_t device_type = p.Get<uint8_t>();
       uint8_t device_index = p.Get<uint8_t>();
-      model::MemoryTable& m = ctx.trace().memory;
-      m.ts.push_back(static_cast<int64_t>(ev.ts));
-      m.track.push_back(ss.track);
-      // c10::DeviceType 0 is the CPU: host memory.
-      m.device.push_back(device_type == 0 ? kNone : (device_index == 255 ? 0 : device_index));
-      m.addr.push_back(addr);
       int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
-      m.bytes.push_back(alloc ? b : -b);
-      m.total_allocated.push_back(static_cast<int64_t>(std::min<uint64_t>(total_allocated, INT64_MAX)));
-      m.total_reserved.push_back(static_cast<int64_t>(std::min<uint64_t>(total_reserved, INT64_MAX)));
+      // c10::DeviceType 0 is the CPU: host memory.
+      ctx.trace().memory.Add(static_cast<int64_t>(ev.ts), ss.track,
+                             device_type == 0 ? kNone : (device_index == 255 ? 0 : device_index), addr, alloc ? b : -b,
+                             static_cast<int64_t>(std::min<uint64_t>(total_allocated, INT64_MAX)),
+                             static_cast<int64_t>(std::min<uint64_t>(total_reserved, INT64_MAX)));
     };
   };
   r.On(kThreadStream, "mem_alloc", mem(true));
@@ -409,10 +414,27 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
       ++st.orphan_step_ends;
       return;
     }
-    if (!st.step_name) st.step_name = ctx.trace().strings.Intern("step");
-    OpenSlice o{it->second.ts, st.step_name, SliceKind::kStep, step};
-    ctx.AddSlice(o, static_cast<int64_t>(ev.ts), ss.track, 0);
+    st.auto_steps.push_back({it->second.ts, static_cast<int64_t>(ev.ts), ss.track, ss.process->index, step});
     st.pending_steps.erase(it);
+  });
+  // A program that marks its steps (strata.step, strata_step_begin) says what a
+  // step is: the observer stops finding steps once it does, and the ones it
+  // found before (warm-up iterations, typically) are dropped here, so that the
+  // steps are exactly the marked ones.
+  r.BeforeFinalize([](LoadContext& ctx) {
+    auto& st = ctx.Ext<TorchState>();
+    if (st.auto_steps.empty()) return;
+    model::Trace& t = ctx.trace();
+    std::unordered_set<uint32_t> marked;
+    for (size_t i = 0; i < t.slices.size(); ++i)
+      if (t.slices.kind[i] == SliceKind::kStep && t.slices.track[i] < t.tracks.size())
+        marked.insert(t.tracks[t.slices.track[i]].process);
+    if (!st.step_name) st.step_name = t.strings.Intern("step");
+    for (const auto& a : st.auto_steps) {
+      if (marked.count(a.process)) continue;
+      OpenSlice o{a.ts, st.step_name, SliceKind::kStep, a.step};
+      ctx.AddSlice(o, a.end, a.track, 0);
+    }
   });
 
   // Every op slice, however it was closed, gets its OpTable row.

@@ -356,7 +356,7 @@
   if (R.memory && R.memory.devices && R.memory.devices.length) {
     const devs = R.memory.devices.filter(d => d.timeline && d.timeline.length);
     const s = section("memory", "Memory", "Allocated bytes per device over time (thinned keeping each stretch's low and high, so the peak stays); the peak is marked.");
-    const label = d => d.process + " · " + (d.device === "host" ? "host" : "device " + d.device);
+    const label = d => d.process + " · " + (d.device === "host" ? "host" : "device " + d.device) + (d.layer === "runtime" ? " (runtime allocations)" : "");
     const t0 = Math.min(...devs.map(d => d.timeline[0][0]));
     if (devs.length) memoryChart(s, "chart-memory", devs.map((d, i) => ({ name: label(d), color: COLORS[i % COLORS.length], points: d.timeline.map(p => [(p[0] - t0) / 1e6, p[1]]), peak: [(d.peak_ts_ns - t0) / 1e6, d.peak_bytes] })));
     R.memory.devices.forEach(d => {
