@@ -13,7 +13,9 @@ Modes: untraced; strata record (default tiers: every op, memory, CUDA API and
 activity); strata --ops off (steps, memory and CUDA only); strata --accel none
 (framework level only); torch.profiler with CPU and CUDA activities (the
 steps inside the profiler's context; its exit, which builds its event list, is
-timed apart as profiler_exit_ms).
+timed apart as profiler_exit_ms). --api-modes adds strata --ops off with
+--cuda-api activity and with --cuda-api none: what CUDA tracing costs by how
+API calls are traced.
 
 Run as a child with --child MODE.
 """
@@ -27,6 +29,8 @@ import tempfile
 import time
 
 MODES = ["untraced", "strata", "strata_ops_off", "strata_no_cuda", "torch_profiler"]
+# --cuda-api variants, with --ops off (what CUDA tracing alone costs, by how API calls are traced)
+API_MODES = ["strata_api_activity", "strata_api_none"]
 
 
 def child(mode, steps, width):
@@ -74,7 +78,9 @@ def child(mode, steps, width):
 def run(mode, strata, steps, width):
     me = [sys.executable, os.path.abspath(__file__), "--child", mode, "--steps", str(steps), "--width", str(width)]
     if mode.startswith("strata"):
-        extra = {"strata": [], "strata_ops_off": ["--ops", "off"], "strata_no_cuda": ["--accel", "none"]}[mode]
+        extra = {"strata": [], "strata_ops_off": ["--ops", "off"], "strata_no_cuda": ["--accel", "none"],
+                 "strata_api_activity": ["--ops", "off", "--cuda-api", "activity"],
+                 "strata_api_none": ["--ops", "off", "--cuda-api", "none"]}[mode]
         trace = tempfile.mkdtemp(prefix="strata-gpu-ovh-")
         me = [strata, "record", "-q", "-o", trace] + extra + ["--"] + me
     r = subprocess.run(me, capture_output=True, text=True)
@@ -90,22 +96,24 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--width", type=int, default=4096)
+    ap.add_argument("--api-modes", action="store_true", help="add the --cuda-api activity and none modes")
     a = ap.parse_args()
     if a.child:
         return child(a.child, a.steps, a.width)
-    got = {m: [] for m in MODES}
+    modes = MODES + (API_MODES if a.api_modes else [])
+    got = {m: [] for m in modes}
     exits = []
     for r in range(a.rounds):
-        order = MODES if r % 2 == 0 else MODES[::-1]
+        order = modes if r % 2 == 0 else modes[::-1]
         for m in order:
             res = run(m, a.strata, a.steps, a.width)
             got[m].append(res["step_ms"])
             if "profiler_exit_ms" in res:
                 exits.append(res["profiler_exit_ms"])
-        print(f"round {r + 1}: " + ", ".join(f"{m} {got[m][-1]:.3f}" for m in MODES), flush=True)
+        print(f"round {r + 1}: " + ", ".join(f"{m} {got[m][-1]:.3f}" for m in modes), flush=True)
     base = statistics.median(got["untraced"])
     print(f"\nmedian wall time of a step over {a.rounds} rounds ({a.steps} steps each, MLP width {a.width}):")
-    for m in MODES:
+    for m in modes:
         med = statistics.median(got[m])
         print(f"  {m:<16} {med:8.3f} ms  {100 * (med / base - 1):+7.1f}%   (rounds: {min(got[m]):.3f} .. {max(got[m]):.3f})")
     print(f"  torch.profiler's exit: {statistics.median(exits):.1f} ms (median)")

@@ -49,6 +49,7 @@ struct RecordOptions {
   bool quiet = false;
   std::string accel = "auto";
   std::string gpu_metrics;
+  std::string cuda_api = "callbacks";
   // Framework level (PyTorch): what the observer records; lands in <dir>/control.
   std::string ops = "all";
   bool shapes = false;
@@ -235,6 +236,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
       // injection; libstrata_cupti forwards it to the CUPTI it links.
       if (!std::getenv("NVTX_INJECTION64_PATH")) accel_env.emplace_back("NVTX_INJECTION64_PATH", lib);
       if (!o.gpu_metrics.empty()) accel_env.emplace_back("STRATA_GPU_METRICS", o.gpu_metrics);
+      if (o.cuda_api != "callbacks") accel_env.emplace_back("STRATA_CUDA_API", o.cuda_api);
     }
   }
   for (char** e = environ; *e; ++e) {
@@ -412,6 +414,7 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output, &manifest);
   manifest.options["accel"] = o.accel;
   if (!o.gpu_metrics.empty()) manifest.options["gpu_metrics"] = o.gpu_metrics;
+  if (o.cuda_api != "callbacks") manifest.options["cuda_api"] = o.cuda_api;
   st = WriteManifest(o.output, manifest);
   if (!st.ok()) {
     PrintError(st.message());
@@ -542,6 +545,12 @@ void AddRecordCommand(CLI::App& app) {
                   "CUDA: per-kernel hardware metrics (FLOPs, DRAM bytes, occupancy) through CUPTI's range profiler, "
                   "for a window: kernels=N[,skip=M] or steps=A-B. Kernels are replayed, so timings in the window "
                   "are not representative");
+  cmd->add_option("--cuda-api", opts->cuda_api,
+                  "CUDA API calls: callbacks (CUPTI callbacks, with the arguments that matter), all (callbacks on "
+                  "every runtime and driver function), activity (CUPTI activity records: no arguments), none (device "
+                  "activity only: no API calls, so launches are not linked to their kernels, and no NVTX ranges)")
+      ->check(CLI::IsMember({"callbacks", "all", "activity", "none"}))
+      ->capture_default_str();
   cmd->add_flag("-q,--quiet", opts->quiet, "Print nothing but errors");
   cmd->add_flag("--os,!--no-os", opts->os,
                 "OS level: context switches, CPU samples, /proc counters (on by default: nearly free)");

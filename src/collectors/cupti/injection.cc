@@ -149,8 +149,13 @@ bool Session::Start() {
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   sp.oldSubscriberName = other;
   sp.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-  r = api_.subscribe(&subscriber_, Callback, nullptr, &sp);
-  bool callbacks = r == CUPTI_SUCCESS;
+  // strata record --cuda-api: callbacks (default) or all; activity: API calls
+  // from activity records; none: no API calls at all.
+  const char* api_mode = std::getenv("STRATA_CUDA_API");
+  bool want_callbacks = !api_mode || (std::strcmp(api_mode, "activity") != 0 && std::strcmp(api_mode, "none") != 0);
+  bool want_api = !api_mode || std::strcmp(api_mode, "none") != 0;
+  r = want_callbacks ? api_.subscribe(&subscriber_, Callback, nullptr, &sp) : CUPTI_SUCCESS;
+  bool callbacks = want_callbacks && r == CUPTI_SUCCESS;
   if (callbacks) {
     callbacks_.Init();
     callbacks_.set_launch_hook(LaunchHook, this);
@@ -160,7 +165,7 @@ bool Session::Start() {
       if (callbacks_.WantDriver(cbid)) api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
     for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_NVTX, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CB_DOMAIN_STATE})
       if ((r = api_.enable_domain(1, subscriber_, d)) != CUPTI_SUCCESS) Note(CuptiError("cuptiEnableDomain", r));
-  } else {
+  } else if (want_callbacks) {
     std::string who = other[0] ? std::string(" (held by ") + other + ")" : "";
     Note(CuptiError("cuptiSubscribe", r) + who +
          "; API calls and NVTX ranges come from activity records instead, without arguments");
@@ -183,7 +188,7 @@ bool Session::Start() {
       {CUPTI_ACTIVITY_KIND_DEVICE, "device descriptions", false},
       {CUPTI_ACTIVITY_KIND_CONTEXT, "contexts", false},
   };
-  if (!callbacks) {
+  if (!callbacks && want_api) {
     kinds.push_back({CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API", false});
     kinds.push_back({CUPTI_ACTIVITY_KIND_DRIVER, "driver API", false});
     kinds.push_back({CUPTI_ACTIVITY_KIND_MARKER, "NVTX markers", false});
@@ -234,6 +239,8 @@ void Session::ReportFinal() {
                        std::to_string(s.fills) + " memsets, " + std::to_string(s.syncs) + " synchronizations, " +
                        std::to_string(s.memory) + " allocations/frees";
   if (callbacks_on_) detail += ", " + std::to_string(callbacks_.api_calls()) + " API calls";
+  else if (const char* m = std::getenv("STRATA_CUDA_API"); m && std::strcmp(m, "none") == 0)
+    detail += ", API calls not recorded (--cuda-api none)";
   else detail += ", " + std::to_string(s.api) + " API calls from activity records";
   detail += " (CUPTI, " + std::to_string(s.buffers) + " buffers)";
   bool partial = false;
