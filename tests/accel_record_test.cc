@@ -65,6 +65,19 @@ TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
   auto bad2 = RunCommand({StrataBin(), "record", "--gpu-metrics", "everything", "--", "true"});
   EXPECT_EQ(bad2.exit_code, 2);
   EXPECT_NE(bad2.err.find("--gpu-metrics"), std::string::npos);
+  auto bad3 = RunCommand({StrataBin(), "record", "--cuda-api", "sometimes", "--", "true"});
+  EXPECT_NE(bad3.exit_code, 0);
+  EXPECT_NE(bad3.err.find("--cuda-api"), std::string::npos) << bad3.err;
+  // --cuda-api reaches the CUDA collector (STRATA_CUDA_API; strata's own variables
+  // from the caller's environment are dropped) and the manifest.
+  if (std::filesystem::exists(LibDir() + "/libstrata_cupti.so")) {
+    std::string api = TempDir("accel_cuda_api");
+    auto a = Record(api, {"sh", "-c", "echo API=$STRATA_CUDA_API"}, {"--cuda-api", "activity"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_NE(a.out.find("API=activity\n"), std::string::npos) << a.out;
+    auto m = nlohmann::json::parse(*ReadFile(api + "/strata.json"));
+    EXPECT_EQ(m["options"]["cuda_api"], "activity") << m["options"].dump();
+  }
 }
 
 }  // namespace
