@@ -286,8 +286,13 @@ TEST(Recorder, InternedNamesAndThreadNamesResolve) {
   EXPECT_EQ(testing::CountSlices(t, "batch"), 10u);  // 2 threads x 5 batches of 1000
   EXPECT_EQ(testing::CountSlices(t, "main"), 1u);
   int named = 0;
-  for (const auto& trk : t.tracks) named += std::string(t.strings.Get(trk.name)).rfind("emitter-", 0) == 0;
-  EXPECT_EQ(named, 2);
+  std::string names;
+  for (const auto& trk : t.tracks) {
+    named += std::string(t.strings.Get(trk.name)).rfind("emitter-", 0) == 0;
+    names += std::to_string(static_cast<int>(trk.kind)) + ":" + std::to_string(trk.tid) + "=" +
+             std::string(t.strings.Get(trk.name)) + " ";
+  }
+  EXPECT_EQ(named, 2) << names;
   for (const auto& w : t.warnings) EXPECT_EQ(w.find("undefined string"), std::string::npos) << w;
   testing::ExpectBabeltraceAgrees(dir);
 }

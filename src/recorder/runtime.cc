@@ -29,6 +29,7 @@
 #include <new>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -129,6 +130,11 @@ struct Runtime {
     std::string payload;
   };
   std::vector<ProcEvent> proc_events;  // thread names, statuses, process info
+  // Threads the program named (strata_thread_name, Python thread names): the
+  // flusher does not give them the kernel's name when it first drains them, which
+  // could come after the program's name and replace it. A leaf lock.
+  std::mutex names_mu;
+  std::unordered_set<uint32_t> named_by_program;
 
   std::mutex pool_mu;
   std::vector<Chunk*> free_chunks;
@@ -469,6 +475,10 @@ void EnsureThreadWriter(Runtime& rt, ThreadStream* s, std::vector<Runtime::ProcE
   if (!st.ok()) std::fprintf(stderr, "strata: %s\n", st.message().c_str());
   if (!s->named) {
     s->named = true;
+    {
+      std::lock_guard<std::mutex> lk(rt.names_mu);
+      if (rt.named_by_program.count(s->tid)) return;
+    }
     std::string comm = ThreadComm(s->tid);
     if (!comm.empty()) {
       std::string p;
@@ -673,6 +683,10 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
       if (s->head != nullptr) return false;
       rt.events_written += s->writer ? s->writer->events_total() : 0;
       rt.clamped += s->writer ? s->writer->clamped() : 0;
+      {
+        std::lock_guard<std::mutex> nl(rt.names_mu);
+        rt.named_by_program.erase(s->tid);  // the kernel may give the id to a new thread
+      }
       delete s;
       return true;
     });
@@ -731,10 +745,12 @@ void AtForkPrepare() {
   g_rt->pool_mu.lock();
   g_rt->intern_mu.lock();
   g_rt->wake_mu.lock();
+  g_rt->names_mu.lock();
 }
 
 void AtForkParent() {
   if (!g_rt) return;
+  g_rt->names_mu.unlock();
   g_rt->wake_mu.unlock();
   g_rt->intern_mu.unlock();
   g_rt->pool_mu.unlock();
@@ -752,6 +768,8 @@ void AtForkChild() {
   new (&rt->pool_mu) std::mutex();
   new (&rt->intern_mu) std::mutex();
   new (&rt->wake_mu) std::mutex();
+  new (&rt->names_mu) std::mutex();
+  rt->named_by_program.clear();  // the parent's threads are not the child's
   rt->wake_cv = PTHREAD_COND_INITIALIZER;
   for (ThreadStream* s : rt->streams) {
     s->writer.reset();  // closes the parent's fd without writing
@@ -914,6 +932,10 @@ void SetThreadName(uint32_t tid, std::string_view name) {
   std::string p;
   PutU32(p, tid);
   PutString(p, name);
+  {
+    std::lock_guard<std::mutex> lk(rt->names_mu);
+    rt->named_by_program.insert(tid);
+  }
   QueueProcEvent(*rt, format::kThreadName, std::move(p));
 }
 
