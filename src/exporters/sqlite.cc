@@ -271,7 +271,7 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
       BindInt(s, 5, m.bytes[i]);
       BindOptInt(s, 6, m.total_allocated[i], m.total_allocated[i] >= 0);
       BindOptInt(s, 7, m.total_reserved[i], m.total_reserved[i] >= 0);
-      BindText(s, 8, m.layer[i] == model::MemoryLayer::kRuntime ? "runtime" : "allocator");
+      BindText(s, 8, model::MemoryLayerName(m.layer[i]));
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
     st.memory_events = m.size();

@@ -238,6 +238,9 @@ enum class MemoryLayer : uint8_t {
   kRuntime = 1,    // the accelerator runtime's allocations: what the process holds on the device
 };
 
+// "allocator" or "runtime": the layer's name in reports and exports.
+inline const char* MemoryLayerName(MemoryLayer l) { return l == MemoryLayer::kRuntime ? "runtime" : "allocator"; }
+
 // The name of a memory counter in exports: "memory allocated (GPU 0)" for the
 // framework allocator's level, "runtime memory (GPU 0)" for the runtime's.
 inline std::string MemoryCounterName(int32_t device, MemoryLayer l) {

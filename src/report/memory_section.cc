@@ -24,8 +24,6 @@ std::string DeviceName(const analysis::DeviceMemory& d) {
   return name;
 }
 
-const char* LayerName(model::MemoryLayer l) { return l == model::MemoryLayer::kRuntime ? "runtime" : "allocator"; }
-
 json Stat(const analysis::PerStepStat& s) { return {{"mean", s.mean}, {"max", s.max}}; }
 
 class MemorySection : public Section {
@@ -90,7 +88,7 @@ class MemorySection : public Section {
                     {"op_temporaries_per_step", Stat(c.op_temporaries)},
                     {"op_temporary_bytes_per_step", Stat(c.op_temporary_bytes)}};
       devs.push_back({{"device", d.device == model::kNone ? "host" : std::to_string(d.device)},
-                      {"layer", LayerName(d.layer)},
+                      {"layer", model::MemoryLayerName(d.layer)},
                       {"process", d.process_label},
                       {"peak_bytes", d.peak_bytes},
                       {"peak_ts_ns", d.peak_ts},

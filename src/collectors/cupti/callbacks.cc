@@ -33,7 +33,7 @@ NameCache& NvtxNames() {
   return *c;
 }
 
-// Noisy runtime calls left out unless STRATA_CUDA_API=all: queries that
+// Noisy runtime calls left out unless `strata record --cuda-api all`: queries that
 // frameworks make around every operation, and polling.
 constexpr const char* kBlockedRuntime[] = {
     "cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetDeviceCount",
@@ -92,12 +92,10 @@ accel::CopyKind RuntimeCopyKind(int kind) {
 
 CallbackHandler::CallbackHandler(ThreadMap* threads) : threads_(threads) {}
 
-void CallbackHandler::Init() {
+void CallbackHandler::Init(bool all) {
   k_bytes_ = recorder::Intern("bytes");
   k_kind_ = recorder::Intern("copy_kind");
   k_size_ = recorder::Intern("size");
-  const char* sel = std::getenv("STRATA_CUDA_API");
-  bool all = sel && std::strcmp(sel, "all") == 0;
   for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || !name) continue;

@@ -22,7 +22,12 @@ struct SessionOptions {
   size_t max_buffers = 32;         // in flight at once; beyond, CUPTI drops (and counts) records
   uint32_t flush_ms = 100;         // CUPTI's worker delivers completed buffers this often
   std::string gpu_metrics;         // --gpu-metrics window, or empty
-  // STRATA_CUPTI_BUFFER_BYTES, STRATA_CUPTI_BUFFERS, STRATA_CUPTI_FLUSH_MS, STRATA_GPU_METRICS.
+  // How API calls are traced (strata record --cuda-api): CUPTI callbacks on the
+  // calls that matter, callbacks on every call, activity records, or not at all.
+  enum class Api { kCallbacks, kAllCallbacks, kActivity, kNone };
+  Api api = Api::kCallbacks;
+  // STRATA_CUPTI_BUFFER_BYTES, STRATA_CUPTI_BUFFERS, STRATA_CUPTI_FLUSH_MS, STRATA_GPU_METRICS,
+  // STRATA_CUDA_API (callbacks, all, activity, none).
   static SessionOptions FromEnv();
 };
 

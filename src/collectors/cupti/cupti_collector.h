@@ -156,8 +156,9 @@ class CallbackHandler {
  public:
   explicit CallbackHandler(ThreadMap* threads);
   // Builds the per-cbid name and argument tables (CUPTI calls that work
-  // without a driver) and says which callbacks to enable.
-  void Init();
+  // without a driver) and says which callbacks to enable: `all` every runtime
+  // and driver call, else the ones worth a record.
+  void Init(bool all);
   bool WantRuntime(uint32_t cbid) const;
   bool WantDriver(uint32_t cbid) const;
   // The CUpti_CallbackFunc body.

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/cupti/collector_session.h"
@@ -149,15 +150,13 @@ bool Session::Start() {
   char other[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   sp.oldSubscriberName = other;
   sp.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-  // strata record --cuda-api: callbacks (default) or all; activity: API calls
-  // from activity records; none: no API calls at all.
-  const char* api_mode = std::getenv("STRATA_CUDA_API");
-  bool want_callbacks = !api_mode || (std::strcmp(api_mode, "activity") != 0 && std::strcmp(api_mode, "none") != 0);
-  bool want_api = !api_mode || std::strcmp(api_mode, "none") != 0;
+  using Api = SessionOptions::Api;
+  bool want_callbacks = opt_.api == Api::kCallbacks || opt_.api == Api::kAllCallbacks;
+  bool want_api = opt_.api != Api::kNone;
   r = want_callbacks ? api_.subscribe(&subscriber_, Callback, nullptr, &sp) : CUPTI_SUCCESS;
   bool callbacks = want_callbacks && r == CUPTI_SUCCESS;
   if (callbacks) {
-    callbacks_.Init();
+    callbacks_.Init(opt_.api == Api::kAllCallbacks);
     callbacks_.set_launch_hook(LaunchHook, this);
     for (uint32_t cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid)
       if (callbacks_.WantRuntime(cbid)) api_.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
@@ -239,8 +238,7 @@ void Session::ReportFinal() {
                        std::to_string(s.fills) + " memsets, " + std::to_string(s.syncs) + " synchronizations, " +
                        std::to_string(s.memory) + " allocations/frees";
   if (callbacks_on_) detail += ", " + std::to_string(callbacks_.api_calls()) + " API calls";
-  else if (const char* m = std::getenv("STRATA_CUDA_API"); m && std::strcmp(m, "none") == 0)
-    detail += ", API calls not recorded (--cuda-api none)";
+  else if (opt_.api == SessionOptions::Api::kNone) detail += ", API calls not recorded (--cuda-api none)";
   else detail += ", " + std::to_string(s.api) + " API calls from activity records";
   detail += " (CUPTI, " + std::to_string(s.buffers) + " buffers)";
   bool partial = false;
@@ -292,6 +290,10 @@ SessionOptions SessionOptions::FromEnv() {
   o.max_buffers = num("STRATA_CUPTI_BUFFERS", 32);
   o.flush_ms = static_cast<uint32_t>(num("STRATA_CUPTI_FLUSH_MS", 100));
   if (const char* m = std::getenv("STRATA_GPU_METRICS")) o.gpu_metrics = m;
+  if (const char* a = std::getenv("STRATA_CUDA_API")) {
+    std::string_view v = a;
+    o.api = v == "all" ? Api::kAllCallbacks : v == "activity" ? Api::kActivity : v == "none" ? Api::kNone : Api::kCallbacks;
+  }
   return o;
 }
 

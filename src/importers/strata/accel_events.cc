@@ -256,8 +256,6 @@ void AddCopy(LoadContext& ctx, StreamState& ss, uint64_t ts, const CopyFields& c
     dev.pinned[d.row] = Pinned(c.dst_kind);
 }
 
-}  // namespace
-
 // CUPTI gives the kernels that --gpu-metrics replays no timestamps (seen on an
 // H100, CUPTI 13.0): the collector counts them as untimed and drops their
 // records, so their metrics would have no kernel to attach to. Each such metric
@@ -265,8 +263,8 @@ void AddCopy(LoadContext& ctx, StreamState& ss, uint64_t ts, const CopyFields& c
 // grid and block from the launch's arguments) lasting the profiler's own
 // gpu__time_duration, on a per-device track of profiled kernels, marked with a
 // "timing" argument saying so.
-static void AddUntimedProfiledKernels(LoadContext& ctx, AccelState& as,
-                                      const std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*>& by) {
+void AddUntimedProfiledKernels(LoadContext& ctx, AccelState& as,
+                               const std::map<std::pair<uint32_t, uint64_t>, const KernelMetric*>& by) {
   model::Trace& t = ctx.trace();
   std::set<std::pair<uint32_t, uint64_t>> timed;
   for (const DeviceLink& l : as.links)
@@ -312,6 +310,8 @@ static void AddUntimedProfiledKernels(LoadContext& ctx, AccelState& as,
   }
   ctx.CountWarning("kernels profiled by --gpu-metrics without timestamps from CUPTI (placed at their launch)");
 }
+
+}  // namespace
 
 void RegisterAccelDecoders(DecoderRegistry& r) {
   // --- thread stream: API calls --------------------------------------------------
