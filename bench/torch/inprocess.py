@@ -10,7 +10,7 @@ drift. Runs under `strata record` (the observer is attached):
 Part 1, rounds of one 2-step slice per mode, the modes in a shuffled order
 (strata_torch_set_tiers switches at once):
   untraced         strata detached: every callback off, its allocator reporter
-                   off the thread, the module hooks removed (an untraced program)
+                   off the thread, the module scopes taken out (an untraced program)
   idle             strata attached, every tier off (ops off, no memory events)
   floor            + a do-nothing global RecordFunction callback
   ops              --ops all without memory events
@@ -21,6 +21,9 @@ Part 1, rounds of one 2-step slice per mode, the modes in a shuffled order
   shapes           --shapes
   profiler         torch.profiler entered and left around the slice (its
   profiler_shapes  post-processing at exit not counted: overhead.py measures it)
+With --modules, two more modes compare the two ways of taking nn.Module scopes
+(strata detached but for them): modules_call (nn.Module.__call__ in C, what
+PyTorch 1.x gets) and modules_hooks (global forward hooks in C, what 2.x gets).
 Part 2, blocks of --sampled-block steps: untraced, --ops sampled, --ops all.
 --ops sampled records whole steps on its own wall-clock schedule (~5% of the
 time), so it is compared by the mean over blocks, not the median of short
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--model", default="tiny")
     ap.add_argument("--seconds", type=float, default=40, help="length of each part")
     ap.add_argument("--sampled-block", type=int, default=20, help="part 2: steps per block")
+    ap.add_argument("--modules", action="store_true", help="part 1: add modules_call and modules_hooks")
     args = ap.parse_args()
     trace = os.environ.get("STRATA_TRACE_DIR")
     if not trace:
@@ -101,19 +105,15 @@ def main():
             step()
         return (time.process_time_ns() - c0) / n, (time.thread_time_ns() - t0) / n
 
-    import torch.nn.modules.module as mm
-    hooks = (dict(mm._global_forward_pre_hooks), dict(mm._global_forward_hooks))
+    import strata._torch as st
 
     def attach(on):
         """Detaches strata for 'untraced' (and puts it back)."""
         obs.strata_torch_set_scopes(1 if on else 0)
+        st._modules_on(torch, on)
         if on:
-            mm._global_forward_pre_hooks.update(hooks[0])
-            mm._global_forward_hooks.update(hooks[1])
             obs.strata_torch_reclaim_profiler_slot()
         else:
-            mm._global_forward_pre_hooks.clear()
-            mm._global_forward_hooks.clear()
             obs.strata_torch_release_profiler_slot()
 
     # Part 1: rounds of one 2-step slice per mode, in a shuffled order;
@@ -122,6 +122,25 @@ def main():
     part1 = {"untraced": (OFF, 0, 0), "idle": (OFF, 0, 0), "floor": (OFF, 0, 0), "ops": (ALL, 0, 0),
              "all": (ALL, 0, 1), "memory_floor": (OFF, 0, 0), "shapes": (ALL, 1, 1),
              "profiler": (OFF, 0, 0), "profiler_shapes": (OFF, 0, 0)}
+    if args.modules:
+        if st._hooks is None or not hasattr(st._hooks, "wrap_call"):
+            sys.exit("--modules: the C module hooks (_strata_torch_hooks) are not built for this Python")
+        part1.update({"modules_call": (OFF, 0, 0), "modules_hooks": (OFF, 0, 0)})
+    plain_call = torch.nn.Module.__call__ if st._orig_call is None else st._orig_call
+    hook_handles = []
+
+    def modules_only(way):
+        """Strata detached but for its module scopes, taken `way` (None: put back)."""
+        import torch.nn.modules.module as mm
+        if way == "call":
+            torch.nn.Module.__call__ = st._hooks.wrap_call(plain_call)
+        elif way == "hooks":
+            hook_handles.extend([mm.register_module_forward_pre_hook(st._hooks.pre_hook),
+                                 mm.register_module_forward_hook(st._hooks.post_hook)])
+        else:
+            torch.nn.Module.__call__ = plain_call
+            while hook_handles:
+                hook_handles.pop().remove()
     res1 = {m: [] for m in part1}
     rng = random.Random(42)
     deadline = time.monotonic() + args.seconds
@@ -136,8 +155,10 @@ def main():
             tiers(*part1[m])
             if m == "floor":
                 lib.strata_bench_floor_enable(floor, 1)
-            if m == "untraced":
+            if m == "untraced" or m.startswith("modules_"):
                 attach(False)
+            if m.startswith("modules_"):
+                modules_only(m[len("modules_"):])
             pushed = m == "memory_floor" and obs.strata_torch_release_profiler_slot() and lib.strata_bench_memory_floor_push()
             prof = None
             if m.startswith("profiler"):
@@ -151,7 +172,9 @@ def main():
             if pushed:
                 lib.strata_bench_memory_floor_pop()
                 obs.strata_torch_reclaim_profiler_slot()
-            if m == "untraced":
+            if m.startswith("modules_"):
+                modules_only(None)
+            if m == "untraced" or m.startswith("modules_"):
                 attach(True)
             if m == "floor":
                 lib.strata_bench_floor_enable(floor, 0)
@@ -188,7 +211,7 @@ def main():
         du = paired(m, "untraced", 1)[0] if m != "untraced" else 0.0
         dp = paired(m, "untraced", 0)[0] if m != "untraced" else 0.0
         extra = ""
-        if m not in ("untraced", "idle", "floor", "memory_floor"):
+        if m not in ("untraced", "idle", "floor", "memory_floor") and not m.startswith("modules_"):
             ft, lo, hi = (v / events for v in paired(m, "floor", 1))
             fp = paired(m, "floor", 0)[0] / events
             extra = "%+8.1f [%+7.1f, %+7.1f]       %+8.1f" % (ft, lo, hi, fp)

@@ -46,9 +46,8 @@ def main():
     obs.strata_torch_set_tiers(2 if ops else 0, 0, 1 if ops else 0)
     obs.strata_torch_set_scopes(1 if scopes else 0)
     if not hooks:
-        import torch.nn.modules.module as mm
-        mm._global_forward_pre_hooks.clear()
-        mm._global_forward_hooks.clear()
+        import strata._torch as st
+        st._modules_on(torch, False)
     obs.strata_torch_release_profiler_slot()
     if slot:
         obs.strata_torch_reclaim_profiler_slot()

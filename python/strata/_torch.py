@@ -5,11 +5,13 @@ process and adds what only Python sees.
 imported torch; nothing here is needed in user code. The observer records ops,
 memory and steps from C++ (RecordFunction callbacks, the allocator's memory
 reporting); this module adds:
-  - module scopes: global nn.Module forward pre/post hooks give every module's
-    forward a slice named by its attribute path and class ("Net.features.0
-    (Conv2d)"); the hooks are in C (_strata_torch_hooks, built next to the
-    observer for the Python Debian's torch is for), or in Python below for
-    another Python (or with STRATA_TORCH_PY_HOOKS=1 set in the program);
+  - module scopes: every module's forward gets a slice named by its attribute
+    path and class ("Net.features.0 (Conv2d)"), from nn.Module.__call__
+    replaced by a C one (PyTorch 1.x) or from global forward pre/post hooks
+    (2.x, see _install_module_hooks); both are in C (_strata_torch_hooks,
+    built next to the observer for the Python Debian's torch is for); the
+    hooks are also in Python below, for another Python (or with
+    STRATA_TORCH_MODULES_VIA=python set in the program);
   - the batch size of a step: the leading dimension of the root module's first
     input;
   - the graph of each TorchScript module when it first runs.
@@ -214,7 +216,7 @@ def _load_c_hooks():
     import importlib.machinery
     import importlib.util
     libdir = os.path.dirname(os.environ.get("STRATA_TORCH_LIB", ""))
-    if os.environ.get("STRATA_TORCH_PY_HOOKS") == "1" or not libdir:
+    if _modules_via() == "python" or not libdir:
         return None
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = os.path.join(libdir, "_strata_torch_hooks" + suffix)
@@ -234,17 +236,56 @@ def _load_c_hooks():
     return None
 
 
+_modules = None  # how module scopes are taken: "call", "hooks" (C) or "python hooks"
+_orig_call = None  # nn.Module.__call__ before strata wrapped it ("call")
+_hook_handles = ()
+
+
+def _modules_via():
+    """STRATA_TORCH_MODULES_VIA, set by tests and benchmarks in the program:
+    "hooks" (the C hooks even where the C __call__ would do), "python" (the
+    Python hooks); else the best available."""
+    return os.environ.get("STRATA_TORCH_MODULES_VIA", "")
+
+
 def _install_module_hooks(torch):
-    global _hooks
+    """Module scopes: a C nn.Module.__call__ where nothing traces __call__ itself
+    (no torch.compile: PyTorch 1.x), else global forward hooks (torch.compile
+    knows those); the C ones, or the Python ones below."""
+    global _hooks, _modules
     mm = torch.nn.modules.module
-    if hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
-        _hooks = _load_c_hooks()
-        if _hooks is not None:
-            mm.register_module_forward_pre_hook(_hooks.pre_hook)
-            mm.register_module_forward_hook(_hooks.post_hook)
-        else:
-            mm.register_module_forward_pre_hook(_pre_hook)
-            mm.register_module_forward_hook(_post_hook)
+    _hooks = _load_c_hooks()
+    via = _modules_via()
+    if _hooks is not None and hasattr(_hooks, "wrap_call") and not hasattr(torch, "compile") and via != "hooks":
+        _modules = "call"
+    elif hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
+        _modules = "hooks" if _hooks is not None else "python hooks"
+    else:
+        return
+    _modules_on(torch, True)
+
+
+def _modules_on(torch, on):
+    """Puts module scopes in (on) or takes them out; benchmarks take them out
+    to measure an untraced program in the same process."""
+    global _orig_call, _hook_handles
+    mm = torch.nn.modules.module
+    if _modules == "call":
+        if on and _orig_call is None:
+            _orig_call = torch.nn.Module.__call__
+            torch.nn.Module.__call__ = _hooks.wrap_call(_orig_call)
+        elif not on and _orig_call is not None:
+            torch.nn.Module.__call__ = _orig_call
+            _orig_call = None
+    elif _modules is not None:
+        if on and not _hook_handles:
+            c = _hooks if _modules == "hooks" else None
+            _hook_handles = (mm.register_module_forward_pre_hook(c.pre_hook if c else _pre_hook),
+                             mm.register_module_forward_hook(c.post_hook if c else _post_hook))
+        elif not on:
+            for h in _hook_handles:
+                h.remove()
+            _hook_handles = ()
 
 
 # --- coexisting with PyTorch's profilers ----------------------------------------------

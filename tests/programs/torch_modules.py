@@ -1,17 +1,20 @@
 """Module scopes (tests/torch_test.cc, TorchRecord.ModuleScopes*): a nested model
 run for 3 steps under `strata record`; in the second, a submodule's forward raises
-and the model catches it.
+and the model catches it. The program's own global forward hook counts module
+calls: strata's scopes must leave it working.
 
-  --python-hooks   use strata's nn.Module hooks written in Python instead of the
-                   C ones (_strata_torch_hooks), as a Python they were not built for would
-Prints which hooks ran, and the depth of the C hooks' module stack after each
-step (0: every scope was closed).
+  --via hooks|python   take module scopes with strata's global forward hooks in
+                       C, or the ones written in Python (as a Python the C ones
+                       were not built for would), instead of the best available
+                       (with PyTorch 1.x, the C nn.Module.__call__)
+Prints how scopes were taken, the depth of the C module stack after each step
+(0: every scope was closed) and the user hook's count.
 """
 import os
 import sys
 
-if "--python-hooks" in sys.argv:
-    os.environ["STRATA_TORCH_PY_HOOKS"] = "1"
+if "--via" in sys.argv:
+    os.environ["STRATA_TORCH_MODULES_VIA"] = sys.argv[sys.argv.index("--via") + 1]
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -51,7 +54,9 @@ class Net(nn.Module):
 
 def main():
     import strata._torch as st
-    print("hooks:", "c" if st._hooks is not None else "python" if st.attached() else "none")
+    print("modules:", st._modules if st.attached() else "none")
+    calls = []
+    handle = nn.modules.module.register_module_forward_hook(lambda m, i, o: calls.append(type(m).__name__))
     net = Net()
     x = torch.randn(4, 8)
     opt = torch.optim.SGD(net.parameters(), lr=0.1)
@@ -62,6 +67,9 @@ def main():
         opt.step()
         if st._hooks is not None:
             print("depth:", st._hooks.depth())
+    handle.remove()
+    # 3 steps x 9 modules (Net, Sequential, 2 x (Block, Linear, ReLU), Linear); Boom raised.
+    print("user hook calls:", len(calls))
 
 
 if __name__ == "__main__":
