@@ -362,6 +362,48 @@ TEST(TorchRecord, ModuleScopesFromEitherHooks) {
   }
 }
 
+// CPU blocks come from strata's wrapper around the CPU allocator (frees
+// recorded without a size, which the importer finds from the allocation at the
+// same address, whichever thread frees) and, for blocks that do not pass
+// through it (torch.UntypedStorage uses c10's default allocator directly),
+// from c10's reporting; a block allocated before memory was recorded leaves
+// nothing, not a free with no allocation.
+TEST(TorchRecord, CpuBlocksFromTheAllocatorWrapperAndFromC10) {
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("torch-cpu-blocks");
+  auto rec = testing::Record(dir, {kPython, testing::SourceDir() + "/tests/programs/torch_cpu_blocks.py"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  ASSERT_NE(rec.out.find("cpu blocks: done"), std::string::npos) << rec.out;
+  model::Trace t = testing::Load(dir);
+  bool wrapped = false;
+  for (const auto& c : t.collectors)
+    wrapped = wrapped || c.detail.find("strata's allocator wrapper") != std::string::npos;
+  EXPECT_TRUE(wrapped);
+  constexpr int64_t kMiB = 1 << 20;
+  std::map<int64_t, std::vector<uint32_t>> rows;  // bytes -> the track (thread) of each row
+  bool sizeless = false;
+  for (size_t i = 0; i < t.memory.size(); ++i) {
+    if (t.memory.device[i] != model::kNone) continue;
+    int64_t b = t.memory.bytes[i];
+    sizeless = sizeless || b == 0;
+    if (b == 3 * kMiB || b == -3 * kMiB || b == 5 * kMiB || b == -5 * kMiB || b == 7 * kMiB || b == -7 * kMiB)
+      rows[b].push_back(t.memory.track[i]);
+  }
+  EXPECT_FALSE(sizeless);
+  EXPECT_EQ(rows.count(3 * kMiB) + rows.count(-3 * kMiB), 0u);
+  ASSERT_EQ(rows[5 * kMiB].size(), 1u);
+  ASSERT_EQ(rows[-5 * kMiB].size(), 1u);
+  EXPECT_NE(rows[-5 * kMiB][0], rows[5 * kMiB][0]);  // freed on the other thread
+  EXPECT_EQ(rows[7 * kMiB].size(), 1u);
+  EXPECT_EQ(rows[-7 * kMiB].size(), 1u);
+  // Levels summed from the events never go below the start.
+  analysis::MemorySummary mem = analysis::Memory(t);
+  for (const auto& d : mem.devices) {
+    if (d.device != model::kNone) continue;
+    for (const auto& pt : d.timeline) EXPECT_GE(pt.bytes, 0);
+  }
+}
+
 TEST(TorchRecord, ExampleReportShowsStepsOpsAndMemoryPeak) {
   REQUIRE_TORCH();
   std::string dir = testing::TempDir("torch-example");

@@ -26,7 +26,7 @@ Built Build(const model::Trace& t) {
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return m.ts[a] < m.ts[b]; });
   std::map<std::tuple<uint32_t, int32_t, model::MemoryLayer>, size_t> index;
   std::vector<int64_t> running, lowest;
-  std::vector<bool> totals;
+  std::vector<std::vector<int64_t>> sums;  // per timeline point: the running sum
   for (uint32_t i : order) {
     uint32_t process = m.track[i] < t.tracks.size() ? t.tracks[m.track[i]].process : 0;
     auto [it, inserted] = index.try_emplace({process, m.device[i], m.layer[i]}, out.tl.devices.size());
@@ -41,17 +41,18 @@ Built Build(const model::Trace& t) {
       out.rows.emplace_back();
       running.push_back(0);
       lowest.push_back(0);
+      sums.emplace_back();
     }
     size_t k = it->second;
     DeviceMemory& d = out.tl.devices[k];
     out.rows[k].push_back(i);
     running[k] += m.bytes[i];
     lowest[k] = std::min(lowest[k], running[k]);
-    // The allocator's own total when it reports one (it also counts what other
-    // threads allocated between our events); our running sum otherwise.
+    // The allocator's own total when every event has one (it also counts what
+    // other threads allocated between our events); our running sum otherwise.
     if (m.total_allocated[i] < 0) d.allocator_totals = false;
-    int64_t level = m.total_allocated[i] >= 0 ? m.total_allocated[i] : running[k];
-    d.timeline.push_back({m.ts[i], level});
+    d.timeline.push_back({m.ts[i], m.total_allocated[i]});
+    sums[k].push_back(running[k]);
     if (m.bytes[i] > 0) {
       ++d.allocs;
       d.bytes_allocated += m.bytes[i];
@@ -70,8 +71,9 @@ Built Build(const model::Trace& t) {
     // the trace began and freed in it: at least that much was live all along.
     int64_t shift = d.allocator_totals ? 0 : -lowest[k];
     d.peak_bytes = INT64_MIN;
-    for (MemoryPoint& p : d.timeline) {
-      p.bytes += shift;
+    for (size_t j = 0; j < d.timeline.size(); ++j) {
+      MemoryPoint& p = d.timeline[j];
+      if (!d.allocator_totals) p.bytes = sums[k][j] + shift;
       if (p.bytes > d.peak_bytes) {
         d.peak_bytes = p.bytes;
         d.peak_ts = p.ts;

@@ -16,7 +16,10 @@
 //   module_end     {u32 name}                     closes the innermost module of that name
 //   mem_alloc      {u64 addr, u64 bytes, u64 total_allocated, u64 total_reserved,
 //                   u8 device_type, u8 device_index}
-//   mem_free       (same fields; bytes is the size of the freed block)
+//                  total_allocated ~0: not known (strata's CPU allocator wrapper:
+//                  the level is the sum of the trace's allocations and frees)
+//   mem_free       (same fields; bytes is the size of the freed block, or 0: the
+//                  size of the block allocated at addr, found by the importer)
 //
 // Thread stream, ids 64..95 (extended header): detail and rare events.
 //   torch_thread   {u64 thread}                   the framework's logical id of this thread

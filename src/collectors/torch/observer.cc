@@ -16,12 +16,16 @@
 //    RecordFunction's own sampling still pays most of the per-op cost when a
 //    coin flip says no (measured in BENCHMARKS.md); a disabled callback pays
 //    none of it. Whole steps give exact per-op shares of the sampled steps.
-//  - memory: a ProfilerStateBase pushed as the thread's PROFILER_STATE debug
-//    info, so c10's allocators report every alloc/free to it (what the
-//    profiler's profile_memory does). PyTorch's profilers refuse to start on a
-//    thread whose slot is taken: the Python side hands the slot over around
-//    them (strata_torch_release/reclaim_profiler_slot), so allocations made
-//    while torch.profiler runs go to it, not to strata.
+//  - memory: CPU blocks from a wrapper around the process's CPU allocator
+//    (CpuAllocator: no table of sizes, no lock); the rest (CUDA's caching
+//    allocator, CPU blocks that bypass the wrapper) from a ProfilerStateBase
+//    pushed as the thread's PROFILER_STATE debug info, to which c10's
+//    allocators report every alloc/free (what the profiler's profile_memory
+//    does). PyTorch's profilers refuse to start on a thread whose slot is
+//    taken: the Python side hands the slot over around them
+//    (strata_torch_release/reclaim_profiler_slot), so the reported allocations
+//    made while torch.profiler runs go to it, not to strata (the wrapper's
+//    still come to strata).
 //  - steps: found from Optimizer.step# scopes, or ProfilerStep#N scopes, unless
 //    the program marks steps itself (strata.step / strata_step_begin).
 //  - modules: from the Python side (global nn.Module forward hooks, in C:
@@ -39,6 +43,8 @@
 // handled:
 //  - MemoryReportingInfoBase::reportMemoryUsage/reportOutOfMemory take the
 //    totals as size_t (int64_t in 1.x): both signatures, by TORCH_VERSION_MAJOR;
+//  - Allocator::allocate is no longer const and copy_data() is pure virtual
+//    (2.3): both, by TORCH_VERSION_MAJOR/MINOR;
 //  - c10::optional/c10::variant became std:: types: the observer uses no API
 //    that returns them (RecordFunction::operator_name(), the name variant);
 //  - int-list arguments are SymInt[] in many 2.x schemas: concrete SymInt lists
@@ -56,6 +62,7 @@
 
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 #include <torch/csrc/profiler/orchestration/observer.h>
 #include <torch/version.h>
@@ -155,6 +162,8 @@ uint64_t MonoMs() {
 // --- memory --------------------------------------------------------------------
 
 std::atomic<bool> g_memory_on{false};
+// Set while the calling thread is inside strata's CPU allocator wrapper (below).
+__thread bool t_in_cpu_wrapper __attribute__((tls_model("initial-exec"))) = false;
 
 // c10's allocators report to the PROFILER_STATE debug info of the allocating
 // thread. Deriving from ProfilerStateBase (not just MemoryReportingInfoBase)
@@ -184,7 +193,10 @@ class MemoryReporter final : public ::torch::profiler::impl::ProfilerStateBase {
   }
 #endif
 
-  bool memoryProfilingEnabled() const override { return g_memory_on.load(std::memory_order_relaxed); }
+  // Inside the CPU allocator wrapper c10 need not report: the wrapper records.
+  bool memoryProfilingEnabled() const override {
+    return g_memory_on.load(std::memory_order_relaxed) && !t_in_cpu_wrapper;
+  }
   ::torch::profiler::impl::ActiveProfilerType profilerType() override {
     return ::torch::profiler::impl::ActiveProfilerType::NONE;
   }
@@ -213,6 +225,97 @@ class MemoryReporter final : public ::torch::profiler::impl::ProfilerStateBase {
     EmitThreadEvent(fmt_::kMemOom, p.data(), p.size());
   }
 };
+
+// CPU allocations. c10's CPU allocator reports to the thread's reporter above
+// through a process-wide mutex and a hash map of every live block's size (what
+// torch.profiler's profile_memory pays too: ~60 ns per op of a tiny training
+// step, BENCHMARKS.md). strata wraps the process's CPU allocator instead: a
+// block allocated while memory is recorded gets a deleter of strata's, which
+// records the free and hands the block to the allocator's own deleter. The
+// free's size is the allocation's at that address, found when the trace is
+// loaded (mem_free with bytes 0). Blocks that do not come through the wrapper
+// (from GetDefaultCPUAllocator() called directly, as torch.UntypedStorage(n)
+// does) are still reported by c10: the reporter says "profiling on" except
+// inside the wrapper.
+c10::DeleterFnPtr g_cpu_base_deleter = nullptr;  // the wrapped allocator's (raw_deleter)
+std::atomic<bool> g_cpu_unfollowed{false};  // a block came back with a deleter strata cannot take over
+
+struct InCpuWrapper {
+  InCpuWrapper() { t_in_cpu_wrapper = true; }
+  ~InCpuWrapper() { t_in_cpu_wrapper = false; }
+};
+
+void EmitCpu(uint16_t event, const void* ptr, uint64_t bytes) {
+  // {ptr, bytes (0 on a free), total allocated (~0: unknown), total reserved; CPU, no index}
+  uint64_t words[4] = {reinterpret_cast<uintptr_t>(ptr), bytes, UINT64_MAX, 0};
+  uint8_t dev[2] = {static_cast<uint8_t>(c10::DeviceType::CPU), 255};
+  recorder::EmitFixed<34>(g_clock, event, [&words, &dev](uint8_t* p) {
+    std::memcpy(p, words, sizeof words);
+    std::memcpy(p + sizeof words, dev, sizeof dev);
+  });
+}
+
+void FreeCpu(void* ptr) {
+  if (ptr) EmitCpu(fmt_::kMemFree, ptr, 0);
+  InCpuWrapper in;
+  g_cpu_base_deleter(ptr);
+}
+
+class CpuAllocator final : public c10::Allocator {
+ public:
+  explicit CpuAllocator(c10::Allocator* base) : base_(base) {}
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  // PyTorch 2.3 made allocate() non-const and added copy_data().
+  c10::DataPtr allocate(size_t n) override { return Allocate(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { base_->copy_data(dest, src, count); }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Allocate(n); }
+#endif
+  // raw_allocate() keeps only the pointer and frees it with this: a block
+  // allocated while memory was off then gives a free of an address with no
+  // allocation, which the importer drops.
+  c10::DeleterFnPtr raw_deleter() const override { return &FreeCpu; }
+
+ private:
+  c10::DataPtr Allocate(size_t n) const {
+    if (!g_memory_on.load(std::memory_order_relaxed)) return base_->allocate(n);
+    c10::DataPtr dp;
+    {
+      InCpuWrapper in;
+      dp = base_->allocate(n);
+    }
+    if (!dp.get()) return dp;
+    if (dp.get() == dp.get_context() && dp.compare_exchange_deleter(g_cpu_base_deleter, &FreeCpu))
+      EmitCpu(fmt_::kMemAlloc, dp.get(), n);
+    else if (!g_cpu_unfollowed.exchange(true, std::memory_order_relaxed))
+      recorder::ReportCollectorStatus("pytorch", "warning",
+                                      "the CPU allocator returned a block strata cannot follow: CPU memory figures "
+                                      "miss such blocks");
+    return dp;
+  }
+
+  c10::Allocator* base_;
+};
+
+// Puts the wrapper in place of the process's CPU allocator, at the priority
+// c10 registers its own with (0), so a program that sets its allocator later
+// still can; c10's reporting then covers what that allocator reports. False
+// (c10's reporting stays in use) when the allocator's blocks cannot be
+// followed (no raw deleter, or blocks that do not use it) or one with a higher
+// priority is in place.
+bool WrapCpuAllocator() {
+  c10::Allocator* base = c10::GetCPUAllocator();
+  if (!base || !base->raw_deleter()) return false;
+  {
+    c10::DataPtr probe = base->allocate(64);
+    if (!probe.get() || probe.get() != probe.get_context() || probe.get_deleter() != base->raw_deleter()) return false;
+  }
+  g_cpu_base_deleter = base->raw_deleter();
+  auto* wrapper = new CpuAllocator(base);  // leaked: blocks it made outlive everything
+  c10::SetCPUAllocator(wrapper, 0);
+  return c10::GetCPUAllocator() == wrapper;
+}
 
 // --- process state ---------------------------------------------------------------
 
@@ -659,11 +762,12 @@ void DeleteThreadState(void* p) {
   t_state = nullptr;
 }
 
-std::string Describe(const Settings& s, const std::string& host) {
+std::string Describe(const Settings& s, const std::string& host, bool cpu_wrapped) {
   std::string d = "PyTorch " TORCH_VERSION " observer (" + host + "): ops " + fmt_::OpsModeName(s.mode);
   if (s.detail) d += ", shapes";
   if (s.detail_first >= 0) d += ", detail for steps " + std::to_string(s.detail_first) + "-" + std::to_string(s.detail_last);
   d += s.memory ? ", memory" : ", no memory";
+  d += cpu_wrapped ? " (CPU blocks from strata's allocator wrapper)" : " (CPU blocks from c10's reporting)";
   if (host == "python") d += s.modules ? ", modules" : ", no modules";
   return d;
 }
@@ -683,6 +787,7 @@ int Start(const std::string& host) {
   st->batch_size.store(st->settings.batch_size);
   pthread_key_create(&g_thread_key, DeleteThreadState);
   g = st;
+  bool cpu_wrapped = false;
   try {
     // All three stay registered, so that a tier switch is a cheap
     // enable/disable; one is enabled at a time (SyncCallbacksLocked).
@@ -713,6 +818,7 @@ int Start(const std::string& host) {
     g->reporter = std::make_shared<MemoryReporter>();
     g_memory_on.store(g->settings.memory);
     Thread();  // announces this thread and pushes the reporter on it
+    cpu_wrapped = WrapCpuAllocator();
   } catch (const std::exception& e) {
     recorder::ReportCollectorStatus("pytorch", "error", std::string("cannot register the observer: ") + e.what());
     return -1;
@@ -720,7 +826,7 @@ int Start(const std::string& host) {
   recorder::SetStepListener(OnExplicitStep);
   pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
   if (g->settings.mode == fmt_::OpsMode::kSampled || recorder::Control() != nullptr) StartControlThread();
-  recorder::ReportCollectorStatus("pytorch", "ok", Describe(g->settings, host));
+  recorder::ReportCollectorStatus("pytorch", "ok", Describe(g->settings, host, cpu_wrapped));
   return 0;
 }
 

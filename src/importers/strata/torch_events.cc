@@ -5,8 +5,10 @@
 // backward nodes to their forward ops and builds dataflow edges from tensor ids.
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "format/schema.h"
 #include "importers/strata/decoder.h"
@@ -70,8 +72,66 @@ struct TorchState {
   std::map<uint32_t, int64_t> process_end;  // last event of any stream of the process
   uint32_t mode = UINT32_MAX;
   model::StringId step_name = 0;
+  bool sizeless_frees = false;  // mem_free events with bytes 0 (resolved after Finalize)
   uint64_t unmatched_ends = 0, orphan_details = 0, bad_ids = 0, orphan_step_ends = 0, ooms = 0;
 };
+
+// Frees recorded without their size (bytes 0: the observer's CPU allocator
+// wrapper keeps no table of sizes) get the size of the block allocated at the
+// same address in the same process and device, earlier. A free with no such
+// allocation (a block allocated before memory was recorded) is dropped: it
+// says nothing about the level. Runs after Finalize, when no importer holds
+// memory row numbers any more.
+void ResolveSizelessFrees(model::Trace& t) {
+  model::MemoryTable& m = t.memory;
+  std::vector<uint32_t> order(m.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return m.ts[a] < m.ts[b]; });
+  using Key = std::tuple<uint32_t, int32_t, model::MemoryLayer, uint64_t>;  // process, device, layer, address
+  std::map<Key, int64_t> live;
+  std::vector<bool> drop(m.size(), false);
+  bool any_dropped = false;
+  for (uint32_t i : order) {
+    if (m.addr[i] == 0) continue;
+    uint32_t process = m.track[i] < t.tracks.size() ? t.tracks[m.track[i]].process : 0;
+    Key k{process, m.device[i], m.layer[i], m.addr[i]};
+    if (m.bytes[i] > 0) {
+      live[k] = m.bytes[i];
+      continue;
+    }
+    auto it = live.find(k);
+    if (m.bytes[i] == 0) {
+      if (it == live.end()) {
+        drop[i] = any_dropped = true;
+        continue;
+      }
+      m.bytes[i] = -it->second;
+    }
+    if (it != live.end()) live.erase(it);
+  }
+  if (!any_dropped) return;
+  size_t w = 0;
+  for (size_t i = 0; i < m.size(); ++i) {
+    if (drop[i]) continue;
+    m.ts[w] = m.ts[i];
+    m.track[w] = m.track[i];
+    m.device[w] = m.device[i];
+    m.addr[w] = m.addr[i];
+    m.bytes[w] = m.bytes[i];
+    m.total_allocated[w] = m.total_allocated[i];
+    m.total_reserved[w] = m.total_reserved[i];
+    m.layer[w] = m.layer[i];
+    ++w;
+  }
+  m.ts.resize(w);
+  m.track.resize(w);
+  m.device.resize(w);
+  m.addr.resize(w);
+  m.bytes.resize(w);
+  m.total_allocated.resize(w);
+  m.total_reserved.resize(w);
+  m.layer.resize(w);
+}
 
 bool IsOpEntry(const OpenSlice& o) { return o.ext >= 0 && (o.kind == SliceKind::kOp || o.kind == SliceKind::kSpan); }
 
@@ -332,10 +392,14 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
       uint8_t device_type = p.Get<uint8_t>();
       uint8_t device_index = p.Get<uint8_t>();
       int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
+      if (b == 0) {
+        if (alloc) return;  // nothing allocated
+        ctx.Ext<TorchState>().sizeless_frees = true;
+      }
       // c10::DeviceType 0 is the CPU: host memory.
       ctx.trace().memory.Add(static_cast<int64_t>(ev.ts), ss.track,
                              device_type == 0 ? kNone : (device_index == 255 ? 0 : device_index), addr, alloc ? b : -b,
-                             static_cast<int64_t>(std::min<uint64_t>(total_allocated, INT64_MAX)),
+                             total_allocated == UINT64_MAX ? -1 : static_cast<int64_t>(std::min<uint64_t>(total_allocated, INT64_MAX)),
                              static_cast<int64_t>(std::min<uint64_t>(total_reserved, INT64_MAX)));
     };
   };
@@ -476,6 +540,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
       op.slice = remap[static_cast<size_t>(op.slice)];
       op.row = t.OpRow(static_cast<uint32_t>(op.slice));
     }
+    if (st.sizeless_frees) ResolveSizelessFrees(t);
     LinkBackward(ctx, st);
     BuildEdges(ctx, st);
     BuildWindows(ctx, st);
