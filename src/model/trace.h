@@ -270,6 +270,23 @@ struct MemoryTable {
     total_reserved.push_back(reserved);
     layer.push_back(l);
   }
+  // Removes the rows whose `drop` is set, keeping the others' order.
+  void Erase(const std::vector<bool>& drop) {
+    auto keep = [&drop](auto& column) {
+      size_t w = 0;
+      for (size_t i = 0; i < column.size(); ++i)
+        if (!drop[i]) column[w++] = column[i];
+      column.resize(w);
+    };
+    keep(ts);
+    keep(track);
+    keep(device);
+    keep(addr);
+    keep(bytes);
+    keep(total_allocated);
+    keep(total_reserved);
+    keep(layer);
+  }
 };
 
 // An accelerator as one process saw it. Fields are 0 / empty when unknown.

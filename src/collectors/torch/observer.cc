@@ -165,6 +165,18 @@ std::atomic<bool> g_memory_on{false};
 // Set while the calling thread is inside strata's CPU allocator wrapper (below).
 __thread bool t_in_cpu_wrapper __attribute__((tls_model("initial-exec"))) = false;
 
+// A mem_alloc / mem_free event: {ptr, bytes, total allocated, total reserved:
+// u64; device type, index: u8}.
+void EmitMem(uint16_t event, const void* ptr, uint64_t bytes, uint64_t total_allocated, uint64_t total_reserved,
+             uint8_t device_type, uint8_t device_index) {
+  uint64_t words[4] = {reinterpret_cast<uintptr_t>(ptr), bytes, total_allocated, total_reserved};
+  uint8_t dev[2] = {device_type, device_index};
+  recorder::EmitFixed<34>(g_clock, event, [&words, &dev](uint8_t* p) {
+    std::memcpy(p, words, sizeof words);
+    std::memcpy(p + sizeof words, dev, sizeof dev);
+  });
+}
+
 // c10's allocators report to the PROFILER_STATE debug info of the allocating
 // thread. Deriving from ProfilerStateBase (not just MemoryReportingInfoBase)
 // keeps torch.profiler working: it casts that slot to ProfilerStateBase and
@@ -206,14 +218,9 @@ class MemoryReporter final : public ::torch::profiler::impl::ProfilerStateBase {
 
   static void Report(void* ptr, int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
     if (alloc_size == 0) return;
-    // {ptr, bytes, total allocated, total reserved: u64; device type, index: u8}
-    uint64_t words[4] = {reinterpret_cast<uintptr_t>(ptr), static_cast<uint64_t>(alloc_size > 0 ? alloc_size : -alloc_size),
-                         static_cast<uint64_t>(total_allocated), static_cast<uint64_t>(total_reserved)};
-    uint8_t dev[2] = {static_cast<uint8_t>(d.type()), Index(d)};
-    recorder::EmitFixed<34>(g_clock, alloc_size > 0 ? fmt_::kMemAlloc : fmt_::kMemFree, [&words, &dev](uint8_t* p) {
-      std::memcpy(p, words, sizeof words);
-      std::memcpy(p + sizeof words, dev, sizeof dev);
-    });
+    EmitMem(alloc_size > 0 ? fmt_::kMemAlloc : fmt_::kMemFree, ptr,
+            static_cast<uint64_t>(alloc_size > 0 ? alloc_size : -alloc_size), static_cast<uint64_t>(total_allocated),
+            static_cast<uint64_t>(total_reserved), static_cast<uint8_t>(d.type()), Index(d));
   }
   static void Oom(int64_t alloc_size, int64_t total_allocated, int64_t total_reserved, c10::Device d) {
     Payload p;
@@ -245,14 +252,9 @@ struct InCpuWrapper {
   ~InCpuWrapper() { t_in_cpu_wrapper = false; }
 };
 
+// bytes 0 on a free; total allocated ~0: unknown; the CPU, no index.
 void EmitCpu(uint16_t event, const void* ptr, uint64_t bytes) {
-  // {ptr, bytes (0 on a free), total allocated (~0: unknown), total reserved; CPU, no index}
-  uint64_t words[4] = {reinterpret_cast<uintptr_t>(ptr), bytes, UINT64_MAX, 0};
-  uint8_t dev[2] = {static_cast<uint8_t>(c10::DeviceType::CPU), 255};
-  recorder::EmitFixed<34>(g_clock, event, [&words, &dev](uint8_t* p) {
-    std::memcpy(p, words, sizeof words);
-    std::memcpy(p + sizeof words, dev, sizeof dev);
-  });
+  EmitMem(event, ptr, bytes, UINT64_MAX, 0, static_cast<uint8_t>(c10::DeviceType::CPU), 255);
 }
 
 void FreeCpu(void* ptr) {

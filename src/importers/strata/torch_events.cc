@@ -90,7 +90,6 @@ void ResolveSizelessFrees(model::Trace& t) {
   using Key = std::tuple<uint32_t, int32_t, model::MemoryLayer, uint64_t>;  // process, device, layer, address
   std::map<Key, int64_t> live;
   std::vector<bool> drop(m.size(), false);
-  bool any_dropped = false;
   for (uint32_t i : order) {
     if (m.addr[i] == 0) continue;
     uint32_t process = m.track[i] < t.tracks.size() ? t.tracks[m.track[i]].process : 0;
@@ -102,35 +101,14 @@ void ResolveSizelessFrees(model::Trace& t) {
     auto it = live.find(k);
     if (m.bytes[i] == 0) {
       if (it == live.end()) {
-        drop[i] = any_dropped = true;
+        drop[i] = true;
         continue;
       }
       m.bytes[i] = -it->second;
     }
     if (it != live.end()) live.erase(it);
   }
-  if (!any_dropped) return;
-  size_t w = 0;
-  for (size_t i = 0; i < m.size(); ++i) {
-    if (drop[i]) continue;
-    m.ts[w] = m.ts[i];
-    m.track[w] = m.track[i];
-    m.device[w] = m.device[i];
-    m.addr[w] = m.addr[i];
-    m.bytes[w] = m.bytes[i];
-    m.total_allocated[w] = m.total_allocated[i];
-    m.total_reserved[w] = m.total_reserved[i];
-    m.layer[w] = m.layer[i];
-    ++w;
-  }
-  m.ts.resize(w);
-  m.track.resize(w);
-  m.device.resize(w);
-  m.addr.resize(w);
-  m.bytes.resize(w);
-  m.total_allocated.resize(w);
-  m.total_reserved.resize(w);
-  m.layer.resize(w);
+  m.Erase(drop);
 }
 
 bool IsOpEntry(const OpenSlice& o) { return o.ext >= 0 && (o.kind == SliceKind::kOp || o.kind == SliceKind::kSpan); }
