@@ -123,24 +123,9 @@ def main():
              "all": (ALL, 0, 1), "memory_floor": (OFF, 0, 0), "shapes": (ALL, 1, 1),
              "profiler": (OFF, 0, 0), "profiler_shapes": (OFF, 0, 0)}
     if args.modules:
-        if st._hooks is None or not hasattr(st._hooks, "wrap_call"):
+        if st._hooks is None:
             sys.exit("--modules: the C module hooks (_strata_torch_hooks) are not built for this Python")
         part1.update({"modules_call": (OFF, 0, 0), "modules_hooks": (OFF, 0, 0)})
-    plain_call = torch.nn.Module.__call__ if st._orig_call is None else st._orig_call
-    hook_handles = []
-
-    def modules_only(way):
-        """Strata detached but for its module scopes, taken `way` (None: put back)."""
-        import torch.nn.modules.module as mm
-        if way == "call":
-            torch.nn.Module.__call__ = st._hooks.wrap_call(plain_call)
-        elif way == "hooks":
-            hook_handles.extend([mm.register_module_forward_pre_hook(st._hooks.pre_hook),
-                                 mm.register_module_forward_hook(st._hooks.post_hook)])
-        else:
-            torch.nn.Module.__call__ = plain_call
-            while hook_handles:
-                hook_handles.pop().remove()
     res1 = {m: [] for m in part1}
     rng = random.Random(42)
     deadline = time.monotonic() + args.seconds
@@ -157,8 +142,8 @@ def main():
                 lib.strata_bench_floor_enable(floor, 1)
             if m == "untraced" or m.startswith("modules_"):
                 attach(False)
-            if m.startswith("modules_"):
-                modules_only(m[len("modules_"):])
+            # strata detached but for its module scopes, taken that way
+            modules_off = st._put_module_scopes(torch, m[len("modules_"):]) if m.startswith("modules_") else None
             pushed = m == "memory_floor" and obs.strata_torch_release_profiler_slot() and lib.strata_bench_memory_floor_push()
             prof = None
             if m.startswith("profiler"):
@@ -172,8 +157,8 @@ def main():
             if pushed:
                 lib.strata_bench_memory_floor_pop()
                 obs.strata_torch_reclaim_profiler_slot()
-            if m.startswith("modules_"):
-                modules_only(None)
+            if modules_off is not None:
+                modules_off()
             if m == "untraced" or m.startswith("modules_"):
                 attach(True)
             if m == "floor":

@@ -237,8 +237,7 @@ def _load_c_hooks():
 
 
 _modules = None  # how module scopes are taken: "call", "hooks" (C) or "python hooks"
-_orig_call = None  # nn.Module.__call__ before strata wrapped it ("call")
-_hook_handles = ()
+_modules_off = None  # takes strata's module scopes out, while they are in
 
 
 def _modules_via():
@@ -255,8 +254,7 @@ def _install_module_hooks(torch):
     global _hooks, _modules
     mm = torch.nn.modules.module
     _hooks = _load_c_hooks()
-    via = _modules_via()
-    if _hooks is not None and hasattr(_hooks, "wrap_call") and not hasattr(torch, "compile") and via != "hooks":
+    if _hooks is not None and not hasattr(torch, "compile") and _modules_via() != "hooks":
         _modules = "call"
     elif hasattr(mm, "register_module_forward_pre_hook") and hasattr(mm, "register_module_forward_hook"):
         _modules = "hooks" if _hooks is not None else "python hooks"
@@ -265,27 +263,35 @@ def _install_module_hooks(torch):
     _modules_on(torch, True)
 
 
-def _modules_on(torch, on):
-    """Puts module scopes in (on) or takes them out; benchmarks take them out
-    to measure an untraced program in the same process."""
-    global _orig_call, _hook_handles
+def _put_module_scopes(torch, way):
+    """Takes module scopes `way` ("call", "hooks" or "python hooks"); returns the
+    function that takes them out again."""
+    if way == "call":
+        plain = torch.nn.Module.__call__
+        torch.nn.Module.__call__ = _hooks.wrap_call(plain)
+
+        def undo():
+            torch.nn.Module.__call__ = plain
+        return undo
     mm = torch.nn.modules.module
-    if _modules == "call":
-        if on and _orig_call is None:
-            _orig_call = torch.nn.Module.__call__
-            torch.nn.Module.__call__ = _hooks.wrap_call(_orig_call)
-        elif not on and _orig_call is not None:
-            torch.nn.Module.__call__ = _orig_call
-            _orig_call = None
-    elif _modules is not None:
-        if on and not _hook_handles:
-            c = _hooks if _modules == "hooks" else None
-            _hook_handles = (mm.register_module_forward_pre_hook(c.pre_hook if c else _pre_hook),
-                             mm.register_module_forward_hook(c.post_hook if c else _post_hook))
-        elif not on:
-            for h in _hook_handles:
-                h.remove()
-            _hook_handles = ()
+    pre, post = (_hooks.pre_hook, _hooks.post_hook) if way == "hooks" else (_pre_hook, _post_hook)
+    handles = (mm.register_module_forward_pre_hook(pre), mm.register_module_forward_hook(post))
+
+    def undo():
+        for h in handles:
+            h.remove()
+    return undo
+
+
+def _modules_on(torch, on):
+    """Puts strata's module scopes in (on) or takes them out; benchmarks take
+    them out to measure an untraced program in the same process."""
+    global _modules_off
+    if on and _modules_off is None and _modules is not None:
+        _modules_off = _put_module_scopes(torch, _modules)
+    elif not on and _modules_off is not None:
+        _modules_off()
+        _modules_off = None
 
 
 # --- coexisting with PyTorch's profilers ----------------------------------------------
