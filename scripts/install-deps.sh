@@ -23,7 +23,7 @@ PACKAGES=(
   # OS level: syscall-count reference in tests, peers in bench/os_overhead.sh, setpriv for the unprivileged test
   strace linux-perf util-linux
   # the PyTorch level: libtorch for the observer (libstrata_torch), torch for /usr/bin/python3
-  python3-torch libtorch-dev
+  python3-torch libtorch-dev python3-torchvision
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206
