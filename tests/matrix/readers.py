@@ -315,8 +315,23 @@ def read_folded(path):
 
 
 def read_diff_json(text):
+    """`diff A A`: the same trace on both sides, so every change is zero."""
     d = json.loads(text)
     check(isinstance(d, dict), "the diff is not a JSON object")
+    check(d.get("a") == d.get("b"), f"diff A A: the two sides differ: {d.get('a')} vs {d.get('b')}")
+    check(not d.get("step_delta_ns"), f"diff A A: step time changed by {d.get('step_delta_ns')} ns")
+
+    def deltas(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k.startswith("delta") and isinstance(v, (int, float)):
+                    yield v
+                yield from deltas(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from deltas(v)
+    nonzero = [v for v in deltas(d) if v]
+    check(not nonzero, f"diff A A: {len(nonzero)} nonzero deltas")
     return {}
 
 
