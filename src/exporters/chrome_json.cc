@@ -28,10 +28,12 @@ namespace strata::exporters {
 namespace {
 
 constexpr int64_t kDevicePidBase = 1 << 30;
-// A lane of a track is a thread of its own: tid + lane * kLaneTidStride.
-constexpr int64_t kLaneTidStride = 1000000000;
-// A thread's states go to the "thread" tid + kStateTidBase.
-constexpr int64_t kStateTidBase = 1000000000000;
+// A lane of a track is a thread of its own: tid + lane * kLaneTidStride; a
+// thread's states go to the "thread" tid + kStateTidBase. Readers keep tids in
+// 32 bits (Perfetto's JSON importer reads a larger one as 0) and Linux tids
+// stay below 2^22, so lanes are 2^24 apart and the states take the last slot.
+constexpr int64_t kLaneTidStride = int64_t{1} << 24;
+constexpr int64_t kStateTidBase = int64_t{255} << 24;
 
 // The categories PyTorch's profiler writes, so that tools that read its
 // traces (strata, HTA, TensorBoard) read this file the same way.

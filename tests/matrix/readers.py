@@ -109,6 +109,9 @@ def read_chrome_json(path):
     named = set()
     for e in j["traceEvents"]:
         ph = e.get("ph")
+        # Perfetto's JSON importer keeps pids and tids in 32 bits (a larger one reads as 0;
+        # Kineto writes some tids as negative 32-bit numbers).
+        check(all(-2**31 <= e.get(k, 0) < 2**32 for k in ("pid", "tid")), f"a pid or tid beyond 32 bits: {e}")
         if ph == "M":
             if e.get("name") == "thread_name":
                 named.add((e["pid"], e["tid"]))
