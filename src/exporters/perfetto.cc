@@ -150,8 +150,13 @@ class Writer {
     auto* lost = attrs->add_attribute();
     lost->set_key("strata.events_lost");
     lost->set_long_value(static_cast<int64_t>(t_.events_lost));
-    for (const NotRecorded& n : v_.not_recorded)
-      add("strata.not_recorded." + n.collector + " [" + n.process + "]", n.state + (n.detail.empty() ? "" : ": " + n.detail));
+    // Keys are unique: trace processor keeps the last value of a repeated key.
+    std::map<std::string, int> seen;
+    for (const NotRecorded& n : v_.not_recorded) {
+      std::string key = "strata.not_recorded." + n.collector + " [" + n.process + "]";
+      if (int k = ++seen[key]; k > 1) key += " #" + std::to_string(k);
+      add(key, n.state + (n.detail.empty() ? "" : ": " + n.detail));
+    }
     st.not_recorded = v_.not_recorded.size();
     Emit(p);
   }
