@@ -1,12 +1,16 @@
 // strata export: the Perfetto protobuf output read back with the schema (our
 // generated subset here, and Perfetto's full schema through its Python
-// package when installed), Chrome JSON and SQLite, on a shared real trace and
-// the small hand-written one. Every event of the model must come out.
+// package when installed), Chrome JSON and SQLite, on a shared real trace, the
+// small hand-written one and a recorded C program (OS level only). Every event
+// of the model must come out. tests/matrix checks every output on every kind
+// of trace; these tests pin the details.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -25,28 +29,56 @@ std::string ReadAll(const std::string& p) {
   return ss.str();
 }
 
-uint64_t LaunchLinks(const model::Trace& t) {
+// Arrows between two slices, each pair once: launches, forward -> backward, the source's flows.
+uint64_t Flows(const model::Trace& t) {
+  std::set<std::pair<int32_t, int32_t>> pairs;
+  for (size_t r = 0; r < t.device.size(); ++r)
+    if (t.device.launch[r] >= 0) pairs.insert({t.device.launch[r], static_cast<int32_t>(t.device.slice[r])});
+  for (size_t r = 0; r < t.ops.size(); ++r)
+    if (t.ops.forward[r] >= 0) pairs.insert({t.ops.forward[r], static_cast<int32_t>(t.ops.slice[r])});
+  for (size_t f = 0; f < t.flows.size(); ++f)
+    if (t.flows.from[f] >= 0 && t.flows.to[f] >= 0) pairs.insert({t.flows.from[f], t.flows.to[f]});
+  return pairs.size();
+}
+
+uint64_t Running(const model::Trace& t) {
   uint64_t n = 0;
-  for (int32_t l : t.device.launch) n += l >= 0;
+  for (auto s : t.thread_states.state) n += s == model::ThreadState::kRunning;
   return n;
 }
 
-// Checks the Perfetto file against the model: one BEGIN and one END per slice,
-// ENDs closing the innermost open slice of their track, timestamps in order,
-// one flow per launch link and per model flow, every track described.
+// Checks the Perfetto file against the model: one BEGIN and one END per slice
+// and system call, ENDs closing the innermost open slice of their track,
+// timestamps in order, one flow per pair of linked slices, every track
+// described; one sched_switch putting a thread on a CPU per running interval;
+// one perf sample per CPU sample, its callstack interned.
 void CheckPerfetto(const model::Trace& t, const std::string& path) {
   strata::perfetto::Trace tr;
   ASSERT_TRUE(tr.ParseFromString(ReadAll(path))) << "not a Perfetto trace";
   std::map<uint64_t, std::vector<uint64_t>> open;  // track -> begin timestamps
   std::set<uint64_t> described;
   uint64_t begins = 0, ends = 0, instants = 0, counters = 0, flows_out = 0, flows_in = 0, last_ts = 0;
+  uint64_t switched_in = 0, samples = 0, unresolved = 0;
   std::map<uint64_t, std::string> names;
+  std::set<uint64_t> callstacks;
   uint64_t named_begins = 0;
   for (const auto& p : tr.packet()) {
+    for (const auto& c : p.interned_data().callstacks()) callstacks.insert(c.iid());
     if (p.has_track_descriptor()) {
       described.insert(p.track_descriptor().uuid());
       continue;
     }
+    if (p.has_ftrace_events()) {
+      for (const auto& ev : p.ftrace_events().event())
+        if (ev.has_sched_switch()) switched_in += ev.sched_switch().next_pid() != 0;
+      continue;
+    }
+    if (p.has_perf_sample()) {
+      ++samples;
+      if (p.perf_sample().has_callstack_iid()) unresolved += !callstacks.count(p.perf_sample().callstack_iid());
+      continue;
+    }
+    if (p.has_system_info() || p.has_trace_attributes()) continue;
     ASSERT_TRUE(p.has_track_event());
     const auto& e = p.track_event();
     ASSERT_TRUE(described.count(e.track_uuid())) << "event on an undescribed track";
@@ -72,14 +104,17 @@ void CheckPerfetto(const model::Trace& t, const std::string& path) {
     flows_out += static_cast<uint64_t>(e.flow_ids_size());
     flows_in += static_cast<uint64_t>(e.terminating_flow_ids_size());
   }
-  EXPECT_EQ(begins, t.slices.size());
-  EXPECT_EQ(ends, t.slices.size());
+  EXPECT_EQ(begins, t.slices.size() + t.syscalls.size());
+  EXPECT_EQ(ends, begins);
   EXPECT_EQ(named_begins, begins) << "every slice name interned";
   for (auto& [trk, stack] : open) EXPECT_TRUE(stack.empty()) << "track " << trk << " left open";
   EXPECT_EQ(instants, t.instants.size());
   EXPECT_EQ(counters, t.counters.size() + t.memory.size());
-  EXPECT_EQ(flows_out, LaunchLinks(t) + t.flows.size());
+  EXPECT_EQ(flows_out, Flows(t));
   EXPECT_EQ(flows_in, flows_out);
+  EXPECT_EQ(switched_in, Running(t));
+  EXPECT_EQ(samples, t.cpu_samples.size());
+  EXPECT_EQ(unresolved, 0u);
 }
 
 TEST(Export, PerfettoKeepsEveryEventOfASharedTrace) {
@@ -99,7 +134,7 @@ TEST(Export, PerfettoKeepsEveryEventOfASharedTrace) {
   auto j = nlohmann::json::parse(py.out);
   EXPECT_EQ(j["counts"]["TYPE_SLICE_BEGIN"].get<uint64_t>(), t.slices.size());
   EXPECT_EQ(j["counts"]["TYPE_SLICE_END"].get<uint64_t>(), t.slices.size());
-  EXPECT_EQ(j["flows_out"].get<uint64_t>(), LaunchLinks(t) + t.flows.size());
+  EXPECT_EQ(j["flows_out"].get<uint64_t>(), Flows(t));
   EXPECT_EQ(j["bad_nesting"].get<int>(), 0);
   EXPECT_EQ(j["unclosed"].get<int>(), 0);
   EXPECT_EQ(j["out_of_order"].get<int>(), 0);
@@ -139,7 +174,7 @@ TEST(Export, ChromeJsonAndSqlite) {
   EXPECT_EQ(ph["X"], t.slices.size());
   EXPECT_EQ(ph["i"], t.instants.size());
   EXPECT_EQ(ph["C"], t.counters.size() + t.memory.size());
-  EXPECT_EQ(ph["s"], LaunchLinks(t) + t.flows.size());
+  EXPECT_EQ(ph["s"], Flows(t));
   EXPECT_EQ(ph["f"], ph["s"]);
   // The export reads back as the same trace.
   model::Trace back = testing::Load(json_out);
@@ -167,6 +202,74 @@ TEST(Export, ChromeJsonAndSqlite) {
   EXPECT_EQ(scalar("SELECT count(*) FROM memory"), 2);
   EXPECT_EQ(scalar("SELECT count(*) FROM args WHERE key = 'External id'"), 9);
   sqlite3_close(h);
+}
+
+// A strata recording of a plain C program has no slice at all: its levels are
+// the OS's. Chrome JSON crashed on it (a CPU track belongs to no process) and
+// left NAME.chrome.json.tmp; Perfetto and SQLite held none of its samples or
+// context switches.
+TEST(Export, PlainProgramKeepsItsOsLevelInEveryFormat) {
+  std::string dir = testing::TempDir("export-plain");
+  ASSERT_EQ(testing::Record(dir, {testing::TestProgram("plain_c"), "8", "2"}).exit_code, 0);
+  model::Trace t = testing::Load(dir);
+  ASSERT_GT(t.cpu_samples.size(), 0u) << "no CPU samples recorded";
+  ASSERT_GT(Running(t), 0u) << "no context switches recorded";
+  std::string out = dir + "/out";
+  std::filesystem::create_directories(out);
+
+  auto r = testing::RunCommand({testing::StrataBin(), "export", dir, "-f", "chrome-json", "-o", out + "/t.json", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& e : std::filesystem::directory_iterator(out))
+    EXPECT_NE(e.path().extension(), ".tmp") << "left behind: " << e.path();
+  auto j = nlohmann::json::parse(ReadAll(out + "/t.json"));
+  EXPECT_EQ(j["samples"].size(), t.cpu_samples.size());
+  size_t running = 0, states = 0;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "thread_state") {
+      ++states;
+      running += e["name"] == "running";
+    }
+  EXPECT_EQ(states, t.thread_states.size());
+  EXPECT_EQ(running, Running(t));
+  for (const auto& s : j["samples"])
+    if (s.contains("sf")) {
+      EXPECT_TRUE(j["stackFrames"].contains(s["sf"].get<std::string>()));
+    }
+
+  r = testing::RunCommand({testing::StrataBin(), "export", dir, "-f", "perfetto", "-o", out + "/t.pftrace", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CheckPerfetto(t, out + "/t.pftrace");
+
+  r = testing::RunCommand({testing::StrataBin(), "export", dir, "-f", "sqlite", "-o", out + "/t.sqlite", "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(std::string(out + "/t.sqlite").c_str(), &h), SQLITE_OK);
+  auto scalar = [h](const char* sql) {
+    sqlite3_stmt* s = nullptr;
+    EXPECT_EQ(sqlite3_prepare_v2(h, sql, -1, &s, nullptr), SQLITE_OK) << sql;
+    int64_t v = -1;
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+  };
+  EXPECT_EQ(scalar("SELECT count(*) FROM cpu_samples"), static_cast<int64_t>(t.cpu_samples.size()));
+  EXPECT_EQ(scalar("SELECT count(*) FROM context_switches"), static_cast<int64_t>(Running(t)));
+  EXPECT_EQ(scalar("SELECT count(*) FROM thread_states"), static_cast<int64_t>(t.thread_states.size()));
+  EXPECT_GT(scalar("SELECT count(*) FROM sample_frames WHERE function = 'worker'"), 0) << "the program's own function";
+  EXPECT_GT(scalar("SELECT count(*) FROM not_recorded"), 0);
+  sqlite3_close(h);
+}
+
+// A failed export leaves nothing: not the output, not its .tmp.
+TEST(Export, FailureLeavesNoTemporaryFile) {
+  std::string in = testing::SourceDir() + "/tests/data/kineto/small_trace.json";
+  std::string dir = testing::TempDir("export-fail");
+  std::filesystem::create_directories(dir + "/out.json");  // the output path is a directory: rename fails
+  for (const char* f : {"chrome-json", "perfetto", "sqlite"}) {
+    auto r = testing::RunCommand({testing::StrataBin(), "export", in, "-f", f, "-o", dir + "/out.json", "-q"});
+    EXPECT_NE(r.exit_code, 0) << f;
+    EXPECT_FALSE(std::filesystem::exists(dir + "/out.json.tmp")) << f;
+  }
 }
 
 TEST(Export, BadArgumentsAreOneLineErrors) {

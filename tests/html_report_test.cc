@@ -112,6 +112,46 @@ TEST(HtmlReport, MemoryTimelineWithPeakAndLiveSet) {
   EXPECT_NE(out.dom.find("<td class=\"\">aten::addmm</td>"), std::string::npos) << "no live-at-peak row";
 }
 
+// A plain C program (no framework, no instrumentation): the OS level has its
+// sections, and nothing is drawn for what the trace does not have (the time
+// breakdown and the top-spans table were drawn empty).
+TEST(HtmlReport, PlainProgramShowsItsOsLevelAndNoEmptySection) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  std::string dir = testing::TempDir("html_plain");
+  ASSERT_EQ(testing::Record(dir, {testing::TestProgram("plain_c"), "10", "2"}).exit_code, 0);
+  std::string html = dir + "/report.html";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir, "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Rendered out = Render(html, dir + "/report.png");
+  EXPECT_NE(out.dom.find("data-rendered=\"1\""), std::string::npos) << "the report script did not finish";
+  for (const char* id : {"overview", "os-threads", "os-samples", "not-recorded"})
+    EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
+  for (const char* id : {"breakdown", "top-ops", "steps", "throughput", "modules"})
+    EXPECT_EQ(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id << " drawn with nothing in it";
+  EXPECT_NE(out.dom.find("id=\"chart-os-samples\""), std::string::npos);
+  EXPECT_NE(out.dom.find(">worker<"), std::string::npos) << "the program's own function among the sampled ones";
+  EXPECT_EQ(out.dom.find("<tbody></tbody>"), std::string::npos) << "a table with no rows";
+}
+
+// A PyTorch program: throughput and data wait per step, and its modules.
+TEST(HtmlReport, PyTorchProgramShowsThroughputAndModules) {
+  if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
+  REQUIRE_TORCH();
+  std::string dir = testing::TempDir("html_torch");
+  ASSERT_EQ(testing::Record(dir, {testing::kPython, testing::SourceDir() + "/tests/workloads/transformer_lm.py", "--iters",
+                                  "3", "--quiet", "--seq", "16", "--d-model", "32", "--layers", "1"})
+                .exit_code,
+            0);
+  std::string html = dir + "/report.html";
+  auto r = testing::RunCommand({testing::StrataBin(), "report", dir, "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Rendered out = Render(html, dir + "/report.png");
+  for (const char* id : {"throughput", "modules", "os-threads", "os-samples", "top-ops"})
+    EXPECT_NE(out.dom.find(std::string("<section id=\"") + id + "\""), std::string::npos) << id;
+  EXPECT_NE(out.dom.find("id=\"chart-data-wait\""), std::string::npos);
+  EXPECT_NE(out.dom.find("id=\"chart-modules\""), std::string::npos);
+}
+
 TEST(HtmlReport, SweepDirectoryRendersTheThroughputCurve) {
   if (Chromium().empty()) GTEST_SKIP() << "chromium is not installed; the HTML report was not rendered";
   std::string dir = testing::TempDir("html_sweep");

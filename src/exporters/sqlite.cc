@@ -8,11 +8,12 @@
 
 #include "base/error.h"
 #include "exporters/export.h"
+#include "exporters/view.h"
 
 namespace strata::exporters {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE metadata (key TEXT PRIMARY KEY, value TEXT);
@@ -30,13 +31,34 @@ CREATE TABLE device_activity (slice_id INTEGER PRIMARY KEY REFERENCES slices(id)
                               block_x INTEGER, block_y INTEGER, block_z INTEGER, shared_mem INTEGER,
                               registers INTEGER, occupancy REAL);
 CREATE TABLE args (slice_id INTEGER REFERENCES slices(id), key TEXT, str_value TEXT, num_value REAL);
+CREATE TABLE ops (slice_id INTEGER PRIMARY KEY REFERENCES slices(id), scope TEXT, seq INTEGER,
+                  forward_slice_id INTEGER REFERENCES slices(id), shapes TEXT, dtypes TEXT, flops INTEGER, bytes INTEGER);
+CREATE TABLE dataflow_edges (from_slice_id INTEGER REFERENCES slices(id), to_slice_id INTEGER REFERENCES slices(id),
+                             tensor INTEGER);
 CREATE TABLE instants (id INTEGER PRIMARY KEY, track_id INTEGER REFERENCES tracks(id), ts INTEGER, name TEXT);
-CREATE TABLE counter_series (id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id), name TEXT, unit TEXT);
+CREATE TABLE counter_series (id INTEGER PRIMARY KEY, process_id INTEGER REFERENCES processes(id),
+                             track_id INTEGER REFERENCES tracks(id), name TEXT, unit TEXT);
 CREATE TABLE counters (series_id INTEGER REFERENCES counter_series(id), ts INTEGER, value REAL);
-CREATE TABLE flows (id INTEGER, from_slice_id INTEGER REFERENCES slices(id), to_slice_id INTEGER REFERENCES slices(id));
+CREATE TABLE flows (id INTEGER PRIMARY KEY, kind TEXT, from_slice_id INTEGER REFERENCES slices(id),
+                    to_slice_id INTEGER REFERENCES slices(id));
 CREATE TABLE memory (ts INTEGER, track_id INTEGER REFERENCES tracks(id), device INTEGER, addr INTEGER, bytes INTEGER,
                      total_allocated INTEGER, total_reserved INTEGER,
                      layer TEXT);  -- 'allocator' (the framework's blocks) or 'runtime' (cudaMalloc and module statics)
+CREATE TABLE syscalls (id INTEGER PRIMARY KEY, track_id INTEGER REFERENCES tracks(id), ts INTEGER, dur INTEGER,
+                       name TEXT, nr INTEGER, ret INTEGER, returned INTEGER);
+CREATE TABLE stack_frames (id INTEGER PRIMARY KEY, function TEXT, module TEXT, kind TEXT, pc INTEGER, line INTEGER);
+CREATE TABLE callsites (id INTEGER PRIMARY KEY, parent_id INTEGER REFERENCES callsites(id),
+                        frame_id INTEGER REFERENCES stack_frames(id), depth INTEGER);
+CREATE TABLE thread_states (id INTEGER PRIMARY KEY, track_id INTEGER REFERENCES tracks(id), ts INTEGER, dur INTEGER,
+                            state TEXT, cpu INTEGER, syscall_id INTEGER REFERENCES syscalls(id),
+                            waker_track_id INTEGER REFERENCES tracks(id), callsite_id INTEGER REFERENCES callsites(id));
+CREATE TABLE cpu_samples (id INTEGER PRIMARY KEY, track_id INTEGER REFERENCES tracks(id), ts INTEGER, cpu INTEGER,
+                          callsite_id INTEGER REFERENCES callsites(id));
+CREATE TABLE page_faults (ts INTEGER, track_id INTEGER REFERENCES tracks(id), addr INTEGER,
+                          callsite_id INTEGER REFERENCES callsites(id));
+CREATE TABLE block_io (ts INTEGER, track_id INTEGER REFERENCES tracks(id), dev INTEGER, sector INTEGER, bytes INTEGER,
+                       rwbs TEXT);
+CREATE TABLE not_recorded (process TEXT, collector TEXT, state TEXT, detail TEXT);
 CREATE TABLE warnings (message TEXT);
 )sql";
 
@@ -53,6 +75,20 @@ CREATE VIEW transfers AS
   SELECT s.id, s.ts, s.dur, s.name, s.kind, d.device, d.stream, d.bytes, d.copy_kind, d.pinned,
          CASE WHEN s.dur > 0 THEN CAST(d.bytes AS REAL) / s.dur END AS gbps
   FROM slices s JOIN device_activity d ON d.slice_id = s.id WHERE s.kind IN ('memcpy', 'memset');
+CREATE INDEX syscalls_track_ts ON syscalls(track_id, ts);
+CREATE INDEX thread_states_track_ts ON thread_states(track_id, ts);
+CREATE INDEX cpu_samples_track_ts ON cpu_samples(track_id, ts);
+CREATE INDEX flows_from ON flows(from_slice_id);
+CREATE INDEX flows_to ON flows(to_slice_id);
+CREATE VIEW steps AS
+  SELECT id AS slice_id, track_id, ts, dur, arg AS number, name FROM slices WHERE kind = 'step';
+CREATE VIEW modules AS
+  SELECT id AS slice_id, track_id, ts, dur, name, depth, parent_id FROM slices WHERE kind = 'module';
+CREATE VIEW context_switches AS
+  SELECT id AS thread_state_id, track_id, ts, dur, cpu FROM thread_states WHERE state = 'running';
+CREATE VIEW sample_frames AS
+  SELECT s.id AS sample_id, s.ts, s.track_id, s.cpu, f.function, f.module, f.kind, f.line
+  FROM cpu_samples s JOIN callsites c ON c.id = s.callsite_id JOIN stack_frames f ON f.id = c.frame_id;
 CREATE VIEW launches AS
   SELECT l.id AS launch_slice_id, l.name AS api, l.ts AS api_ts, l.dur AS api_dur,
          s.id AS slice_id, s.name AS name, s.kind AS kind, s.ts AS ts, s.dur AS dur,
@@ -107,7 +143,9 @@ void BindOptInt(sqlite3_stmt* s, int i, int64_t v, bool present) {
   else sqlite3_bind_null(s, i);
 }
 
-Status Write(Db& db, const model::Trace& t, ExportStats& st) {
+Status WriteOs(Db& db, const model::Trace& t, ExportStats& st);
+
+Status Write(Db& db, const model::Trace& t, const ExportView& v, ExportStats& st) {
   STRATA_RETURN_IF_ERROR(db.Exec(kSchema));
   STRATA_RETURN_IF_ERROR(db.Exec("BEGIN"));
   auto sv = [&t](model::StringId id) { return t.strings.Get(id); };
@@ -120,10 +158,13 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
                                                  {"clock_offset_ns", std::to_string(t.clock_offset_ns)},
                                                  {"events_read", std::to_string(t.events_read)},
                                                  {"events_lost", std::to_string(t.events_lost)},
-                                                 {"time_unit", "ns"}};
-    for (auto& [k, v] : rows) {
-      BindText(s, 1, k);
-      BindText(s, 2, v);
+                                                 {"time_unit", "ns"},
+                                                 {"command", v.command},
+                                                 {"exit_status", v.exit_status},
+                                                 {"kernel", v.kernel}};
+    for (auto& [key, value] : rows) {
+      BindText(s, 1, key);
+      BindText(s, 2, value);
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
   }
@@ -159,7 +200,7 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     for (size_t i = 0; i < t.tracks.size(); ++i) {
       const auto& k = t.tracks[i];
       BindInt(s, 1, static_cast<int64_t>(i));
-      BindInt(s, 2, k.process);
+      BindOptInt(s, 2, k.process, k.process < t.processes.size());
       BindText(s, 3, k.kind == model::TrackKind::kThread ? "thread" : k.kind == model::TrackKind::kDeviceQueue ? "device_queue" : "cpu");
       BindInt(s, 4, k.tid);
       BindText(s, 5, sv(k.name));
@@ -233,12 +274,14 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     st.instants = t.instants.size();
   }
   {
-    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO counter_series VALUES (?, ?, ?, ?)"));
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO counter_series VALUES (?, ?, ?, ?, ?)"));
     for (size_t i = 0; i < t.counter_series.size(); ++i) {
+      const auto& c = t.counter_series[i];
       BindInt(s, 1, static_cast<int64_t>(i));
-      BindInt(s, 2, t.counter_series[i].process);
-      BindText(s, 3, sv(t.counter_series[i].name));
-      BindText(s, 4, sv(t.counter_series[i].unit));
+      BindOptInt(s, 2, c.process, c.process < t.processes.size());
+      BindOptInt(s, 3, c.track, c.track >= 0);
+      BindText(s, 4, sv(c.name));
+      BindText(s, 5, sv(c.unit));
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
     STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * c, db.Prepare("INSERT INTO counters VALUES (?, ?, ?)"));
@@ -251,14 +294,39 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     st.counter_samples = t.counters.size();
   }
   {
-    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO flows VALUES (?, ?, ?)"));
-    for (size_t i = 0; i < t.flows.size(); ++i) {
-      BindInt(s, 1, static_cast<int64_t>(t.flows.id[i]));
-      BindOptInt(s, 2, t.flows.from[i], t.flows.from[i] >= 0);
-      BindOptInt(s, 3, t.flows.to[i], t.flows.to[i] >= 0);
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO flows VALUES (?, ?, ?, ?)"));
+    for (size_t i = 0; i < v.flows.size(); ++i) {
+      BindInt(s, 1, static_cast<int64_t>(i));
+      BindText(s, 2, FlowKindName(v.flows[i].kind));
+      BindInt(s, 3, v.flows[i].from);
+      BindInt(s, 4, v.flows[i].to);
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
-    st.flows = t.flows.size();
+    st.flows = v.flows.size();
+  }
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO ops VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    const auto& o = t.ops;
+    for (size_t i = 0; i < o.size(); ++i) {
+      BindInt(s, 1, o.slice[i]);
+      BindText(s, 2, model::OpScopeName(o.scope[i]));
+      BindOptInt(s, 3, o.seq[i], o.seq[i] >= 0);
+      BindOptInt(s, 4, o.forward[i], o.forward[i] >= 0);
+      if (o.shapes[i]) BindText(s, 5, sv(o.shapes[i]));
+      else sqlite3_bind_null(s, 5);
+      if (o.dtypes[i]) BindText(s, 6, sv(o.dtypes[i]));
+      else sqlite3_bind_null(s, 6);
+      BindOptInt(s, 7, o.flops[i], o.flops[i] >= 0);
+      BindOptInt(s, 8, o.bytes[i], o.bytes[i] >= 0);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * e, db.Prepare("INSERT INTO dataflow_edges VALUES (?, ?, ?)"));
+    for (size_t i = 0; i < t.edges.size(); ++i) {
+      BindOptInt(e, 1, t.edges.from[i], t.edges.from[i] >= 0);
+      BindOptInt(e, 2, t.edges.to[i], t.edges.to[i] >= 0);
+      BindInt(e, 3, static_cast<int64_t>(t.edges.tensor[i]));
+      STRATA_RETURN_IF_ERROR(db.Step(e));
+    }
   }
   {
     STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO memory VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
@@ -276,6 +344,18 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
     }
     st.memory_events = m.size();
   }
+  STRATA_RETURN_IF_ERROR(WriteOs(db, t, st));
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO not_recorded VALUES (?, ?, ?, ?)"));
+    for (const NotRecorded& n : v.not_recorded) {
+      BindText(s, 1, n.process);
+      BindText(s, 2, n.collector);
+      BindText(s, 3, n.state);
+      BindText(s, 4, n.detail);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    st.not_recorded = v.not_recorded.size();
+  }
   {
     STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO warnings VALUES (?)"));
     for (const auto& w : t.warnings) {
@@ -287,9 +367,108 @@ Status Write(Db& db, const model::Trace& t, ExportStats& st) {
   return db.Exec("COMMIT");
 }
 
+// The OS level: system calls, stacks (frames and callsites), thread states,
+// CPU samples, page faults, block requests.
+Status WriteOs(Db& db, const model::Trace& t, ExportStats& st) {
+  auto sv = [&t](model::StringId id) { return t.strings.Get(id); };
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO syscalls VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    const auto& c = t.syscalls;
+    for (size_t i = 0; i < c.size(); ++i) {
+      BindInt(s, 1, static_cast<int64_t>(i));
+      BindInt(s, 2, c.track[i]);
+      BindInt(s, 3, c.ts[i]);
+      BindInt(s, 4, c.dur[i]);
+      BindText(s, 5, sv(c.name[i]));
+      BindInt(s, 6, c.nr[i]);
+      BindOptInt(s, 7, c.ret[i], c.returned[i] != 0);
+      BindInt(s, 8, c.returned[i]);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    st.syscalls = c.size();
+  }
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO stack_frames VALUES (?, ?, ?, ?, ?, ?)"));
+    const auto& f = t.frames;
+    for (size_t i = 0; i < f.size(); ++i) {
+      BindInt(s, 1, static_cast<int64_t>(i));
+      BindText(s, 2, sv(f.function[i]));
+      BindText(s, 3, sv(f.module[i]));
+      BindText(s, 4, model::FrameKindName(f.kind[i]));
+      BindOptInt(s, 5, static_cast<int64_t>(f.pc[i]), f.kind[i] != model::FrameKind::kPython);
+      BindOptInt(s, 6, f.line[i], f.line[i] != 0);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * c, db.Prepare("INSERT INTO callsites VALUES (?, ?, ?, ?)"));
+    const auto& cs = t.callsites;
+    for (size_t i = 0; i < cs.size(); ++i) {
+      BindInt(c, 1, static_cast<int64_t>(i));
+      BindOptInt(c, 2, cs.parent[i], cs.parent[i] >= 0);
+      BindInt(c, 3, cs.frame[i]);
+      BindInt(c, 4, cs.depth[i]);
+      STRATA_RETURN_IF_ERROR(db.Step(c));
+    }
+  }
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO thread_states VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    const auto& x = t.thread_states;
+    for (size_t i = 0; i < x.size(); ++i) {
+      BindInt(s, 1, static_cast<int64_t>(i));
+      BindInt(s, 2, x.track[i]);
+      BindInt(s, 3, x.ts[i]);
+      BindInt(s, 4, x.dur[i]);
+      BindText(s, 5, model::ThreadStateName(x.state[i]));
+      BindOptInt(s, 6, x.cpu[i], x.cpu[i] >= 0);
+      BindOptInt(s, 7, x.syscall[i], x.syscall[i] >= 0);
+      BindOptInt(s, 8, x.waker[i], x.waker[i] >= 0);
+      BindOptInt(s, 9, x.callsite[i], x.callsite[i] >= 0);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+      st.context_switches += x.state[i] == model::ThreadState::kRunning;
+    }
+    st.thread_states = x.size();
+  }
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO cpu_samples VALUES (?, ?, ?, ?, ?)"));
+    const auto& x = t.cpu_samples;
+    for (size_t i = 0; i < x.size(); ++i) {
+      BindInt(s, 1, static_cast<int64_t>(i));
+      BindInt(s, 2, x.track[i]);
+      BindInt(s, 3, x.ts[i]);
+      BindOptInt(s, 4, x.cpu[i], x.cpu[i] >= 0);
+      BindOptInt(s, 5, x.callsite[i], x.callsite[i] >= 0);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    st.samples = x.size();
+  }
+  {
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO page_faults VALUES (?, ?, ?, ?)"));
+    const auto& x = t.page_faults;
+    for (size_t i = 0; i < x.size(); ++i) {
+      BindInt(s, 1, x.ts[i]);
+      BindInt(s, 2, x.track[i]);
+      BindInt(s, 3, static_cast<int64_t>(x.addr[i]));
+      BindOptInt(s, 4, x.callsite[i], x.callsite[i] >= 0);
+      STRATA_RETURN_IF_ERROR(db.Step(s));
+    }
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * b, db.Prepare("INSERT INTO block_io VALUES (?, ?, ?, ?, ?, ?)"));
+    const auto& y = t.block_io;
+    for (size_t i = 0; i < y.size(); ++i) {
+      BindInt(b, 1, y.ts[i]);
+      BindInt(b, 2, y.track[i]);
+      BindInt(b, 3, y.dev[i]);
+      BindInt(b, 4, static_cast<int64_t>(y.sector[i]));
+      BindInt(b, 5, y.bytes[i]);
+      BindText(b, 6, sv(y.rwbs[i]));
+      STRATA_RETURN_IF_ERROR(db.Step(b));
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 StatusOr<ExportStats> ExportSqlite(const model::Trace& t, const std::string& path) {
+  ExportView view = BuildView(t);
   std::string tmp = path + ".tmp";
   ::unlink(tmp.c_str());
   ExportStats st;
@@ -297,7 +476,7 @@ StatusOr<ExportStats> ExportSqlite(const model::Trace& t, const std::string& pat
   {
     Db db;
     s = db.Open(tmp);
-    if (s.ok()) s = Write(db, t, st);
+    if (s.ok()) s = Write(db, t, view, st);
   }
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = ErrnoErr(errno, "rename {} to {}", tmp, path);
   if (!s.ok()) {

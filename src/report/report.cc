@@ -28,6 +28,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeCountersSection());
   s.push_back(MakeCollectorsSection());
   s.push_back(MakeWarningsSection());
+  s.push_back(MakeCountsSection());
   return s;
 }
 

@@ -42,6 +42,8 @@ std::unique_ptr<Section> MakeCollectorsSection();
 std::unique_ptr<Section> MakeWarningsSection();
 std::unique_ptr<Section> MakeCriticalPathSection();
 std::unique_ptr<Section> MakeFindingsSection();
+// How many events of each level the trace holds (counts_section.cc).
+std::unique_ptr<Section> MakeCountsSection();
 
 // Device activity sections (gpu_sections.cc): GPU time breakdown, kernels,
 // launches, ops with their GPU time, transfers.

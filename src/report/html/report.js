@@ -243,7 +243,7 @@
   const hdr = document.getElementById("strata-header");
   el("h1", { text: "strata report" }, hdr);
   el("div", { class: "meta", text: (T.path || "") + (T.source ? "  ·  " + T.source : "") }, hdr);
-  if (R.manifest && R.manifest.command) el("div", { class: "meta", text: "$ " + R.manifest.command.join(" ") }, hdr);
+  if (R.manifest && R.manifest.command) el("div", { class: "meta", text: "$ " + R.manifest.command.join(" ") + (R.manifest.exit_status !== undefined ? "   (exit status " + JSON.stringify(R.manifest.exit_status) + ")" : "") }, hdr);
 
   {
     const s = section("overview", "Overview");
@@ -279,9 +279,12 @@
   }
 
   {
-    const s = section("breakdown", "Time breakdown");
+    // Where device time went, per device; without a device, where host time went
+    // (self time) by kind of work when there are several kinds, else by the
+    // largest items. Nothing to break down (a plain program): no section.
     const devs = (R.gpu && R.gpu.devices) || [];
     if (devs.length) {
+      const s = section("breakdown", "Time breakdown");
       const names = ["compute", "communication", "memory", "idle"];
       stackedBars(s, "chart-breakdown", devs.map(d => ({
         label: (d.rank !== undefined && d.rank >= 0 ? "rank " + d.rank + " " : "") + "device " + d.device,
@@ -289,8 +292,6 @@
       })), names, { fmt: v => v.toFixed(1) + "%" });
       el("div", { class: "note", text: "Idle split (host wait / kernel wait / other): " + devs.map(d => { const b = d.idle_breakdown_pct || {}; return "device " + d.device + ": " + pct(b.host_wait) + " / " + pct(b.kernel_wait) + " / " + pct(b.other); }).join("; ") }, s);
     } else {
-      // No device: where host time goes (self time), by kind of work when there
-      // are several kinds, else by the largest items.
       const spans = ((R.ops && R.ops.length ? R.ops : R.spans) || []).slice().sort((a, b) => (b.self_ns || 0) - (a.self_ns || 0));
       const byKind = {};
       spans.forEach(x => { byKind[x.kind || "op"] = (byKind[x.kind || "op"] || 0) + (x.self_ns || 0); });
@@ -300,7 +301,11 @@
         const rest = spans.slice(6).reduce((a, x) => a + (x.self_ns || 0), 0);
         if (rest > 0) parts.push({ name: "other", value: rest });
       }
-      stackedBars(s, "chart-breakdown", [{ label: "host self time", parts: parts }], parts.map(p => p.name), { fmt: dur });
+      parts = parts.filter(p => p.value > 0);
+      if (parts.length) {
+        const s = section("breakdown", "Time breakdown");
+        stackedBars(s, "chart-breakdown", [{ label: "host self time", parts: parts }], parts.map(p => p.name), { fmt: dur });
+      }
     }
   }
 
@@ -314,12 +319,14 @@
 
   {
     const rows = R.ops && R.ops.length ? R.ops : (R.spans || []);
-    const title = R.ops && R.ops.length ? "Top ops" : "Top spans";
-    const s = section("top-ops", title, "By total time; self time and device time in the tooltips and table.");
-    barChart(s, "chart-top-ops", rows.slice(0, 15).map(o => ({ label: o.name, value: o.total_ns, detail: "count " + o.count + ", self " + dur(o.self_ns) + (o.gpu_ns ? ", GPU " + dur(o.gpu_ns) : "") })), { fmt: dur });
-    table(s, [{ key: "name", title: "name" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
-    { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "self_ns", title: "self", num: true, fmt: dur },
-    { key: "gpu_ns", title: "device", num: true, fmt: v => v ? dur(v) : "" }], rows.slice(0, 20));
+    if (rows.length) {
+      const title = R.ops && R.ops.length ? "Top ops" : "Top spans";
+      const s = section("top-ops", title, "By total time; self time and device time in the tooltips and table.");
+      barChart(s, "chart-top-ops", rows.slice(0, 15).map(o => ({ label: o.name, value: o.total_ns, detail: "count " + o.count + ", self " + dur(o.self_ns) + (o.gpu_ns ? ", GPU " + dur(o.gpu_ns) : "") })), { fmt: dur });
+      table(s, [{ key: "name", title: "name" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
+      { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "self_ns", title: "self", num: true, fmt: dur },
+      { key: "gpu_ns", title: "device", num: true, fmt: v => v ? dur(v) : "" }], rows.slice(0, 20));
+    }
   }
 
   if (R.kernels && R.kernels.length) {
@@ -384,6 +391,89 @@
     { key: "throughput", title: sw.throughput_unit, num: true, fmt: v => num(v) }], sw.points);
   }
 
+  // ---- training: throughput and data wait ---------------------------------------
+  const FW = R.framework || {};
+  const FS = FW.steps || {};
+  if (FS.count) {
+    const perStep = Array.isArray(FS.steps) ? FS.steps : [];
+    const note = [FS.count + " steps" + (FS.skipped ? " (" + FS.skipped + " warm-up skipped)" : ""),
+    FS.samples_per_s > 0 ? num(FS.samples_per_s, 1) + " samples/s" + (FS.batch_size ? " (batch " + FS.batch_size + ")" : "") : "throughput unknown (no batch size)",
+    pct(FS.data_wait_pct) + " of step time waiting for data (DataLoader __next__)"].join(" · ");
+    const s = section("throughput", "Throughput and data wait", note);
+    const k = el("div", { class: "kpis" }, s);
+    const kpi = (v, label) => { const d = el("div", { class: "kpi" }, k); el("div", { class: "v", text: v }, d); el("div", { class: "k", text: label }, d); };
+    kpi(FS.samples_per_s > 0 ? num(FS.samples_per_s, 1) + "/s" : "-", "samples per second");
+    kpi(pct(FS.data_wait_pct), "data wait");
+    kpi(dur(FS.p50_ns), "step p50");
+    kpi(dur(FS.p90_ns), "step p90");
+    const counted = perStep.filter(x => !x.skipped);
+    if (counted.length)
+      lineChart(s, "chart-data-wait", [
+        { name: "step time", points: counted.map(x => [x.number, x.duration_ns]) },
+        { name: "data wait", points: counted.map(x => [x.number, x.data_wait_ns || 0]) }],
+        { xLabel: "step", yLabel: "time", yFmt: dur, xFmt: v => num(v, 0) });
+  }
+
+  // ---- modules ---------------------------------------------------------------------
+  if (Array.isArray(FW.modules) && FW.modules.length) {
+    const s = section("modules", "Modules", "nn.Module forwards by total time (self: outside nested modules).");
+    barChart(s, "chart-modules", FW.modules.slice(0, 15).map(m => ({ label: m.name, value: m.total_ns, color: "var(--c5)", detail: "count " + m.count + ", self " + dur(m.self_ns) })), { fmt: dur });
+    table(s, [{ key: "name", title: "module" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
+    { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "self_ns", title: "self", num: true, fmt: dur }], FW.modules.slice(0, 20));
+  }
+
+  // ---- the OS level ------------------------------------------------------------------
+  const OS = R.os || {};
+  if (Array.isArray(OS.threads) && OS.threads.length) {
+    const th = OS.threads;
+    const s = section("os-threads", "Threads on and off CPU", "Each thread's time on CPU, waiting for a CPU (preempted or just woken) and blocked; the main off-CPU cause in the table.");
+    const names = ["on CPU", "preempted / runnable", "blocked", "unknown"];
+    stackedBars(s, "chart-os-threads", th.slice(0, 15).map(x => ({
+      label: x.thread + (x.process ? " · " + x.process : ""),
+      parts: [x.on_cpu_ns, x.runnable_ns, x.blocked_ns, x.unknown_ns].map((v, i) => ({ name: names[i], value: v || 0 })),
+    })), names, { fmt: dur });
+    const cause = x => { const c = (x.off_cpu_causes || []).find(c => c.category !== "preempted"); return c ? c.cause + " " + dur(c.total_ns) : ""; };
+    table(s, [{ key: "thread", title: "thread" }, { key: "process", title: "process" },
+    { key: "on_cpu_ns", title: "on CPU", num: true, fmt: dur }, { key: "off_cpu_ns", title: "off CPU", num: true, fmt: dur },
+    { key: "runnable_ns", title: "preempted", num: true, fmt: dur }, { key: "blocked_ns", title: "blocked", num: true, fmt: dur },
+    { key: "switches", title: "switches", num: true, fmt: v => num(v, 0) }, { key: "syscalls", title: "syscalls", num: true, fmt: v => num(v, 0) },
+    { key: "samples", title: "samples", num: true, fmt: v => num(v, 0) }, { key: "cause", title: "top off-CPU cause", fmt: (v, r) => cause(r) }], th.slice(0, 30));
+    if (Array.isArray(OS.off_cpu) && OS.off_cpu.length) {
+      el("h3", { text: "Off-CPU time by cause" }, s);
+      table(s, [{ key: "cause", title: "cause" }, { key: "category", title: "category" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
+      { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "max_ns", title: "max", num: true, fmt: dur }], OS.off_cpu.slice(0, 20));
+    }
+  }
+  const SMP = OS.samples || {};
+  if (SMP.total) {
+    const funcs = (SMP.functions || []).filter(f => f.self > 0);
+    const s = section("os-samples", "CPU samples", num(SMP.total, 0) + " samples; the functions they landed in (self), with the samples that had the function anywhere on the stack (total).");
+    barChart(s, "chart-os-samples", funcs.slice(0, 15).map(f => ({ label: f.function + (f.module ? " [" + f.module + "]" : ""), value: f.self, color: "var(--c3)", detail: "total " + f.total + " · " + f.kind })), { fmt: v => num(v, 0) });
+    const share = v => pct(100 * v / SMP.total);
+    table(s, [{ key: "function", title: "function (innermost)" }, { key: "module", title: "module" }, { key: "kind", title: "kind" },
+    { key: "self", title: "self", num: true, fmt: v => num(v, 0) }, { key: "self_share", title: "", num: true, fmt: (v, r) => share(r.self) },
+    { key: "total", title: "total", num: true, fmt: v => num(v, 0) }], (SMP.functions || []).slice(0, 20));
+    const py = (SMP.python_functions || []).filter(f => f.self > 0);
+    if (py.length) {
+      el("h3", { text: "Python functions (innermost Python frame of " + num(SMP.python_samples, 0) + " samples)" }, s);
+      table(s, [{ key: "function", title: "function" }, { key: "file", title: "file" }, { key: "self", title: "self", num: true, fmt: v => num(v, 0) },
+      { key: "total", title: "total", num: true, fmt: v => num(v, 0) }], py.slice(0, 20));
+    }
+    const ops = (SMP.ops || []).filter(o => o.name !== "(no span)");
+    if (ops.length) {
+      el("h3", { text: "By innermost span or op" }, s);
+      table(s, [{ key: "name", title: "span / op" }, { key: "samples", title: "samples", num: true, fmt: v => num(v, 0) },
+      { key: "top_function", title: "top function" }], ops.slice(0, 20));
+    }
+  }
+  if (Array.isArray(OS.syscalls) && OS.syscalls.length) {
+    const s = section("os-syscalls", "System calls", "By total time inside the call (blocked time included).");
+    table(s, [{ key: "name", title: "name" }, { key: "count", title: "count", num: true, fmt: v => num(v, 0) },
+    { key: "errors", title: "errors", num: true, fmt: v => num(v, 0) }, { key: "total_ns", title: "total", num: true, fmt: dur },
+    { key: "mean_ns", title: "mean", num: true, fmt: dur }, { key: "p99_ns", title: "p99", num: true, fmt: dur },
+    { key: "max_ns", title: "max", num: true, fmt: dur }], OS.syscalls.slice(0, 25));
+  }
+
   if (R.counters && R.counters.length) {
     const s = section("counters", "Counters");
     table(s, [{ key: "name", title: "name" }, { key: "process", title: "process" }, { key: "samples", title: "samples", num: true },
@@ -396,6 +486,15 @@
     table(s, [{ key: "process", title: "process" }, { key: "kind", title: "kind" }, { key: "tid", title: "tid", num: true },
     { key: "name", title: "name" }, { key: "events", title: "events", num: true, fmt: v => num(v, 0) },
     { key: "lost_events", title: "lost", num: true, fmt: v => num(v, 0) }], T.streams.slice(0, 40));
+  }
+
+  {
+    const missing = (R.collectors || []).filter(c => c.state !== "ok");
+    if (missing.length) {
+      const s = section("not-recorded", "Not recorded", "What each collector could not record, or was not asked to, and why.");
+      table(s, [{ key: "collector", title: "collector" }, { key: "state", title: "state" }, { key: "process", title: "process" },
+      { key: "detail", title: "why" }], missing);
+    }
   }
 
   if (R.warnings && R.warnings.length) {
