@@ -161,6 +161,36 @@ TEST(Export, PerfettoOverlappingSlicesGetLanes) {
   CheckPerfetto(o, out);
 }
 
+// CUDA queues are tracks whose id is context << 32 | stream (as the CUPTI
+// importer makes them). Chrome JSON readers keep tids in 32 bits (Perfetto reads
+// a larger one as 0): found on an H100 trace, where every CUDA stream and its
+// synchronization lane came out as tid 2^33 + n.
+TEST(Export, ChromeJsonDeviceQueuesGetThirtyTwoBitTids) {
+  model::Trace t;
+  t.processes.push_back({});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 4242});
+  t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, (int64_t{2} << 32) | 7, 0, 0});
+  t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, (int64_t{2} << 32) | 8, 0, 0});
+  auto k = t.strings.Intern("kernel");
+  t.slices.Add(0, 100, 0, t.strings.Intern("cudaLaunchKernel"), model::SliceKind::kRuntime);
+  t.slices.Add(150, 100, 1, k, model::SliceKind::kKernel);
+  t.slices.Add(160, 100, 2, k, model::SliceKind::kKernel);
+  t.slices.Add(250, 50, 2, k, model::SliceKind::kKernel);  // overlaps without nesting: a second lane
+  t.Finalize();
+  std::string out = testing::TempDir("export-cuda-queues") + ".json";
+  ASSERT_TRUE(exporters::ExportChromeJson(t, out).ok());
+  auto j = nlohmann::json::parse(ReadAll(out));
+  std::set<int64_t> kernel_tids;
+  for (const auto& e : j["traceEvents"]) {
+    if (!e.contains("tid")) continue;
+    int64_t tid = e["tid"].get<int64_t>();
+    EXPECT_GE(tid, 0);
+    EXPECT_LT(tid, int64_t{1} << 32) << e.dump();
+    if (e.value("ph", "") == "X" && e.value("name", "") == "kernel") kernel_tids.insert(tid);
+  }
+  EXPECT_EQ(kernel_tids.size(), 3u);  // two queues, one of them with an overlapping lane
+}
+
 TEST(Export, ChromeJsonAndSqlite) {
   std::string in = testing::SourceDir() + "/tests/data/kineto/small_trace.json";
   model::Trace t = testing::Load(in);

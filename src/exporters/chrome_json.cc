@@ -34,6 +34,9 @@ constexpr int64_t kDevicePidBase = 1 << 30;
 // stay below 2^22, so lanes are 2^24 apart and the states take the last slot.
 constexpr int64_t kLaneTidStride = int64_t{1} << 24;
 constexpr int64_t kStateTidBase = int64_t{255} << 24;
+// A track whose id is no Linux tid (a device queue: context << 32 | stream) gets
+// one above every tid and below the first lane; its real id stays in the args.
+constexpr int64_t kMaxLinuxTid = int64_t{1} << 22;
 
 // The categories PyTorch's profiler writes, so that tools that read its
 // traces (strata, HTA, TensorBoard) read this file the same way.
@@ -128,7 +131,7 @@ class Writer {
     for (uint32_t i = 0; i < t_.instants.size(); ++i) {
       uint32_t k = t_.instants.track[i];
       Sep().Raw("{\"ph\": \"i\", \"s\": \"t\", \"name\": ").Str(t_.strings.Get(t_.instants.name[i]));
-      o_.Raw(", \"pid\": ").Int(Pid(t_.tracks[k].process)).Raw(", \"tid\": ").Int(t_.tracks[k].tid);
+      o_.Raw(", \"pid\": ").Int(Pid(t_.tracks[k].process)).Raw(", \"tid\": ").Int(BaseTid(k));
       o_.Raw(", \"ts\": ").Us(t_.instants.ts[i]).Raw("}");
     }
     st.instants = t_.instants.size();
@@ -145,7 +148,11 @@ class Writer {
     const model::Process& p = t_.processes[process];
     return p.is_device ? kDevicePidBase + p.device : p.pid;
   }
-  int64_t Tid(uint32_t track, uint32_t lane) const { return t_.tracks[track].tid + int64_t{lane} * kLaneTidStride; }
+  int64_t BaseTid(uint32_t track) const {
+    int64_t tid = t_.tracks[track].tid;
+    return tid >= 0 && tid < kMaxLinuxTid ? tid : kMaxLinuxTid + track;
+  }
+  int64_t Tid(uint32_t track, uint32_t lane) const { return BaseTid(track) + int64_t{lane} * kLaneTidStride; }
   JsonOut& Sep() {
     o_.Raw(first_ ? "" : ",\n");
     first_ = false;
@@ -187,7 +194,7 @@ class Writer {
         o_.Raw(", \"args\": {\"name\": ").Str(lane ? name + " (overlapping #" + std::to_string(lane) + ")" : name).Raw("}}");
       }
       if (has_states_[k]) {
-        Sep().Raw("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ").Int(Pid(trk.process)).Raw(", \"tid\": ").Int(trk.tid + kStateTidBase);
+        Sep().Raw("{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": ").Int(Pid(trk.process)).Raw(", \"tid\": ").Int(BaseTid(k) + kStateTidBase);
         o_.Raw(", \"args\": {\"name\": ").Str(name + " (state)").Raw("}}");
       }
     }
@@ -264,8 +271,9 @@ class Writer {
     const auto& s = t_.thread_states;
     for (size_t r = 0; r < s.size(); ++r) {
       const model::Track& trk = t_.tracks[s.track[r]];
+      int64_t tid = BaseTid(s.track[r]);
       Sep().Raw("{\"ph\": \"X\", \"cat\": \"thread_state\", \"name\": \"").Raw(model::ThreadStateName(s.state[r]));
-      o_.Raw("\", \"pid\": ").Int(Pid(trk.process)).Raw(", \"tid\": ").Int(trk.tid + kStateTidBase);
+      o_.Raw("\", \"pid\": ").Int(Pid(trk.process)).Raw(", \"tid\": ").Int(tid + kStateTidBase);
       o_.Raw(", \"ts\": ").Us(s.ts[r]).Raw(", \"dur\": ").Us(s.dur[r]).Raw(", \"args\": {\"cpu\": ").Int(s.cpu[r]);
       if (s.syscall[r] >= 0) o_.Raw(", \"syscall\": ").Str(t_.strings.Get(t_.syscalls.name[static_cast<size_t>(s.syscall[r])]));
       o_.Raw("}}");
@@ -331,7 +339,7 @@ class Writer {
     for (size_t i = 0; i < s.size(); ++i) {
       const model::Track& trk = t_.tracks[s.track[i]];
       o_.Raw(i ? ",\n" : "\n").Raw("{\"cpu\": ").Int(s.cpu[i]).Raw(", \"pid\": ").Int(Pid(trk.process));
-      o_.Raw(", \"tid\": ").Int(trk.tid).Raw(", \"ts\": ").Us(s.ts[i]).Raw(", \"name\": \"cpu-clock\", \"weight\": 1");
+      o_.Raw(", \"tid\": ").Int(BaseTid(s.track[i])).Raw(", \"ts\": ").Us(s.ts[i]).Raw(", \"name\": \"cpu-clock\", \"weight\": 1");
       if (s.callsite[i] >= 0) o_.Raw(", \"sf\": \"").Int(s.callsite[i] + 1).Raw("\"");
       o_.Raw("}");
     }

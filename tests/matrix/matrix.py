@@ -119,12 +119,22 @@ def trace_kineto(ctx):
     return [(os.path.relpath(f, data), f) for f in files]
 
 
+def trace_given(ctx):
+    """Traces made elsewhere (scripts/gpu-check's CUDA recordings, a user's trace): the
+    paths in $STRATA_MATRIX_TRACES, separated by ':'."""
+    paths = [p for p in os.environ.get("STRATA_MATRIX_TRACES", "").split(":") if p]
+    if not paths:
+        raise Skip("no paths in $STRATA_MATRIX_TRACES")
+    return [(os.path.basename(os.path.normpath(p)), p) for p in paths]
+
+
 TRACES = {
     "cpu": trace_cpu,                    # own: a plain C program (OS level only)
     "pytorch": trace_pytorch,            # own: a PyTorch training loop
     "opencl": trace_opencl,              # own: OpenCL on PoCL
     "multiprocess": trace_multiprocess,  # own: DataLoader worker processes
     "kineto": trace_kineto,              # every shared Kineto (PyTorch profiler) file
+    "given": trace_given,                # $STRATA_MATRIX_TRACES (not run by ctest)
 }
 
 
@@ -272,7 +282,7 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--reference-strata")
-    ap.add_argument("kinds", nargs="*", default=list(TRACES))
+    ap.add_argument("kinds", nargs="*", default=[k for k in TRACES if k != "given"])
     a = ap.parse_args()
     ctx = Ctx(a)
     os.makedirs(ctx.work, exist_ok=True)
