@@ -162,6 +162,14 @@ TEST(FaultSafety, SetuidProgramTakesNothingFromTheEnvironment) {
   ASSERT_EQ(::statvfs(dir.c_str(), &vfs), 0);
   if (vfs.f_flag & ST_NOSUID) GTEST_SKIP() << dir << " is on a nosuid filesystem";
   std::string prog = dir + "/emitter-setuid";
+  // No setuid-root program outlives the test, whatever it asserts.
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove{dir};
   fs::copy_file(TestProgram("emitter"), prog);
   ASSERT_EQ(::chown(prog.c_str(), 0, 0), 0);
   ASSERT_EQ(::chmod(prog.c_str(), 04755), 0);
