@@ -140,6 +140,15 @@ pid_t ProgramPid(const std::string& dir) {
   return 0;
 }
 
+// Removes a path when the test ends, however it ends.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // Core dumps of programs that die here would litter the build tree.
 void NoCoreDumps() {
   struct rlimit no_core = {0, 0};
@@ -162,14 +171,7 @@ TEST(FaultSafety, SetuidProgramTakesNothingFromTheEnvironment) {
   ASSERT_EQ(::statvfs(dir.c_str(), &vfs), 0);
   if (vfs.f_flag & ST_NOSUID) GTEST_SKIP() << dir << " is on a nosuid filesystem";
   std::string prog = dir + "/emitter-setuid";
-  // No setuid-root program outlives the test, whatever it asserts.
-  struct Remove {
-    std::string path;
-    ~Remove() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove{dir};
+  RemoveOnExit remove{dir};  // no setuid-root program outlives the test
   fs::copy_file(TestProgram("emitter"), prog);
   ASSERT_EQ(::chown(prog.c_str(), 0, 0), 0);
   ASSERT_EQ(::chmod(prog.c_str(), 04755), 0);
@@ -491,6 +493,7 @@ TEST(FaultSafety, ProgramDeathBySignalIsReproduced) {
   std::string dir = TempDir("segv");
   std::string logs = TempDir("segv_logs");
   fs::create_directories(logs);
+  RemoveOnExit remove{logs};  // the program's core
   // Core dumps allowed (into the log directory), so that a core of strata's own
   // would show in its wait status.
   struct rlimit before;
@@ -510,7 +513,6 @@ TEST(FaultSafety, ProgramDeathBySignalIsReproduced) {
   auto r = RunCommand({StrataBin(), "report", dir});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("killed by signal 11 (SIGSEGV)"), std::string::npos) << r.out;
-  fs::remove_all(logs);  // the program's core
 }
 
 // --- strata's own failures ---------------------------------------------------
