@@ -90,7 +90,17 @@ def _strata_chain():
         sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n" % (type(e).__name__, e))
 
 
-if os.environ.get("STRATA_TRACE_DIR"):
+def _strata_privileged():
+    # A setuid/setgid interpreter: the environment is a less privileged user's, so
+    # nothing it names (the observer library to load) is used; libstrata itself
+    # does not record such a process either.
+    try:
+        return os.getuid() != os.geteuid() or os.getgid() != os.getegid()
+    except Exception:
+        return True
+
+
+if os.environ.get("STRATA_TRACE_DIR") and not _strata_privileged():
     try:
         _strata_install()
     except Exception:

@@ -33,7 +33,7 @@ bool FileContainsWord(const char* path, const char* word) {
 
 bool TscIsReliable() {
 #if STRATA_HAVE_TSC
-  const char* forced = std::getenv("STRATA_CLOCK");
+  const char* forced = ::secure_getenv("STRATA_CLOCK");
   if (forced && std::strcmp(forced, "monotonic") == 0) return false;
   if (forced && std::strcmp(forced, "tsc") == 0) return true;
   if (!FileContainsWord("/proc/cpuinfo", "constant_tsc")) return false;

@@ -21,7 +21,9 @@ Status ErrnoErr(int err, fmt::format_string<Args...> f, Args&&... args) {
   StatusCode code = (err == EACCES || err == EPERM) ? StatusCode::kPermission
                     : err == ENOENT                 ? StatusCode::kNotFound
                                                     : StatusCode::kIoError;
-  return Status(code, fmt::format(f, std::forward<Args>(args)...) + ": " + std::strerror(err));
+  // ELOOP's own text ("Too many levels of symbolic links") hides what it almost always is.
+  return Status(code, fmt::format(f, std::forward<Args>(args)...) + ": " +
+                          (err == ELOOP ? "symbolic link loop" : std::strerror(err)));
 }
 
 }  // namespace strata

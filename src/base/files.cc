@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,9 +31,51 @@ Status MakeDirs(const std::string& path) {
   return OkStatus();
 }
 
+const char* FileKindName(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+Status StatError(int err, const std::string& path) {
+  switch (err) {
+    case ENOENT: return Err(StatusCode::kNotFound, "{}: no such file or directory", path);
+    case ELOOP: return Err(StatusCode::kInvalidArgument, "{}: symbolic link loop", path);
+    case ENOTDIR: return Err(StatusCode::kNotFound, "{}: a component of the path is not a directory", path);
+    default: return ErrnoErr(err, "{}", path);
+  }
+}
+
+StatusOr<int> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ELOOP || e == ENOENT || e == ENOTDIR) return StatError(e, path);
+    return ErrnoErr(e, "cannot open {}", path);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return ErrnoErr(e, "cannot stat {}", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Err(StatusCode::kInvalidArgument, "{} is {}, not a regular file", path, FileKindName(st.st_mode));
+  }
+  int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoErr(errno, "cannot open {}", path);
+  STRATA_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   std::string out;
   char buf[65536];
   for (;;) {
@@ -64,10 +107,31 @@ int WriteAll(int fd, const void* data, size_t size) {
   return 0;
 }
 
+StatusOr<int> CreateNewFile(const std::string& path, int extra_flags, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | extra_flags, mode);
+  if (fd >= 0) return fd;
+  int e = errno;
+  struct stat st;
+  if (e == EEXIST && ::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return Err(StatusCode::kPermission, "{} is a symbolic link: refusing to write through it", path);
+    return Err(StatusCode::kIoError, "cannot create {}: it already exists ({})", path, FileKindName(st.st_mode));
+  }
+  return ErrnoErr(e, "cannot create {}", path);
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view contents) {
   std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoErr(errno, "cannot create {}", tmp);
+  auto created = CreateNewFile(tmp);
+  struct stat st;
+  if (!created.ok() && ::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    // Left by a writer that died before its rename: replace it (unlink removes
+    // the name only; it never follows anything).
+    ::unlink(tmp.c_str());
+    created = CreateNewFile(tmp);
+  }
+  if (!created.ok()) return created.status();
+  int fd = *created;
   int err = WriteAll(fd, contents.data(), contents.size());
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err != 0) return ErrnoErr(err, "cannot write {}", tmp);
@@ -100,6 +164,22 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+int TryLockDirectory(int dir_fd) {
+  while (::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+bool DirectoryLocked(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  // A shared lock is refused only while someone holds the exclusive one.
+  bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock if it was taken
+  return locked;
+}
+
 std::string JoinPath(std::string_view a, std::string_view b) {
   std::string out(a);
   if (!out.empty() && out.back() != '/') out.push_back('/');
@@ -128,8 +208,7 @@ MappedFile::~MappedFile() {
 }
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoErr(errno, "cannot open {}", path);
+  STRATA_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;

@@ -93,8 +93,8 @@ double MemoryBandwidth(unsigned threads) {
 }
 
 std::string CacheFile(const std::string& key) {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
+  const char* xdg = ::secure_getenv("XDG_CACHE_HOME");
+  const char* home = ::secure_getenv("HOME");
   std::string dir = xdg && *xdg ? std::string(xdg) + "/strata" : std::string(home ? home : "/tmp") + "/.cache/strata";
   size_t h = std::hash<std::string>{}(key);
   return dir + "/host-" + std::to_string(h) + ".json";

@@ -30,7 +30,7 @@ InstallPaths FindInstallPaths() {
   std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
   p.bin_dir = exe.substr(0, exe.rfind('/'));
   std::string prefix = p.bin_dir.substr(0, p.bin_dir.rfind('/'));
-  if (const char* l = std::getenv("STRATA_LIB_DIR")) p.lib_dir = l;
+  if (const char* l = ::secure_getenv("STRATA_LIB_DIR")) p.lib_dir = l;
   else if (PathExists(prefix + "/lib/libstrata.so")) p.lib_dir = prefix + "/lib";
   else p.lib_dir = prefix + "/lib/strata";
   if (PathExists(prefix + "/python/strata/__init__.py")) p.python_dir = prefix + "/python";

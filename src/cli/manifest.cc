@@ -53,7 +53,7 @@ json Environment() {
   json e = json::object();
   for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "SLURM_JOB_ID",
                         "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"})
-    if (const char* v = std::getenv(k)) e[k] = v;
+    if (const char* v = ::secure_getenv(k)) e[k] = v;
   return e;
 }
 

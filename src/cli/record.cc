@@ -4,9 +4,15 @@
 // process and parks it on a pipe while the OS collector opens its kernel
 // events on it (they arm at exec), then lets it exec CMD with libstrata
 // preloaded (children inherit it through the environment, so fork and exec are
-// followed). It forwards termination signals, waits, stops the OS collector,
+// followed). It forwards the signals sent to it, waits, stops the OS collector,
 // completes the manifest (exit status, per-stream losses, what each collector
-// could not do) and exits with CMD's status.
+// could not do) and exits with CMD's status, or dies of CMD's signal.
+//
+// The trace directory is held with an exclusive lock while recording, and every
+// file in it is created new (never through a link planted there). Until the
+// manifest is complete it says "recording": a trace whose supervisor was killed
+// says so. strata's own failures exit 125 (setup), 126 (CMD cannot be executed)
+// or 127 (CMD not found), as env(1) and timeout(1) do.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -28,7 +34,9 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "cli/manifest.h"
+#include "cli/supervisor.h"
 #include "collectors/os/os_collector.h"
 #include "format/control.h"
 #include "format/tsdl.h"
@@ -144,52 +152,6 @@ std::string TorchProbe(const std::string& lib_dir) {
   return j["libtorch_cpu"].get<std::string>();
 }
 
-volatile sig_atomic_t g_child = 0;
-
-void ForwardSignal(int sig, siginfo_t* info, void*) {
-  // A terminal's Ctrl-C reaches the whole foreground group (CMD included) from the
-  // kernel; forward only what a process sent to us, so CMD gets each signal once.
-  if (info && info->si_code == SI_KERNEL) return;
-  if (g_child > 0) ::kill(g_child, sig);
-}
-
-std::string DefaultOutput() {
-  time_t now = ::time(nullptr);
-  struct tm tm;
-  ::localtime_r(&now, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "strata-%Y%m%d-%H%M%S", &tm);
-  std::string base = buf;
-  std::string out = base;
-  for (int i = 1; PathExists(out); ++i) out = base + "-" + std::to_string(i);
-  return out;
-}
-
-Status PrepareDirectory(const RecordOptions& o) {
-  if (IsDirectory(o.output)) {
-    auto entries = ListFiles(o.output);
-    bool has_trace = PathExists(JoinPath(o.output, "ctf")) || PathExists(JoinPath(o.output, "strata.json"));
-    if (has_trace && !o.force)
-      return Err(StatusCode::kInvalidArgument, "{} already holds a trace (use --force to overwrite)", o.output);
-    if (has_trace) {
-      std::string ctf = JoinPath(o.output, "ctf");
-      if (auto files = ListFiles(ctf); files.ok())
-        for (const auto& f : *files) ::unlink(JoinPath(ctf, f).c_str());
-      ::unlink(JoinPath(o.output, "strata.json").c_str());
-    }
-  } else if (PathExists(o.output)) {
-    return Err(StatusCode::kInvalidArgument, "{} exists and is not a directory", o.output);
-  }
-  STRATA_RETURN_IF_ERROR(MakeDirs(JoinPath(o.output, "ctf")));
-  // Prove the directory is writable now, before CMD runs.
-  std::string probe = JoinPath(o.output, ".strata-write-test");
-  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoErr(errno, "cannot write to {}", o.output);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return OkStatus();
-}
-
 std::string AbsolutePath(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
   char cwd[4096];
@@ -219,7 +181,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
       continue;
     }
     std::string value = lib;
-    if (const char* cur = std::getenv(c.env); cur && *cur) {
+    if (const char* cur = ::secure_getenv(c.env); cur && *cur) {
       if (!c.sep) {
         // One injection library only: the user's own wins, and we say so.
         AddCollector(manifest, c.name, "unavailable",
@@ -234,7 +196,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
     if (std::string(c.name) == "cuda") {
       // NVTX (frameworks' annotations) reaches CUPTI only when CUPTI is the NVTX
       // injection; libstrata_cupti forwards it to the CUPTI it links.
-      if (!std::getenv("NVTX_INJECTION64_PATH")) accel_env.emplace_back("NVTX_INJECTION64_PATH", lib);
+      if (!::secure_getenv("NVTX_INJECTION64_PATH")) accel_env.emplace_back("NVTX_INJECTION64_PATH", lib);
       if (!o.gpu_metrics.empty()) accel_env.emplace_back("STRATA_GPU_METRICS", o.gpu_metrics);
       if (o.cuda_api != "callbacks") accel_env.emplace_back("STRATA_CUDA_API", o.cuda_api);
     }
@@ -304,18 +266,18 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   if (!cmd.empty() && cmd[0].size() > 1 && cmd[0][0] == '-') {
     PrintError("record: unknown option " + cmd[0]);
     std::fprintf(stderr, "Run 'strata record --help' for usage.\n");
-    return 2;
+    return kExitUsage;
   }
   if (TrailingCommandGiven()) {
     if (!cmd.empty()) {
       PrintError("record: unexpected argument '" + cmd[0] + "' before '--'");
-      return 2;
+      return kExitUsage;
     }
     cmd = TrailingCommand();
   }
   if (cmd.empty()) {
     PrintError("record: no command given (usage: strata record [options] -- CMD [ARGS...])");
-    return 2;
+    return kExitUsage;
   }
   for (size_t pos = 0; o.accel != "auto" && o.accel != "all" && o.accel != "none" && pos <= o.accel.size();) {
     size_t comma = o.accel.find(',', pos);
@@ -323,28 +285,28 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     std::string item = o.accel.substr(pos, comma - pos);
     if (item != "cuda" && item != "opencl" && item != "hsa") {
       PrintError("record: --accel: unknown collector '" + item + "' (auto, none, or a list of cuda,opencl,hsa)");
-      return 2;
+      return kExitUsage;
     }
     pos = comma + 1;
   }
   if (!o.gpu_metrics.empty() && o.gpu_metrics.rfind("kernels=", 0) != 0 && o.gpu_metrics.rfind("steps=", 0) != 0) {
     PrintError("record: --gpu-metrics must be kernels=N[,skip=M] or steps=A-B");
-    return 2;
+    return kExitUsage;
   }
   if (o.policy != "drop" && o.policy != "block") {
     PrintError("record: --buffer-policy must be 'drop' or 'block'");
-    return 2;
+    return kExitUsage;
   }
   if (o.unwind != "fp" && o.unwind != "dwarf") {
     PrintError("record: --unwind must be 'fp' or 'dwarf'");
-    return 2;
+    return kExitUsage;
   }
   format::ControlBlock control;
   format::InitControlBlock(&control);
   format::OpsMode mode;
   if (!format::ParseOpsMode(o.ops, &mode)) {
     PrintError("record: --ops must be 'all', 'sampled' or 'off'");
-    return 2;
+    return kExitUsage;
   }
   control.ops_mode.store(static_cast<uint32_t>(mode));
   control.detail.store(o.shapes ? 1 : 0);
@@ -352,40 +314,52 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     int64_t first = 0, last = 0;
     if (!ParseStepRange(o.ops_steps, &first, &last)) {
       PrintError("record: --ops-steps must be a step number or a range A-B (e.g. 10-20)");
-      return 2;
+      return kExitUsage;
     }
     control.detail_first_step.store(first);
     control.detail_last_step.store(last);
   }
   if (o.sample_window_ms > o.sample_period_ms) {
     PrintError("record: --sample-window must not exceed --sample-period");
-    return 2;
+    return kExitUsage;
   }
   control.sample_window_ms.store(o.sample_window_ms);
   control.sample_period_ms.store(o.sample_period_ms);
   control.batch_size.store(o.batch_size);
   control.memory.store(o.no_memory ? 0 : 1);
-  if (o.output.empty()) o.output = DefaultOutput();
-  o.output = AbsolutePath(o.output);
   o.command = cmd;
 
   InstallPaths paths = FindInstallPaths();
   if (!PathExists(paths.lib_dir + "/libstrata.so")) {
     PrintError("cannot find libstrata.so in " + paths.lib_dir + " (set STRATA_LIB_DIR)");
-    return 1;
+    return kExitRecordSetup;
   }
-  Status st = PrepareDirectory(o);
-  if (!st.ok()) {
-    PrintError(st.message());
-    return 1;
+  // A command that cannot run is said now, and leaves no trace behind.
+  std::string why;
+  if (int rc = ResolveCommand(cmd[0], &why); rc != 0) {
+    PrintError("cannot run '" + cmd[0] + "': " + why);
+    return rc;
   }
+  InstallSignalHandlers();
+  if (o.output.empty()) o.output = NewDefaultOutput();
+  o.output = AbsolutePath(o.output);
+  auto dir_fd = TakeTraceDirectory(o.output, o.force);
+  if (!dir_fd.ok()) {
+    PrintError(dir_fd.status().message());
+    return kExitRecordSetup;
+  }
+  // *dir_fd stays open (close-on-exec): it holds the directory's lock until strata exits.
 
   Manifest manifest = NewManifest(cmd);
+  // Until FinishManifest replaces it, the manifest says the recording is under
+  // way: a reader that finds it so while no process holds the directory's lock
+  // knows the supervisor died.
+  manifest.extra["recording"] = {{"state", "running"}, {"supervisor_pid", ::getpid()}};
   format::TraceIdentity id;
   id.uuid = format::NewRandomUuid();
   id.clock_offset_ns = manifest.start_realtime_ns - manifest.start_monotonic_ns;
   id.hostname = manifest.hostname;
-  st = WriteFileAtomic(JoinPath(JoinPath(o.output, "ctf"), "metadata"), format::GenerateMetadata(id));
+  Status st = WriteFileAtomic(JoinPath(JoinPath(o.output, "ctf"), "metadata"), format::GenerateMetadata(id));
   if (st.ok()) {
     manifest.options = {{"buffer_bytes", o.buffer_mb << 20}, {"chunk_bytes", o.chunk_kb << 10},
                         {"buffer_policy", o.policy},        {"flush_ms", o.flush_ms},
@@ -408,7 +382,7 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   if (!st.ok()) {
     PrintError(st.message());
-    return 1;
+    return kExitRecordSetup;
   }
 
   std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output, &manifest);
@@ -418,7 +392,7 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   st = WriteManifest(o.output, manifest);
   if (!st.ok()) {
     PrintError(st.message());
-    return 1;
+    return kExitRecordSetup;
   }
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
@@ -432,28 +406,30 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   int pipefd[2], gofd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0 || ::pipe2(gofd, O_CLOEXEC) != 0) {
     PrintError(std::string("pipe: ") + std::strerror(errno));
-    return 1;
+    return kExitRecordSetup;
   }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = ForwardSignal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 
   std::unique_ptr<collectors::os::OsCollector> os;
   if (o.os) os = std::make_unique<collectors::os::OsCollector>(OsOptionsFrom(o), JoinPath(o.output, "ctf"), id.uuid);
 
   if (!o.quiet) std::fprintf(stderr, "strata: recording to %s\n", o.output.c_str());
+  // Signals wait across fork: the child must not run our handlers, and the
+  // parent forwards only once it knows the child's pid.
+  sigset_t all, before;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &before);
   pid_t pid = ::fork();
   if (pid < 0) {
-    PrintError(std::string("fork: ") + std::strerror(errno));
-    return 1;
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    PrintError(std::string("fork: ") + std::strerror(e));
+    return kExitRecordSetup;
   }
   if (pid == 0) {
+    RestoreSignalsForChild();
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     ::close(pipefd[0]);
     ::close(gofd[1]);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
     // Wait for the go byte. EOF (the supervisor died) also lets CMD run: the
     // program must never be held back by strata.
     char go;
@@ -463,18 +439,20 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     int err = errno;
     ssize_t w = ::write(pipefd[1], &err, sizeof err);
     (void)w;
-    ::_exit(err == ENOENT ? 127 : 126);
+    ::_exit(err == ENOENT ? kExitNotFound : kExitCannotRun);
   }
-  g_child = pid;
+  ProgramStarted(pid);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   ::close(pipefd[1]);
   ::close(gofd[0]);
+  manifest.extra["recording"]["program_pid"] = pid;
   if (os) {
     os->Open(pid);
     AddOsNotes(&manifest, *os, o.quiet);
     os->Start();
-    st = WriteManifest(o.output, manifest);
-    if (!st.ok()) PrintError(st.message());
   }
+  st = WriteManifest(o.output, manifest);
+  if (!st.ok()) PrintError(st.message());
   ssize_t gw;
   do gw = ::write(gofd[1], "g", 1);
   while (gw < 0 && errno == EINTR);
@@ -485,10 +463,16 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   while (n < 0 && errno == EINTR);
   ::close(pipefd[0]);
 
+  // Wait for CMD's end without reaping it: until it is reaped its pid cannot be
+  // reused, so a signal forwarded meanwhile cannot reach another process.
+  siginfo_t exited;
+  std::memset(&exited, 0, sizeof exited);
+  while (::waitid(P_PID, static_cast<id_t>(pid), &exited, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  ProgramEnded();
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  g_child = 0;
   if (os) {
     st = os->Stop();
     if (!st.ok()) PrintError("OS collector: " + st.message());
@@ -505,22 +489,36 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                             {"proc_samples", os_stats.proc_samples}};
   }
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
+    // CMD was checked before; it vanished or changed since. The trace says
+    // plainly that nothing ran (not that the recorder failed to load).
+    int rc = exec_errno == ENOENT ? kExitNotFound : kExitCannotRun;
+    std::string reason = "the command could not be run: " + cmd[0] + ": " + std::strerror(exec_errno);
     PrintError("cannot run '" + cmd[0] + "': " + std::strerror(exec_errno));
-    (void)FinishManifest(o.output, &manifest, exec_errno == ENOENT ? 127 : 126, 0, "exec failed");
-    return exec_errno == ENOENT ? 127 : 126;
+    manifest.extra["recording"]["state"] = "not_run";
+    manifest.extra["exit_status"] = rc;
+    manifest.extra["note"] = reason;
+    AddCollector(&manifest, "recorder", "unavailable", reason + "; nothing was recorded");
+    (void)WriteManifest(o.output, manifest);
+    return rc;
   }
   int rc = 0, sig = 0;
-  if (WIFEXITED(status)) rc = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) {
+  if (WIFEXITED(status)) {
+    rc = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
     sig = WTERMSIG(status);
     rc = 128 + sig;
+    manifest.extra["signal_name"] = SignalName(sig);
+    if (WCOREDUMP(status)) manifest.extra["core_dumped"] = true;
   }
+  manifest.extra["recording"]["state"] = "finished";
   st = FinishManifest(o.output, &manifest, rc, sig, "");
   if (!st.ok()) PrintError(st.message());
   if (!o.quiet) {
     std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %llu events lost)\n", o.output.c_str(),
                  static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(manifest.lost));
+    if (sig) std::fprintf(stderr, "strata: the program was killed by %s\n", SignalName(sig).c_str());
   }
+  if (sig) DieLikeTheProgram(sig);
   return rc;
 }
 

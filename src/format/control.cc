@@ -76,9 +76,17 @@ Status WriteControlFile(const std::string& path, const ControlBlock& cb) {
 }
 
 StatusOr<ControlBlock*> MapControlFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  // Written through a shared mapping: never follow a link planted in the trace
+  // directory, and never map (or block on) anything but a regular file.
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno == ELOOP)
+    return Err(StatusCode::kPermission, "{} is a symbolic link: refusing to follow it", path);
   if (fd < 0) return ErrnoErr(errno, "open {}", path);
   struct stat st;
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Err(StatusCode::kInvalidArgument, "{} is not a regular file", path);
+  }
   if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(ControlBlock))) {
     ::close(fd);
     return Err(StatusCode::kCorrupt, "{}: shorter than a control block", path);

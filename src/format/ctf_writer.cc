@@ -24,15 +24,14 @@ StreamWriter::~StreamWriter() {
 
 Status StreamWriter::Open(const std::string& path) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
-  if (fd_ < 0) return ErrnoErr(errno, "cannot create stream file {}", path);
+  STRATA_ASSIGN_OR_RETURN(fd_, CreateNewFile(path, O_APPEND));  // a new file: never through a planted link
   return OkStatus();
 }
 
 Status StreamWriter::OpenUnique(const std::string& base) {
   for (int i = 0; i < 100000; ++i) {
     std::string path = i == 0 ? base : base + "." + std::to_string(i);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
     if (fd >= 0) {
       fd_ = fd;
       path_ = path;

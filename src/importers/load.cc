@@ -1,5 +1,9 @@
 #include "importers/load.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+
 #include "base/error.h"
 #include "base/files.h"
 #include "importers/kineto/byte_source.h"
@@ -15,7 +19,13 @@ TraceFormat DetectFormat(const std::string& path) {
 }
 
 StatusOr<model::Trace> LoadTrace(const std::string& path, const LoadOptions& opt) {
-  if (!PathExists(path)) return Err(StatusCode::kNotFound, "{}: no such file or directory", path);
+  // Only a directory or a regular file can be a trace: a FIFO or a device would
+  // block or never end, so they are refused before anything opens them.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return StatError(errno, path);
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+    return Err(StatusCode::kInvalidArgument, "{} is {}, not a trace (a trace directory or a file)", path,
+               FileKindName(st.st_mode));
   switch (DetectFormat(path)) {
     case TraceFormat::kStrata: return LoadStrataTrace(path, opt);
     case TraceFormat::kChromeJson: return LoadKinetoTrace(path, opt);

@@ -7,8 +7,16 @@
 //   exec*()                  -> interposed exec family flushes first
 //   fatal signal             -> handler flushes, then re-raises with the old action
 //   SIGKILL                  -> the periodic flush (100 ms) bounds the loss
+//
+// In a process that runs with privileges it did not get from its caller (a
+// setuid or setgid program, file capabilities: the kernel's AT_SECURE), the
+// environment belongs to a less privileged user, so libstrata takes nothing from
+// it: every variable is read with secure_getenv, and the recorder does not start
+// at all there (it would write where the environment says and dlopen what it
+// names, with the program's privileges). It says so on stderr.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,8 +79,22 @@ void AtExit() {
   if (InOwnProcess()) Finalize();
 }
 
+// AT_SECURE covers setuid, setgid and file capabilities; differing ids also
+// cover a process that changed them itself before libstrata was loaded.
+bool Privileged() {
+  return ::getauxval(AT_SECURE) != 0 || ::geteuid() != ::getuid() || ::getegid() != ::getgid();
+}
+
 __attribute__((constructor)) void StrataInit() {
-  const char* dir = std::getenv("STRATA_TRACE_DIR");
+  if (Privileged()) {
+    // getenv only to tell the user why nothing is recorded; its value is not used.
+    if (std::getenv("STRATA_TRACE_DIR"))
+      std::fprintf(stderr,
+                   "strata: not recording this process: it runs with privileges its caller does not have (setuid, "
+                   "setgid or file capabilities), and strata takes no settings from the environment there\n");
+    return;
+  }
+  const char* dir = ::secure_getenv("STRATA_TRACE_DIR");
   if (!dir || !*dir) return;
   Status st = Start(ConfigFromEnv());
   if (!st.ok()) {
@@ -102,8 +124,9 @@ Fn Next(const char* name) {
 //   STRATA_TORCH_PROBE  soname whose presence means "libtorch is here"
 //   STRATA_TORCH_LIB    the observer library (libstrata_torch.so)
 void AttachFrameworkObservers() {
-  const char* probe = std::getenv("STRATA_TORCH_PROBE");
-  const char* lib = std::getenv("STRATA_TORCH_LIB");
+  if (Privileged()) return;  // never dlopen a path from the environment with privileges
+  const char* probe = ::secure_getenv("STRATA_TORCH_PROBE");
+  const char* lib = ::secure_getenv("STRATA_TORCH_LIB");
   if (!probe || !*probe || !lib || !*lib) return;
   void* fw = dlopen(probe, RTLD_NOW | RTLD_NOLOAD);
   if (!fw) return;

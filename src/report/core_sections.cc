@@ -4,12 +4,40 @@
 #include <algorithm>
 
 #include "analysis/summary.h"
+#include "base/files.h"
 #include "report/section.h"
 
 namespace strata::report {
 namespace {
 
 using nlohmann::json;
+
+// How the recorded program ended, from the manifest: its exit status, the
+// signal that killed it, or why that is unknown. A manifest still marked
+// "running" whose directory no `strata record` holds locked was left by a
+// supervisor that died (SIGKILL) before it could write the end.
+std::string ProgramEnd(const json& m, const std::string& path) {
+  std::string state;
+  if (m.contains("recording") && m["recording"].is_object() && m["recording"].contains("state") &&
+      m["recording"]["state"].is_string())
+    state = m["recording"]["state"].get<std::string>();
+  if (state == "running") {
+    if (DirectoryLocked(path)) return "unknown: still being recorded (strata record is running)";
+    return "unknown: the recording supervisor died (strata record was killed before the program ended); the "
+           "program's exit status is unknown and the trace may lack its end";
+  }
+  if (state == "not_run")
+    return "none: " + (m.contains("note") && m["note"].is_string() ? m["note"].get<std::string>()
+                                                                     : std::string("the command could not be run"));
+  if (m.contains("signal") && m["signal"].is_number_integer() && m["signal"].get<int>() > 0) {
+    std::string name = m.contains("signal_name") && m["signal_name"].is_string()
+                           ? m["signal_name"].get<std::string>()
+                           : "";
+    return fmt::format("killed by signal {}{}", m["signal"].get<int>(), name.empty() ? "" : " (" + name + ")");
+  }
+  if (m.contains("exit_status")) return m["exit_status"].dump();
+  return "";
+}
 
 class OverviewSection : public Section {
  public:
@@ -31,7 +59,8 @@ class OverviewSection : public Section {
           if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
         out += fmt::format("  command     {}\n", cmd);
       }
-      if (manifest_.contains("exit_status")) out += fmt::format("  exit status {}\n", manifest_["exit_status"].dump());
+      if (std::string end = ProgramEnd(manifest_, path_); !end.empty())
+        out += fmt::format("  exit status {}\n", end);
     }
     out += fmt::format("  duration    {}\n", FormatDuration(o_.duration_ns));
     out += fmt::format("  processes   {}   threads {}   streams {}\n", o_.processes, o_.threads, o_.streams.size());
@@ -58,6 +87,8 @@ class OverviewSection : public Section {
                   {"lost_events", o_.lost_events}, {"processes", o_.processes},
                   {"threads", o_.threads},       {"streams", streams}};
     if (!manifest_.is_null()) j["manifest"] = manifest_;
+    if (manifest_.is_object())
+      if (std::string end = ProgramEnd(manifest_, path_); !end.empty()) j["trace"]["program_end"] = end;
   }
 
  private:

@@ -280,7 +280,7 @@ void Session::Disable() { on_.store(false, std::memory_order_relaxed); }
 SessionOptions SessionOptions::FromEnv() {
   SessionOptions o;
   auto num = [](const char* name, uint64_t def) -> uint64_t {
-    const char* v = std::getenv(name);
+    const char* v = ::secure_getenv(name);
     if (!v || !*v) return def;
     char* end = nullptr;
     unsigned long long x = std::strtoull(v, &end, 10);
@@ -289,8 +289,8 @@ SessionOptions SessionOptions::FromEnv() {
   o.buffer_bytes = num("STRATA_CUPTI_BUFFER_BYTES", 8u << 20) & ~uint64_t{7};
   o.max_buffers = num("STRATA_CUPTI_BUFFERS", 32);
   o.flush_ms = static_cast<uint32_t>(num("STRATA_CUPTI_FLUSH_MS", 100));
-  if (const char* m = std::getenv("STRATA_GPU_METRICS")) o.gpu_metrics = m;
-  if (const char* a = std::getenv("STRATA_CUDA_API")) {
+  if (const char* m = ::secure_getenv("STRATA_GPU_METRICS")) o.gpu_metrics = m;
+  if (const char* a = ::secure_getenv("STRATA_CUDA_API")) {
     std::string_view v = a;
     o.api = v == "all" ? Api::kAllCallbacks : v == "activity" ? Api::kActivity : v == "none" ? Api::kNone : Api::kCallbacks;
   }

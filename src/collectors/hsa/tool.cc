@@ -747,7 +747,7 @@ bool Load(HsaApiTable* table) {
   // Timestamps of async copies must be switched on before the copies.
   g_ext.hsa_amd_profiling_async_copy_enable_fn(true);
 
-  const char* sel = std::getenv("STRATA_HSA_API");
+  const char* sel = ::secure_getenv("STRATA_HSA_API");
   bool all = sel && std::strcmp(sel, "all") == 0;
 #define STRATA_HSA_WRAP(T, table_ptr, n)                                                   \
   if (Fits(table_ptr->version, offsetof(T, n##_fn)) && table_ptr->n##_fn) {               \

@@ -115,7 +115,7 @@ struct Settings {
 };
 
 int64_t EnvInt(const char* name, int64_t def) {
-  const char* v = std::getenv(name);
+  const char* v = ::secure_getenv(name);
   if (!v || !*v) return def;
   char* end = nullptr;
   long long x = std::strtoll(v, &end, 10);
@@ -138,7 +138,7 @@ Settings ReadSettings() {
     s.memory = cb->memory.load(std::memory_order_relaxed) != 0;
     s.modules = cb->modules.load(std::memory_order_relaxed) != 0;
   } else {
-    if (const char* m = std::getenv("STRATA_TORCH_OPS")) fmt_::ParseOpsMode(m, &s.mode);
+    if (const char* m = ::secure_getenv("STRATA_TORCH_OPS")) fmt_::ParseOpsMode(m, &s.mode);
     s.detail = EnvInt("STRATA_TORCH_SHAPES", 0) != 0;
     s.detail_first = EnvInt("STRATA_TORCH_DETAIL_FIRST_STEP", -1);
     s.detail_last = EnvInt("STRATA_TORCH_DETAIL_LAST_STEP", -1);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/files.h"
 
 namespace strata::importers::kineto {
 
@@ -241,8 +242,7 @@ std::unique_ptr<ByteSource> Wrap(std::unique_ptr<RawInput> in) {
 }  // namespace
 
 StatusOr<std::unique_ptr<ByteSource>> OpenByteSource(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoErr(errno, "open {}", path);
+  STRATA_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path));  // never blocks on a FIFO
   struct stat st;
   auto in = std::make_unique<FdInput>(fd, path);
   if (::fstat(fd, &st) == 0) in->total = static_cast<uint64_t>(st.st_size);
