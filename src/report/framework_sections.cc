@@ -44,7 +44,9 @@ class TrainingSection : public Section {
     if (s_.steps.empty()) return;
     const auto& d = s_.duration;
     out += fmt::format("Training steps: {} counted", d.count);
-    if (s_.skipped) out += fmt::format(" ({} warm-up skipped)", s_.skipped);
+    if (s_.skipped)
+      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped, s_.skipped == 1 ? "" : "s",
+                         opt_.skip_steps);
     out += fmt::format("   mean {}   p50 {}   p90 {}\n", FormatDuration(static_cast<int64_t>(d.mean)),
                        FormatDuration(d.p50), FormatDuration(d.p90));
     if (s_.samples_per_s > 0)
