@@ -21,7 +21,9 @@ struct ControlArgs {
 
 int RunControl(const ControlArgs& a) {
   auto cf = ControlFile::Open(a.trace);
-  if (!cf.ok()) return BadInput(cf.status().message());
+  if (!cf.ok())
+    return BadInput(a.trace + " is not a recording strata can control (" + cf.status().message() +
+                    "); give the directory of a running `strata record -o DIR`");
   uint32_t tiers = cf->tiers();
   int64_t first = cf->first_step(), last = cf->last_step();
   if (!a.tiers.empty()) {

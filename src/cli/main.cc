@@ -26,14 +26,10 @@
 namespace strata::cli {
 namespace {
 
-struct CommandHelp {
-  std::string synopsis;  // after "Usage: "; several lines for several forms
-  std::string examples;
-};
-
-std::map<const CLI::App*, CommandHelp>& Helps() {
-  static std::map<const CLI::App*, CommandHelp> h;
-  return h;
+// Each command's synopsis: after "Usage: ", a line per form.
+std::map<const CLI::App*, std::string>& Synopses() {
+  static std::map<const CLI::App*, std::string> s;
+  return s;
 }
 
 // CLI11's usage line lists options and positionals; strata's commands print
@@ -41,11 +37,11 @@ std::map<const CLI::App*, CommandHelp>& Helps() {
 class StrataFormatter : public CLI::Formatter {
  public:
   std::string make_usage(const CLI::App* app, std::string name) const override {
-    auto it = Helps().find(app);
-    if (it == Helps().end()) return CLI::Formatter::make_usage(app, std::move(name));
+    auto it = Synopses().find(app);
+    if (it == Synopses().end()) return CLI::Formatter::make_usage(app, std::move(name));
     std::string out;
     size_t start = 0;
-    const std::string& s = it->second.synopsis;
+    const std::string& s = it->second;
     while (start < s.size()) {
       size_t nl = s.find('\n', start);
       if (nl == std::string::npos) nl = s.size();
@@ -139,7 +135,7 @@ int UsageError(CLI::App& app, CLI::App* cmd, const CLI::ParseError& e, const Arg
     for (const CLI::Option* o : cmd->get_options()) {
       if (!o->get_required() || o->count() > 0) continue;
       if (!message.empty()) message += "; ";
-      if (o->get_positional() && o->nonpositional() == false)
+      if (!o->nonpositional())
         message += "missing " + Upper(o->get_name()) + " (" + o->get_description() + ")";
       else
         message += "missing option " + o->get_name(false, true);
@@ -211,7 +207,7 @@ bool& TrailingCommandGiven() {
 void PrintError(const std::string& message) { std::fprintf(stderr, "strata: %s\n", message.c_str()); }
 
 void SetCommandHelp(CLI::App* cmd, const std::string& synopsis, const std::string& examples) {
-  Helps()[cmd] = {synopsis, examples};
+  Synopses()[cmd] = synopsis;
   cmd->footer("Examples:\n" + examples);
 }
 
