@@ -45,7 +45,10 @@ class OverviewSection : public Section {
         out += fmt::format("  ... {} more\n", o_.streams.size() - opt.top);
         break;
       }
-      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, s.tid,
+      // Only a thread's stream has a thread id (the CPU streams' is the CPU's
+      // number, the /proc sampler's a sentinel that printed as 4294967295).
+      std::string tid = s.kind == "thread" && s.tid >= 0 && s.tid < UINT32_MAX ? std::to_string(s.tid) : "-";
+      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, tid,
                          Truncate(s.name, 20), s.events, s.lost);
     }
   }
