@@ -235,6 +235,8 @@ void CheckGolden(const std::vector<std::string>& extra, const std::string& golde
 
 TEST(GpuAnalysis, ReportGolden) { CheckGolden({"--batch-size", "32"}, "small_trace.json"); }
 TEST(GpuAnalysis, ReportGoldenHtaCompat) { CheckGolden({"--hta-compat"}, "small_trace_hta.json"); }
+// Every row and every critical-path segment (the default JSON is a summary).
+TEST(GpuAnalysis, ReportGoldenFull) { CheckGolden({"--batch-size", "32", "--full"}, "small_trace_full.json"); }
 
 }  // namespace
 }  // namespace strata

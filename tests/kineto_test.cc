@@ -520,11 +520,11 @@ TEST(Kineto, ReportCommandBadInput) {
   std::ofstream(dir + "/bad.json") << "{\"traceEvents\": [{\"ph\": \"X\",";
   std::ofstream(dir + "/bin.dat") << std::string("\x01\x02\x03garbage", 10);
   auto r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bad.json"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   r = testing::RunCommand({testing::StrataBin(), "report", dir + "/bin.dat"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("unrecognized trace format"), std::string::npos) << r.err;
 }
 

@@ -13,6 +13,7 @@
 #include "analysis/gpu.h"
 #include "analysis/memory.h"
 #include "analysis/summary.h"
+#include "base/units.h"
 
 namespace strata::analysis {
 
@@ -92,8 +93,11 @@ bool IsSyncCall(std::string_view n) {
          Contains(n, "hsa_signal_wait") || n == "aten::item" || n == "aten::_local_scalar_dense";
 }
 
-std::string Ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
-std::string Us(double ns) { return fmt::format("{:.1f} us", ns / 1e3); }
+// Durations, sizes and counts as people read them (base/units.h).
+std::string Ms(double ns) { return HumanDuration(ns); }
+std::string Us(double ns) { return HumanDuration(ns); }
+std::string MiB(double bytes) { return HumanBytes(bytes); }
+std::string N(double n) { return HumanCount(n); }
 
 void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // Time the step's own thread spends inside data-loading scopes.
@@ -250,9 +254,9 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   f.category = "dispatch_overhead";
   f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
   f.evidence = fmt::format("{:.0f} op calls per step typically shorter than {} each (mean {}), issued one after the other in "
-                           "{:.1f} scopes per step: {} per step inside the ops, {} with the host code between them, of "
+                           "{} scopes per step: {} per step inside the ops, {} with the host code between them, of "
                            "a {} step. Mostly per-call dispatch cost, not math. {:.0f} op calls per step in all.",
-                           per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_ns / tiny_count : 0), c.PerStep(nloops),
+                           per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_ns / tiny_count : 0), N(c.PerStep(nloops)),
                            Ms(per_step_ops_ns), Ms(per_step_loop_ns), Ms(c.step_ns), c.PerStep(ops));
   f.metrics = {{"tiny_ops_per_step", per_step_count},
                {"tiny_op_ns_per_step", per_step_ops_ns},
@@ -341,12 +345,12 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   if (gain < 1) return;
   Finding f;
   f.category = "host_sync";
-  f.title = fmt::format("{:.1f} host synchronizations per step leave the device idle {:.0f}% of the step", per_step_syncs,
+  f.title = fmt::format("{} host synchronizations per step leave the device idle {:.0f}% of the step", N(per_step_syncs),
                         gain);
-  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; {:.1f} of them per step drain the "
+  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; {} of them per step drain the "
                            "device, which then has nothing queued until the host has woken up and launched again: {} "
                            "of device idle per step of {}.",
-                           Ms(c.PerStep(blocked)), c.PerStep(counted), Ms(idle), Ms(c.step_ns));
+                           Ms(c.PerStep(blocked)), N(c.PerStep(counted)), Ms(idle), Ms(c.step_ns));
   f.metrics = {{"syncs_per_step", per_step_syncs},
                {"draining_syncs_per_step", c.PerStep(counted)},
                {"blocked_ns_per_step", c.PerStep(blocked)},
@@ -435,22 +439,22 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
   std::string names;
   for (auto& [n, x] : op_names) names += (names.empty() ? "" : ", ") + n;
   if (have_memory) {
-    f.title = fmt::format("Large temporary allocations every step: {:.1f} MiB per step, {:.0f}% of the step getting fresh "
+    f.title = fmt::format("Large temporary allocations every step: {} per step, {:.0f}% of the step getting fresh "
                           "memory",
-                          temp_bytes / 1048576.0, pct);
+                          MiB(temp_bytes), pct);
     std::string top;
     for (size_t i = 0; i < a.temporaries_by_name.size() && i < 3; ++i)
-      top += fmt::format("{}{} {:.1f} MiB ({:.1f} blocks)", i ? ", " : "", a.temporaries_by_name[i].name,
-                         c.PerStep(static_cast<double>(a.temporaries_by_name[i].bytes)) / 1048576.0,
-                         c.PerStep(static_cast<double>(a.temporaries_by_name[i].count)));
+      top += fmt::format("{}{} {} ({} blocks)", i ? ", " : "", a.temporaries_by_name[i].name,
+                         MiB(c.PerStep(static_cast<double>(a.temporaries_by_name[i].bytes))),
+                         N(c.PerStep(static_cast<double>(a.temporaries_by_name[i].count))));
     f.evidence = fmt::format(
-        "Each step allocates {:.1f} MiB in {:.0f} allocations; {:.1f} MiB of it in {:.0f} temporaries freed within the "
+        "Each step allocates {} in {} allocations; {} of it in {} temporaries freed within the "
         "same step{} (largest per step: {}). The allocation ops that made them ({}) take {} per step including the first "
         "touch of their fresh pages, {} of it on the critical path of a {} step{}{}.",
-        c.PerStep(static_cast<double>(a.bytes)) / 1048576.0, c.PerStep(static_cast<double>(a.allocs)), temp_bytes / 1048576.0,
-        c.PerStep(static_cast<double>(a.temporaries)), a.addresses ? "" : " (no addresses: every allocation counted)", top,
+        MiB(c.PerStep(static_cast<double>(a.bytes))), N(c.PerStep(static_cast<double>(a.allocs))), MiB(temp_bytes),
+        N(c.PerStep(static_cast<double>(a.temporaries))), a.addresses ? "" : " (no addresses: every allocation counted)", top,
         names.empty() ? "none" : names, Ms(c.PerStep(op_ns)), Ms(on_path), Ms(c.step_ns),
-        faults > 0 ? fmt::format("; {:.0f} page faults per step inside them", faults) : "",
+        faults > 0 ? fmt::format("; {} page faults per step inside them", N(faults)) : "",
         sys_ns > 0 ? fmt::format("; {} per step in mmap/munmap/brk/madvise outside them", Ms(sys_ns)) : "");
     for (size_t i = 0; i < a.temporaries_by_name.size() && i < 5; ++i) f.involved.push_back(a.temporaries_by_name[i].name);
   } else {
@@ -512,9 +516,9 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   Finding f;
   f.category = "memcpy";
   f.title = fmt::format("Copies between host and device are on the critical path: {:.0f}% of the step", pct);
-  f.evidence = fmt::format("{} per step of copies sit on the critical path; {:.0f} copies per step move {:.1f} MiB, {:.0f} "
+  f.evidence = fmt::format("{} per step of copies sit on the critical path; {} copies per step move {}, {} "
                            "of them from pageable host memory.",
-                           Ms(per_step), c.PerStep(copies), c.PerStep(bytes) / 1048576.0, c.PerStep(pageable));
+                           Ms(per_step), N(c.PerStep(copies)), MiB(c.PerStep(bytes)), N(c.PerStep(pageable)));
   f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
                {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)}};
   // Pinned, asynchronous copies overlap with compute: what is on the path can hide.

@@ -12,14 +12,16 @@
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
 #include "analysis/summary.h"
+#include "base/units.h"
 
 namespace strata::analysis {
 namespace {
 
 using model::ThreadState;
 
-std::string Ms(double ns) { return fmt::format("{:.2f} ms", ns / 1e6); }
-std::string Us(double ns) { return fmt::format("{:.1f} us", ns / 1e3); }
+// Durations and counts as people read them (base/units.h).
+std::string Ms(double ns) { return HumanDuration(ns); }
+std::string Us(double ns) { return HumanDuration(ns); }
 
 int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
@@ -144,10 +146,10 @@ void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
   f.evidence = fmt::format(
       "On the step's thread, {:.0f} reads and {:.0f} writes per step move under {} KiB each (mean {:.0f} bytes; {}): "
       "{} per step inside the calls (median {} each) and {} between them (issuing the next one, or preempted), {} of a "
-      "{} step, to move {:.1f} KiB per "
+      "{} step, to move {} per "
       "step. The same bytes in {} KiB blocks would take about {}.",
       c.PerStep(reads), c.PerStep(writes), kSmallIo / 1024, mean_bytes, names, Ms(c.PerStep(call_ns)),
-      Us(static_cast<double>(d.p50)), Ms(c.PerStep(loop_gap_ns)), Ms(loop_ns), Ms(c.step_ns), step_bytes / 1024.0,
+      Us(static_cast<double>(d.p50)), Ms(c.PerStep(loop_gap_ns)), Ms(loop_ns), Ms(c.step_ns), HumanBytes(step_bytes),
       static_cast<int>(kLargeBlock / 1024), Ms(large_cost));
   f.metrics = {{"syscalls_per_step", per_step_calls},
                {"mean_bytes_per_call", mean_bytes},
@@ -530,9 +532,10 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
   };
   uint32_t step_track = *step_tracks.begin();
   std::string waits = fmt::format(
-      "The step's thread ({}, on CPUs {}) is runnable but not running {} per step ({:.0f}% of a {} step, {:.1f} "
+      "The step's thread ({}, on CPUs {}) is runnable but not running {} per step ({:.0f}% of a {} step, {} "
       "preemptions per step) and on CPU {}.",
-      ThreadName(t, step_track), cpus_of(step_track, &step_cpus), Ms(per_step), pct, Ms(c.step_ns), c.PerStep(preemptions),
+      ThreadName(t, step_track), cpus_of(step_track, &step_cpus), Ms(per_step), pct, Ms(c.step_ns),
+      HumanCount(c.PerStep(preemptions)),
       Ms(c.PerStep(on_cpu)));
   auto metrics = [&](double part) {
     return std::vector<std::pair<std::string, double>>{{"runnable_ns_per_step", per_step},

@@ -15,11 +15,12 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/roofline.h"
+#include "base/units.h"
 
 namespace strata::analysis {
 namespace {
 
-std::string Ms(double ns) { return ns >= 1e6 ? fmt::format("{:.2f} ms", ns / 1e6) : fmt::format("{:.1f} us", ns / 1e3); }
+std::string Ms(double ns) { return HumanDuration(ns); }
 
 std::string Flops(double v) {
   if (v >= 1e12) return fmt::format("{:.1f} TFLOP/s", v / 1e12);

@@ -141,6 +141,7 @@ std::vector<CounterStats> Counters(const model::Trace& t) {
   for (size_t k = 0; k < out.size(); ++k) {
     if (out[k].samples) out[k].mean /= static_cast<double>(out[k].samples);
     out[k].name = std::string(t.strings.Get(t.counter_series[k].name));
+    out[k].unit = std::string(t.strings.Get(t.counter_series[k].unit));
     if (int32_t trk = t.counter_series[k].track; trk >= 0 && static_cast<size_t>(trk) < t.tracks.size()) {
       // A thread's own series: say whose.
       std::string_view tn = t.strings.Get(t.tracks[static_cast<size_t>(trk)].name);

@@ -66,6 +66,7 @@ StepStats Steps(const model::Trace& t, double batch_size = 0);
 struct CounterStats {
   std::string name;
   std::string process;
+  std::string unit;  // the series' unit ("bytes", "bytes/s", "%"); empty when none
   uint64_t samples = 0;
   double min = 0, max = 0, mean = 0, last = 0;
 };

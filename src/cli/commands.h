@@ -32,10 +32,33 @@ InstallPaths FindInstallPaths();
 std::vector<std::string>& TrailingCommand();
 bool& TrailingCommandGiven();
 
-// Writes `t`'s CPU samples as folded stacks to `path` ("-" or empty: stdout).
-int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu = false);
+// Writes `t`'s CPU samples as folded stacks to `path` ("-" or empty: stdout);
+// an existing file is replaced only with `force`. Returns an exit code.
+int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu = false,
+                    bool force = false);
 
 // Prints "strata: <message>" on stderr.
 void PrintError(const std::string& message);
+
+// `cmd`'s usage line(s) for --help and usage errors ("strata report [OPTIONS]
+// TRACE"; a newline between forms) and the examples that end its --help (main.cc).
+void SetCommandHelp(CLI::App* cmd, const std::string& synopsis, const std::string& examples);
+// The command or option of `app`/`cmd` closest to a mistyped one; empty when
+// none is close ("did you mean").
+std::string SuggestCommand(const CLI::App& app, const std::string& typed);
+std::string SuggestOption(const CLI::App& cmd, const std::string& typed);
+
+// Output files: every command that writes one refuses to replace an existing
+// file unless --force is given, as `record` does with its directory. Returns
+// kExitOk, or prints why not and returns kExitOutput.
+int CheckOutputPath(const std::string& path, bool force);
+// Writes `contents` to `path` (atomically; "-" or empty: standard output) after
+// CheckOutputPath. Returns an exit code (kExitOutput when it cannot be written).
+int WriteOutput(const std::string& path, const std::string& contents, bool force);
+// Writes to standard output; kExitOutput (with a message) when that fails (a
+// closed pipe, a full disk).
+int WriteStdout(const std::string& contents);
+// A trace that could not be loaded: prints the reason, returns kExitBadInput.
+int BadInput(const std::string& message);
 
 }  // namespace strata::cli

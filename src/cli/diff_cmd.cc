@@ -6,6 +6,7 @@
 
 #include "analysis/diff.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "importers/load.h"
 #include "report/diff_report.h"
 
@@ -17,25 +18,22 @@ struct DiffArgs {
   bool json = false;
   size_t top = 15;
   size_t skip_steps = 1;
+  std::string output;
+  bool force = false;
+  bool full = false;
 };
 
 int RunDiff(const DiffArgs& args) {
+  if (int rc = CheckOutputPath(args.output, args.force); rc != kExitOk) return rc;
   auto a = importers::LoadTrace(args.a);
-  if (!a.ok()) {
-    PrintError(a.status().message());
-    return 1;
-  }
+  if (!a.ok()) return BadInput(a.status().message());
   auto b = importers::LoadTrace(args.b);
-  if (!b.ok()) {
-    PrintError(b.status().message());
-    return 1;
-  }
+  if (!b.ok()) return BadInput(b.status().message());
   analysis::DiffOptions opt;
   opt.skip_steps = args.skip_steps;
   analysis::TraceDiff d = analysis::Diff(*a, *b, opt);
-  std::string out = args.json ? report::DiffToJson(d, 1000).dump(2) + "\n" : report::DiffToText(d, args.a, args.b, args.top);
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  std::string out = args.json ? report::DiffToJson(d, args.full ? SIZE_MAX : args.top).dump(2) + "\n" : report::DiffToText(d, args.a, args.b, args.top);
+  return WriteOutput(args.output, out, args.force);
 }
 
 }  // namespace
@@ -43,11 +41,19 @@ int RunDiff(const DiffArgs& args) {
 void AddDiffCommand(CLI::App& app) {
   auto args = std::make_shared<DiffArgs>();
   CLI::App* cmd = app.add_subcommand("diff", "Compare two traces: step time change and what explains it");
-  cmd->add_option("before", args->a, "Trace A (before)")->required();
-  cmd->add_option("after", args->b, "Trace B (after)")->required();
+  cmd->add_option("before", args->a, "trace A, before the change")->required();
+  cmd->add_option("after", args->b, "trace B, after the change")->required();
   cmd->add_flag("--json", args->json, "Print JSON");
-  cmd->add_option("--top", args->top, "Rows to show")->capture_default_str();
+  cmd->add_option("--top", args->top, "Rows in each table (text and JSON)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->capture_default_str();
   cmd->add_option("--skip-steps", args->skip_steps, "Warm-up steps to leave out")->capture_default_str();
+  cmd->add_flag("--full", args->full, "JSON: every row of each table (default: the --top rows)");
+  cmd->add_option("-o,--output", args->output, "Write the comparison to this file instead of standard output");
+  cmd->add_flag("--force", args->force, "Replace the -o file if it exists");
+  SetCommandHelp(cmd, "strata diff [OPTIONS] BEFORE AFTER",
+                 "  strata diff base-run fixed-run               step-time change and the ops/kernels that explain it\n"
+                 "  strata diff a.pt.trace.json b.pt.trace.json --skip-steps 3 --json");
   cmd->callback([args]() { throw CLI::RuntimeError(RunDiff(*args)); });
 }
 

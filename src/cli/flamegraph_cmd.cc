@@ -9,11 +9,12 @@
 #include "analysis/os.h"
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "importers/load.h"
 
 namespace strata::cli {
 
-int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu) {
+int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, bool threads, bool off_cpu, bool force) {
   analysis::FoldedOptions o;
   o.spans = spans;
   o.off_cpu = off_cpu;
@@ -23,16 +24,7 @@ int WriteFlamegraph(const model::Trace& t, const std::string& path, bool spans, 
     std::fprintf(stderr, "strata: the trace has no off-CPU stacks (they need root or CAP_PERFMON at record time)\n");
   else if (!off_cpu && t.cpu_samples.size() == 0)
     std::fprintf(stderr, "strata: the trace has no CPU samples (recorded with --sample-hz 0, --no-os, or the kernel refused sampling)\n");
-  if (path.empty() || path == "-") {
-    std::fwrite(folded.data(), 1, folded.size(), stdout);
-    return 0;
-  }
-  Status st = WriteFileAtomic(path, folded);
-  if (!st.ok()) {
-    PrintError(st.message());
-    return 1;
-  }
-  return 0;
+  return WriteOutput(path, folded, force);
 }
 
 namespace {
@@ -43,15 +35,14 @@ struct FlamegraphArgs {
   bool spans = false;
   bool no_threads = false;
   bool off_cpu = false;
+  bool force = false;
 };
 
 int RunFlamegraph(const FlamegraphArgs& a) {
+  if (int rc = CheckOutputPath(a.output, a.force); rc != kExitOk) return rc;
   auto trace = importers::LoadTrace(a.trace);
-  if (!trace.ok()) {
-    PrintError(trace.status().message());
-    return 1;
-  }
-  return WriteFlamegraph(*trace, a.output, a.spans, !a.no_threads, a.off_cpu);
+  if (!trace.ok()) return BadInput(trace.status().message());
+  return WriteFlamegraph(*trace, a.output, a.spans, !a.no_threads, a.off_cpu, a.force);
 }
 
 }  // namespace
@@ -59,12 +50,18 @@ int RunFlamegraph(const FlamegraphArgs& a) {
 void AddFlamegraphCommand(CLI::App& app) {
   auto args = std::make_shared<FlamegraphArgs>();
   CLI::App* cmd = app.add_subcommand("flamegraph", "Write a trace's CPU samples as folded stacks for flame graphs");
-  cmd->add_option("trace", args->trace, "A strata trace directory")->required();
+  cmd->add_option("trace", args->trace, "a strata trace directory")->required();
   cmd->add_option("-o,--output", args->output, "Output file (default: stdout)");
+  cmd->add_flag("--force", args->force, "Replace the -o file if it exists");
   cmd->add_flag("--spans", args->spans, "Put the spans/ops open at each sample between the thread and its frames");
   cmd->add_flag("--no-threads", args->no_threads, "Do not start stacks with process and thread");
   cmd->add_flag("--off-cpu", args->off_cpu,
                 "Fold the stacks threads blocked in, weighted by microseconds off CPU (recorded as root)");
+  SetCommandHelp(cmd, "strata flamegraph [OPTIONS] TRACE",
+                 "  strata flamegraph mytrace | flamegraph.pl > cpu.svg   an SVG flame graph (Brendan Gregg's flamegraph.pl)\n"
+                 "  strata flamegraph mytrace -o cpu.folded               for speedscope or inferno\n"
+                 "  strata flamegraph mytrace --spans --no-threads        the ops open at each sample under its frames\n"
+                 "  strata flamegraph mytrace --off-cpu -o wait.folded    where threads blocked (recorded with --sched)");
   cmd->callback([args]() { throw CLI::RuntimeError(RunFlamegraph(*args)); });
 }
 

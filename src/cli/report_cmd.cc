@@ -1,15 +1,16 @@
-// `strata report TRACE [--json]`
+// `strata report TRACE [--json|--html FILE] [--full] [--top N] [-o FILE]`
 #include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "base/files.h"
 #include "base/progress.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "importers/load.h"
-#include "base/files.h"
-#include "report/report.h"
 #include "report/html_report.h"
+#include "report/report.h"
 #include "report/sweep_report.h"
 
 namespace strata::cli {
@@ -19,56 +20,56 @@ struct ReportArgs {
   std::string trace;
   bool json = false;
   std::string html;
+  std::string output;
   size_t top = 20;
+  bool full = false;
+  bool force = false;
   bool hta = false;
   double batch_size = 0;
   double kernel_wait_us = 30;
   std::string flamegraph;
 };
 
-int WriteHtml(const std::string& path, const std::string& html) {
-  Status st = WriteFileAtomic(path, html);
-  if (!st.ok()) {
-    PrintError(st.message());
-    return 1;
+int WriteHtml(const std::string& path, const std::string& html, bool force) {
+  int rc = WriteOutput(path, html, force);
+  if (rc == kExitOk && path != "-") std::fprintf(stderr, "strata: wrote %s\n", path.c_str());
+  return rc;
+}
+
+int RunSweepReport(const ReportArgs& a, const std::string& sweep_json) {
+  auto text = ReadFile(sweep_json);
+  if (!text.ok()) return BadInput(text.status().message());
+  analysis::SweepSummary s;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!report::SweepFromJson(j, &s)) return BadInput(sweep_json + ": not a strata sweep summary");
+  if (!a.html.empty()) {
+    nlohmann::json r = {{"trace", {{"path", a.trace}, {"source", "sweep"}}}, {"sweep", report::SweepToJson(s)}};
+    int rc = WriteHtml(a.html, report::RenderHtml(r, "strata sweep: " + a.trace), a.force);
+    if (rc != kExitOk || !a.json) return rc;
   }
-  std::fprintf(stderr, "strata: wrote %s\n", path.c_str());
-  return 0;
+  std::string out = a.json ? report::SweepToJson(s).dump(2) + "\n" : report::SweepToText(s);
+  return WriteOutput(a.output, out, a.force);
 }
 
 int RunReport(const ReportArgs& a) {
+  // Refuse before the (long) analysis rather than after it.
+  for (const std::string* p : {&a.html, &a.output, &a.flamegraph})
+    if (int rc = CheckOutputPath(*p, a.force); rc != kExitOk) return rc;
   // A sweep directory (strata sweep) reports its summary.
   std::string sweep_json = JoinPath(a.trace, "sweep.json");
-  if (IsDirectory(a.trace) && PathExists(sweep_json)) {
-    auto text = ReadFile(sweep_json);
-    analysis::SweepSummary s;
-    nlohmann::json j = text.ok() ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-    if (!report::SweepFromJson(j, &s)) {
-      PrintError(sweep_json + ": not a strata sweep summary");
-      return 1;
-    }
-    if (!a.html.empty()) {
-      nlohmann::json r = {{"trace", {{"path", a.trace}, {"source", "sweep"}}}, {"sweep", report::SweepToJson(s)}};
-      return WriteHtml(a.html, report::RenderHtml(r, "strata sweep: " + a.trace));
-    }
-    std::string out = a.json ? report::SweepToJson(s).dump(2) + "\n" : report::SweepToText(s);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return 0;
-  }
+  if (IsDirectory(a.trace) && PathExists(sweep_json)) return RunSweepReport(a, sweep_json);
   importers::LoadOptions lo;
   lo.progress = true;  // drawn only on a terminal
   auto trace = importers::LoadTrace(a.trace, lo);
-  if (!trace.ok()) {
-    PrintError(trace.status().message());
-    return 1;
-  }
+  if (!trace.ok()) return BadInput(trace.status().message());
   if (!a.flamegraph.empty()) {
-    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true);
-    if (rc != 0) return rc;
-    if (a.flamegraph == "-") return 0;
+    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);
+    if (rc != kExitOk) return rc;
+    if (a.flamegraph == "-") return kExitOk;
   }
   report::ReportOptions opt;
   opt.top = a.top;
+  opt.full = a.full;
   opt.analysis.hta_compat = a.hta;
   opt.analysis.batch_size = a.batch_size;
   opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
@@ -80,20 +81,18 @@ int RunReport(const ReportArgs& a) {
   report::Report& r = *rep;
   bar.Finish();
   if (!a.html.empty()) {
-    int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace));
-    if (rc != 0 || !a.json) return rc;
+    int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace), a.force);
+    if (rc != kExitOk || !a.json) return rc;
   }
+  std::string s;
   if (a.json) {
     // Names come from traced programs (thread names, Python frames) and may be
     // any bytes: invalid UTF-8 is replaced rather than aborting the report.
-    std::string s = r.Json().dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fputc('\n', stdout);
+    s = r.Json().dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace) + "\n";
   } else {
-    std::string s = r.Text();
-    std::fwrite(s.data(), 1, s.size(), stdout);
+    s = r.Text();
   }
-  return 0;
+  return WriteOutput(a.output, s, a.force);
 }
 
 }  // namespace
@@ -102,19 +101,35 @@ void AddReportCommand(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Summarize a trace: steps, GPU time breakdown, kernels, launches, transfers, ops, spans, counters");
-  cmd->add_option("trace", args->trace, "A strata trace directory, or a PyTorch-profiler trace (.json, .json.gz)")
+  cmd->add_option("trace", args->trace, "a strata trace directory, or a PyTorch-profiler trace (.json, .json.gz)")
       ->required();
-  cmd->add_flag("--json", args->json, "Print one JSON object instead of text");
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of text (a summary; --full for every row)");
   cmd->add_option("--html", args->html, "Write a self-contained HTML report with charts to this file");
-  cmd->add_option("--top", args->top, "Rows in each table")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "Write the text or JSON report to this file instead of standard output");
+  cmd->add_option("--top", args->top, "Rows in each table, in the text and the JSON (and the slowest steps shown)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_flag("--full", args->full,
+                "JSON and HTML: every row of every table, every step, every segment of every step's critical path "
+                "(large on long runs)");
+  cmd->add_flag("--force", args->force, "Replace output files (-o, --html, --flamegraph) that already exist");
   cmd->add_flag("--hta-compat", args->hta,
                 "Compute the GPU figures as HTA (HolisticTraceAnalysis) does: whole microseconds, last step dropped, "
                 "every event with a stream number counted as GPU work, devices of a rank pooled");
-  cmd->add_option("--batch-size", args->batch_size, "Samples per step, for the throughput");
+  cmd->add_option("--batch-size", args->batch_size,
+                  "Samples per step, for the throughput (default: as recorded, or `strata record --batch-size`)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--kernel-wait-us", args->kernel_wait_us,
                   "Idle gaps between kernels shorter than this are 'kernel wait'")
       ->capture_default_str();
   cmd->add_option("--flamegraph", args->flamegraph, "Also write the CPU samples as folded stacks to FILE (- for stdout only)");
+  SetCommandHelp(cmd, "strata report [OPTIONS] TRACE",
+                 "  strata report mytrace                        the summary as text\n"
+                 "  strata report mytrace --json -o r.json       as JSON: the top 20 rows of each table, step statistics\n"
+                 "  strata report mytrace --json --full          every row, every step, every critical-path segment\n"
+                 "  strata report mytrace --html report.html     one self-contained page with charts\n"
+                 "  strata report rank0.pt.trace.json.gz --hta-compat --batch-size 32\n"
+                 "                                               a PyTorch-profiler trace, GPU figures as HTA computes them");
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 

@@ -26,6 +26,7 @@
 #include "analysis/sweep.h"
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "report/sweep_report.h"
 #include "importers/load.h"
 
@@ -91,7 +92,7 @@ int RunSweep(SweepArgs a) {
   auto eq = a.param.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 >= a.param.size()) {
     PrintError("sweep: --param takes NAME=V1,V2,... (e.g. batch_size=1,2,4,8)");
-    return 2;
+    return kExitUsage;
   }
   std::string name = a.param.substr(0, eq);
   std::vector<std::string> values;
@@ -103,11 +104,11 @@ int RunSweep(SweepArgs a) {
   }
   if (values.empty()) {
     PrintError("sweep: no values given for " + name);
-    return 2;
+    return kExitUsage;
   }
   if (!TrailingCommandGiven() || TrailingCommand().empty()) {
     PrintError("sweep: no command given (usage: strata sweep --param NAME=V1,V2 -- CMD ... {NAME} ...)");
-    return 2;
+    return kExitUsage;
   }
   const std::vector<std::string>& cmd = TrailingCommand();
   bool placeholder = std::any_of(cmd.begin(), cmd.end(), [&](const std::string& s) {
@@ -115,7 +116,7 @@ int RunSweep(SweepArgs a) {
   });
   if (!placeholder && !a.env) {
     PrintError("sweep: the command has no {" + name + "} placeholder; add one or use --env");
-    return 2;
+    return kExitUsage;
   }
   if (a.output.empty()) {
     time_t now = ::time(nullptr);
@@ -126,13 +127,13 @@ int RunSweep(SweepArgs a) {
     a.output = buf;
   }
   if (PathExists(JoinPath(a.output, "sweep.json")) && !a.force) {
-    PrintError(a.output + " already holds a sweep (use --force to overwrite)");
-    return 1;
+    PrintError(a.output + " already holds a sweep (use --force to replace it)");
+    return kExitOutput;
   }
   Status st = MakeDirs(a.output);
   if (!st.ok()) {
     PrintError(st.message());
-    return 1;
+    return kExitOutput;
   }
   // Samples per step: a number, the parameter itself ({name} or a name with
   // "batch" in it), or unknown (throughput is then in steps/s).
@@ -144,7 +145,7 @@ int RunSweep(SweepArgs a) {
       fixed_samples = std::stod(a.samples_per_step);
     } catch (...) {
       PrintError("sweep: --samples-per-step takes a number or {" + name + "}");
-      return 2;
+      return kExitUsage;
     }
   }
 
@@ -198,12 +199,13 @@ int RunSweep(SweepArgs a) {
   st = WriteFileAtomic(JoinPath(a.output, "sweep.json"), j.dump(2) + "\n");
   if (!st.ok()) {
     PrintError(st.message());
-    return 1;
+    return kExitOutput;
   }
   std::string out = a.json ? j.dump(2) + "\n" : report::SweepToText(sum);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (int rc = WriteStdout(out); rc != kExitOk) return rc;
   bool any = std::any_of(sum.points.begin(), sum.points.end(), [](const auto& p) { return p.error.empty(); });
-  return any ? 0 : 1;
+  if (!any) PrintError("sweep: no run produced steps (see the errors above and the logs in " + a.output + ")");
+  return any ? kExitOk : kExitFailure;
 }
 
 }  // namespace
@@ -217,8 +219,14 @@ void AddSweepCommand(CLI::App& app) {
   cmd->add_option("--samples-per-step", args->samples_per_step,
                   "Samples in one step: a number or {NAME} (default: the value, when NAME contains 'batch')");
   cmd->add_option("--skip-steps", args->skip_steps, "Warm-up steps to leave out of each run")->capture_default_str();
-  cmd->add_flag("-f,--force", args->force, "Overwrite an existing sweep directory");
+  cmd->add_flag("-f,--force", args->force, "Replace a sweep already in the output directory");
   cmd->add_flag("--json", args->json, "Print the summary as JSON");
+  SetCommandHelp(cmd, "strata sweep --param NAME=V1,V2,... [OPTIONS] -- COMMAND [ARGS...]",
+                 "  strata sweep --param batch_size=1,2,4,8 -- python3 train.py --batch {batch_size}\n"
+                 "                                  throughput and latency per batch size, where throughput saturates\n"
+                 "  strata sweep --param workers=0,2,4 --env -o loaders -- python3 train.py\n"
+                 "                                  the value also in $WORKERS; the runs in loaders/workers=N/\n"
+                 "  strata report loaders            the sweep's summary again");
   cmd->callback([args]() { throw CLI::RuntimeError(RunSweep(*args)); });
 }
 

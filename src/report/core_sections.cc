@@ -2,9 +2,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/summary.h"
 #include "base/files.h"
+#include "base/units.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -72,20 +74,32 @@ class OverviewSection : public Section {
         out += fmt::format("  ... {} more\n", o_.streams.size() - opt.top);
         break;
       }
-      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, s.tid,
+      // Only a thread's stream has a thread id (the CPU streams' is the CPU's
+      // number, the /proc sampler's a sentinel that printed as 4294967295).
+      std::string tid = s.kind == "thread" && s.tid >= 0 && s.tid < UINT32_MAX ? std::to_string(s.tid) : "-";
+      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, tid,
                          Truncate(s.name, 20), s.events, s.lost);
     }
   }
-  void RenderJson(json& j, const ReportOptions&) const override {
-    json streams = json::array();
+  void RenderJson(json& j, const ReportOptions& opt) const override {
+    // Every stream that lost events, then the others up to the row limit.
+    std::vector<const analysis::StreamStats*> rows;
     for (const auto& s : o_.streams)
-      streams.push_back({{"process", s.process}, {"pid", s.pid}, {"tid", s.tid}, {"name", s.name}, {"kind", s.kind},
-                         {"events", s.events}, {"lost_events", s.lost}});
+      if (s.lost > 0) rows.push_back(&s);
+    size_t others = 0;
+    for (const auto& s : o_.streams)
+      if (s.lost == 0 && others++ < opt.max_rows) rows.push_back(&s);
+    if (rows.size() < o_.streams.size()) j["detail"]["omitted_rows"]["trace.streams"] = o_.streams.size() - rows.size();
+    json streams = json::array();
+    for (const auto* s : rows)
+      streams.push_back({{"process", s->process}, {"pid", s->pid}, {"tid", s->tid}, {"name", s->name}, {"kind", s->kind},
+                         {"events", s->events}, {"lost_events", s->lost}});
     j["trace"] = {{"source", source_},           {"path", path_},
                   {"start_ns", o_.start_ns},     {"end_ns", o_.end_ns},
                   {"duration_ns", o_.duration_ns}, {"events", o_.events},
                   {"lost_events", o_.lost_events}, {"processes", o_.processes},
-                  {"threads", o_.threads},       {"streams", streams}};
+                  {"threads", o_.threads},       {"stream_count", o_.streams.size()},
+                  {"streams", streams}};
     if (!manifest_.is_null()) j["manifest"] = manifest_;
     if (manifest_.is_object())
       if (std::string end = ProgramEnd(manifest_, path_); !end.empty()) j["trace"]["program_end"] = end;
@@ -99,7 +113,9 @@ class OverviewSection : public Section {
 
 class StepsSection : public Section {
  public:
-  void Build(const model::Trace& t, const ReportOptions& opt) override { s_ = analysis::Steps(t, opt.analysis.batch_size); }
+  // The throughput is the training section's (one source, whatever gives the
+  // batch size): it adds steps.throughput_per_s to the JSON.
+  void Build(const model::Trace& t, const ReportOptions&) override { s_ = analysis::Steps(t); }
   void RenderText(std::string& out, const ReportOptions&) const override {
     if (s_.count == 0) {
       out += "Steps: none recorded\n";
@@ -109,18 +125,31 @@ class StepsSection : public Section {
     out += fmt::format("Steps: {}   mean {}   p50 {}   p90 {}   p99 {}   min {}   max {}\n", s_.count,
                        FormatDuration(static_cast<int64_t>(d.mean)), FormatDuration(d.p50), FormatDuration(d.p90),
                        FormatDuration(d.p99), FormatDuration(d.min), FormatDuration(d.max));
-    if (s_.throughput_per_s > 0)
-      out += fmt::format("  throughput {:.1f} samples/s (batch size {:g})\n", s_.throughput_per_s, s_.batch_size);
   }
-  void RenderJson(json& j, const ReportOptions&) const override {
+  void RenderJson(json& j, const ReportOptions& opt) const override {
     const auto& d = s_.duration;
-    j["steps"] = {{"count", s_.count}, {"mean_ns", d.mean}, {"p50_ns", d.p50}, {"p90_ns", d.p90}, {"p99_ns", d.p99},
-                  {"min_ns", d.min},   {"max_ns", d.max},   {"durations_ns", s_.durations_ns},
-                  {"numbers", s_.numbers}};
-    if (s_.batch_size > 0) {
-      j["steps"]["batch_size"] = s_.batch_size;
-      j["steps"]["throughput_per_s"] = s_.throughput_per_s;
+    j["steps"] = {{"count", s_.count}, {"mean_ns", d.mean}, {"p50_ns", d.p50}, {"p90_ns", d.p90},
+                  {"p99_ns", d.p99},   {"min_ns", d.min},   {"max_ns", d.max}};
+    // The slowest steps, slowest first.
+    std::vector<size_t> order(s_.durations_ns.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s_.durations_ns[a] > s_.durations_ns[b]; });
+    order.resize(std::min(order.size(), opt.full ? size_t{0} : opt.max_rows));
+    if (!opt.full) {
+      json slowest = json::array();
+      for (size_t i : order) slowest.push_back({{"number", s_.numbers[i]}, {"index", i}, {"duration_ns", s_.durations_ns[i]}});
+      j["steps"]["slowest"] = slowest;
     }
+    // One duration per step (the step-time chart), thinned on very long runs to
+    // each stretch's longest step: durations_every steps per point.
+    const auto& v = s_.durations_ns;
+    size_t every = opt.full ? 1 : std::max<size_t>(1, (v.size() + kStepSeriesPoints - 1) / kStepSeriesPoints);
+    json series = json::array();
+    for (size_t i = 0; i < v.size(); i += every) series.push_back(*std::max_element(v.begin() + static_cast<ptrdiff_t>(i),
+                                                                                     v.begin() + static_cast<ptrdiff_t>(std::min(v.size(), i + every))));
+    j["steps"]["durations_ns"] = series;
+    j["steps"]["durations_every"] = every;
+    if (opt.full) j["steps"]["numbers"] = s_.numbers;
   }
 
  private:
@@ -155,13 +184,11 @@ class SpansSection : public Section {
     }
   }
   void RenderJson(json& j, const ReportOptions& opt) const override {
-    json a = json::array();
-    for (size_t i = 0; i < spans_.size() && i < opt.max_rows; ++i) {
+    j["spans"] = JsonRows(j, "spans", spans_.size(), opt, [&](size_t i) {
       const auto& s = spans_[i];
-      a.push_back({{"name", s.name}, {"kind", s.kind}, {"count", s.count}, {"total_ns", s.total_ns},
-                   {"self_ns", s.self_ns}, {"max_ns", s.max_ns}});
-    }
-    j["spans"] = a;
+      return json{{"name", s.name},         {"kind", s.kind},       {"count", s.count},
+                  {"total_ns", s.total_ns}, {"self_ns", s.self_ns}, {"max_ns", s.max_ns}};
+    });
   }
 
  private:
@@ -177,16 +204,29 @@ class CountersSection : public Section {
                        "min", "mean", "max", "last");
     for (size_t i = 0; i < c_.size() && i < opt.top; ++i) {
       const auto& c = c_[i];
-      out += fmt::format("  {:<32} {:<24} {:>9} {:>12.6g} {:>12.6g} {:>12.6g} {:>12.6g}\n", Truncate(c.name, 32),
-                         Truncate(c.process, 24), c.samples, c.min, c.mean, c.max, c.last);
+      auto v = [&c](double x) { return CounterValue(x, c.unit); };
+      out += fmt::format("  {:<32} {:<24} {:>9} {:>12} {:>12} {:>12} {:>12}\n", Truncate(c.name, 32),
+                         Truncate(c.process, 24), c.samples, v(c.min), v(c.mean), v(c.max), v(c.last));
     }
+    if (c_.size() > opt.top) out += fmt::format("  ... {} more\n", c_.size() - opt.top);
   }
-  void RenderJson(json& j, const ReportOptions&) const override {
-    json a = json::array();
-    for (const auto& c : c_)
-      a.push_back({{"name", c.name}, {"process", c.process}, {"samples", c.samples}, {"min", c.min}, {"mean", c.mean},
-                   {"max", c.max}, {"last", c.last}});
-    j["counters"] = a;
+  void RenderJson(json& j, const ReportOptions& opt) const override {
+    j["counters"] = JsonRows(j, "counters", c_.size(), opt, [&](size_t i) {
+      const auto& c = c_[i];
+      return json{{"name", c.name}, {"process", c.process}, {"unit", c.unit}, {"samples", c.samples},
+                  {"min", c.min},   {"mean", c.mean},       {"max", c.max},   {"last", c.last}};
+    });
+  }
+
+  // A counter's value in its unit: bytes as KiB/MiB/GiB, rates per second, else
+  // integers as integers.
+  static std::string CounterValue(double v, const std::string& unit) {
+    if (unit == "bytes") return HumanBytes(v);
+    if (unit == "bytes/s") return HumanBytes(v) + "/s";
+    if (unit == "%") return HumanNumber(std::round(v * 10) / 10) + "%";
+    if (unit == "ns") return HumanDuration(v);
+    if (unit == "1/s") return HumanNumber(std::round(v * 10) / 10) + "/s";
+    return HumanNumber(v);
   }
 
  private:

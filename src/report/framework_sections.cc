@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/framework.h"
+#include "base/units.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -12,15 +14,18 @@ namespace {
 
 using nlohmann::json;
 
-// --skip-steps and --batch-size of `strata record`, from the manifest.
-analysis::FrameworkOptions OptionsFromManifest(const model::Trace& t) {
+// --skip-steps and --batch-size of `strata record`, from the manifest; `strata
+// report --batch-size` overrides the recorded batch size.
+analysis::FrameworkOptions FrameworkOptionsFor(const model::Trace& t, const ReportOptions& ro) {
   analysis::FrameworkOptions o;
+  if (ro.analysis.batch_size > 0) o.batch_size = static_cast<int64_t>(std::llround(ro.analysis.batch_size));
   if (t.manifest_json.empty()) return o;
   json m = json::parse(t.manifest_json, nullptr, false);
   if (!m.is_object() || !m.contains("options") || !m["options"].is_object()) return o;
   const json& opt = m["options"];
   if (opt.contains("skip_steps") && opt["skip_steps"].is_number_integer()) o.skip_steps = opt["skip_steps"].get<int64_t>();
-  if (opt.contains("batch_size") && opt["batch_size"].is_number_integer()) o.batch_size = opt["batch_size"].get<int64_t>();
+  if (o.batch_size == 0 && opt.contains("batch_size") && opt["batch_size"].is_number_integer())
+    o.batch_size = opt["batch_size"].get<int64_t>();
   return o;
 }
 
@@ -31,22 +36,25 @@ json& Framework(json& root) {
 
 class TrainingSection : public Section {
  public:
-  void Build(const model::Trace& t, const ReportOptions&) override {
-    opt_ = OptionsFromManifest(t);
+  void Build(const model::Trace& t, const ReportOptions& ro) override {
+    opt_ = FrameworkOptionsFor(t, ro);
     s_ = analysis::Training(t, opt_);
   }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (s_.steps.empty()) return;
     const auto& d = s_.duration;
     out += fmt::format("Training steps: {} counted", d.count);
-    if (s_.skipped) out += fmt::format(" ({} warm-up skipped)", s_.skipped);
+    if (s_.skipped)
+      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped, s_.skipped == 1 ? "" : "s",
+                         opt_.skip_steps);
     out += fmt::format("   mean {}   p50 {}   p90 {}\n", FormatDuration(static_cast<int64_t>(d.mean)),
                        FormatDuration(d.p50), FormatDuration(d.p90));
     if (s_.samples_per_s > 0)
-      out += fmt::format("  throughput  {:.1f} samples/s{}\n", s_.samples_per_s,
+      out += fmt::format("  throughput  {}{}\n", HumanRate(s_.samples_per_s, "samples"),
                          s_.batch_size ? fmt::format(" (batch {})", s_.batch_size) : std::string());
     else
-      out += "  throughput  unknown (no batch size: pass --batch-size or strata.step(samples=N))\n";
+      out += fmt::format("  throughput  {} (no batch size: pass --batch-size or strata.step(samples=N) for samples/s)\n",
+                         HumanRate(s_.duration.mean > 0 ? 1e9 / s_.duration.mean : 0, "steps"));
     out += fmt::format("  data wait   {:.1f}% of step time inside DataLoader __next__\n", s_.data_wait_pct);
     out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", "step", "time", "data wait", "samples", "mem peak",
                        "allocs");
@@ -63,13 +71,21 @@ class TrainingSection : public Section {
     }
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
-    json steps = json::array();
-    for (size_t i = 0; i < s_.steps.size() && i < opt.max_rows; ++i) {
-      const auto& st = s_.steps[i];
-      steps.push_back({{"number", st.number}, {"ts_ns", st.ts}, {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
-                       {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak}, {"allocs", st.allocs},
-                       {"skipped", st.skipped}});
-    }
+    // Every step in time order with --full; else the slowest counted steps.
+    std::vector<size_t> order(s_.steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (!opt.full)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (s_.steps[a].skipped != s_.steps[b].skipped) return !s_.steps[a].skipped;
+        return s_.steps[a].dur > s_.steps[b].dur;
+      });
+    json steps = JsonRows(root, "framework.steps.steps", order.size(), opt, [&](size_t k) {
+      const auto& st = s_.steps[order[k]];
+      return json{{"number", st.number},   {"ts_ns", st.ts},
+                  {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
+                  {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
+                  {"allocs", st.allocs},   {"skipped", st.skipped}};
+    });
     const auto& d = s_.duration;
     Framework(root)["steps"] = {{"count", d.count},
                                 {"skipped", s_.skipped},
@@ -80,7 +96,13 @@ class TrainingSection : public Section {
                                 {"batch_size", s_.batch_size},
                                 {"samples_per_s", s_.samples_per_s},
                                 {"data_wait_pct", s_.data_wait_pct},
+                                {"steps_order", opt.full ? "time" : "slowest first"},
                                 {"steps", steps}};
+    // The one throughput of the report: the steps section shows this too.
+    if (root.contains("steps") && s_.samples_per_s > 0) {
+      root["steps"]["throughput_per_s"] = s_.samples_per_s;
+      root["steps"]["batch_size"] = s_.batch_size;
+    }
   }
 
  private:
@@ -99,18 +121,18 @@ class FrameworkOpsSection : public Section {
     out += ")\n";
     if (s_.backward) out += fmt::format("  backward ops linked to their forward op: {} of {}\n", s_.backward_linked, s_.backward);
     if (s_.flops > 0 || s_.bytes > 0)
-      out += fmt::format("  estimated work: {:.3f} GFLOP, {:.2f} MB moved ({:.2f} FLOP/byte)\n", static_cast<double>(s_.flops) / 1e9,
-                         static_cast<double>(s_.bytes) / 1e6,
+      out += fmt::format("  estimated work: {:.3f} GFLOP, {} moved ({:.2f} FLOP/byte)\n", static_cast<double>(s_.flops) / 1e9,
+                         HumanBytes(static_cast<double>(s_.bytes)),
                          s_.bytes > 0 ? static_cast<double>(s_.flops) / static_cast<double>(s_.bytes) : 0.0);
     bool cost = std::any_of(s_.ops_by_name.begin(), s_.ops_by_name.end(), [](const auto& o) { return o.flops >= 0; });
     out += fmt::format("  {:<44} {:<8} {:>8} {:>11} {:>11} {:>7}{}\n", "op", "scope", "count", "total", "self", "self%",
-                       cost ? fmt::format(" {:>10} {:>10}", "GFLOP", "MB moved") : "");
+                       cost ? fmt::format(" {:>10} {:>11}", "GFLOP", "moved") : "");
     for (size_t i = 0; i < s_.ops_by_name.size() && i < opt.top; ++i) {
       const auto& o = s_.ops_by_name[i];
       std::string c;
       if (cost)
-        c = fmt::format(" {:>10} {:>10}", o.flops >= 0 ? fmt::format("{:.3f}", static_cast<double>(o.flops) / 1e9) : "-",
-                        o.bytes >= 0 ? fmt::format("{:.2f}", static_cast<double>(o.bytes) / 1e6) : "-");
+        c = fmt::format(" {:>10} {:>11}", o.flops >= 0 ? fmt::format("{:.3f}", static_cast<double>(o.flops) / 1e9) : "-",
+                        o.bytes >= 0 ? HumanBytes(static_cast<double>(o.bytes)) : "-");
       out += fmt::format("  {:<44} {:<8} {:>8} {:>11} {:>11} {:>6.1f}%{}\n", Truncate(o.name, 44), o.scope, o.count,
                          FormatDuration(o.total_ns), FormatDuration(o.self_ns), o.self_pct, c);
     }
@@ -124,15 +146,13 @@ class FrameworkOpsSection : public Section {
     }
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
-    auto rows = [&](const std::vector<analysis::FrameworkOpStats>& v) {
-      json a = json::array();
-      for (size_t i = 0; i < v.size() && i < opt.max_rows; ++i) {
+    auto rows = [&](const std::vector<analysis::FrameworkOpStats>& v, const std::string& key) {
+      return JsonRows(root, key, v.size(), opt, [&](size_t i) {
         const auto& o = v[i];
-        a.push_back({{"name", o.name}, {"scope", o.scope}, {"count", o.count}, {"total_ns", o.total_ns},
-                     {"self_ns", o.self_ns}, {"max_ns", o.max_ns}, {"self_pct", o.self_pct}, {"flops", o.flops},
-                     {"bytes", o.bytes}});
-      }
-      return a;
+        return json{{"name", o.name},         {"scope", o.scope},     {"count", o.count},
+                    {"total_ns", o.total_ns}, {"self_ns", o.self_ns}, {"max_ns", o.max_ns},
+                    {"self_pct", o.self_pct}, {"flops", o.flops},     {"bytes", o.bytes}};
+      });
     };
     json& f = Framework(root);
     f["ops_mode"] = s_.mode;
@@ -142,8 +162,8 @@ class FrameworkOpsSection : public Section {
     f["backward_linked"] = s_.backward_linked;
     f["flops"] = s_.flops;
     f["bytes"] = s_.bytes;
-    f["ops"] = rows(s_.ops_by_name);
-    f["modules"] = rows(s_.modules);
+    f["ops"] = rows(s_.ops_by_name, "framework.ops");
+    f["modules"] = rows(s_.modules, "framework.modules");
   }
 
  private:
@@ -168,9 +188,9 @@ class MemorySection : public Section {
     json devs = json::array();
     for (const auto& d : s_.devices) {
       if (d.layer != model::MemoryLayer::kAllocator) continue;  // the runtime's: the Memory section
-      // The timeline, thinned to at most max_rows points that keep each bucket's maximum.
+      // The timeline, thinned to at most kSeriesPoints points that keep each bucket's maximum.
       json tl = json::array();
-      size_t n = d.timeline.size(), per = std::max<size_t>(1, (n + opt.max_rows - 1) / std::max<size_t>(1, opt.max_rows));
+      size_t n = d.timeline.size(), per = std::max<size_t>(1, (n + kSeriesPoints - 1) / kSeriesPoints);
       for (size_t i = 0; i < n; i += per) {
         size_t best = i;
         for (size_t j = i; j < std::min(n, i + per); ++j)
@@ -181,11 +201,10 @@ class MemorySection : public Section {
                       {"peak_bytes", d.peak_bytes}, {"peak_ts_ns", d.peak_ts}, {"allocs", d.allocs}, {"frees", d.frees},
                       {"bytes_allocated", d.bytes_allocated}, {"timeline", tl}});
     }
-    json ops = json::array();
-    for (size_t i = 0; i < s_.ops.size() && i < opt.max_rows; ++i) {
+    json ops = JsonRows(root, "framework.memory.ops", s_.ops.size(), opt, [&](size_t i) {
       const auto& o = s_.ops[i];
-      ops.push_back({{"name", o.name}, {"allocs", o.allocs}, {"bytes", o.bytes}, {"peak_increase_bytes", o.peak_increase}});
-    }
+      return json{{"name", o.name}, {"allocs", o.allocs}, {"bytes", o.bytes}, {"peak_increase_bytes", o.peak_increase}};
+    });
     Framework(root)["memory"] = {{"devices", devs}, {"ops", ops}};
   }
 
@@ -205,9 +224,9 @@ class DataflowSection : public Section {
       out += fmt::format("  graph {} ({}): {} nodes, {} edges\n", g.name, g.process, g.nodes, g.edges);
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
-    json pairs = json::array();
-    for (size_t i = 0; i < s_.top_pairs.size() && i < opt.max_rows; ++i)
-      pairs.push_back({{"edge", s_.top_pairs[i].first}, {"count", s_.top_pairs[i].second}});
+    json pairs = JsonRows(root, "framework.dataflow.pairs", s_.top_pairs.size(), opt, [&](size_t i) {
+      return json{{"edge", s_.top_pairs[i].first}, {"count", s_.top_pairs[i].second}};
+    });
     json graphs = json::array();
     for (const auto& g : s_.graphs)
       graphs.push_back({{"name", g.name}, {"process", g.process}, {"nodes", g.nodes}, {"edges", g.edges}});

@@ -142,10 +142,9 @@ class GpuSection : public Section {
                 {"devices", devs},
                 {"last_step_dropped", ws_.last_step_dropped},
                 {"kernel_wait_threshold_ns", opt.analysis.kernel_wait_threshold_ns}};
-    json ks = json::array();
-    for (size_t i = 0; i < kernels_.rows.size() && i < opt.max_rows; ++i) {
+    json ks = JsonRows(j, "kernels", kernels_.rows.size(), opt, [&](size_t i) {
       const auto& k = kernels_.rows[i];
-      ks.push_back({{"name", k.name},
+      return json{{"name", k.name},
                     {"type", analysis::WorkTypeName(k.type)},
                     {"count", k.count},
                     {"total_ns", k.total_ns},
@@ -154,8 +153,8 @@ class GpuSection : public Section {
                     {"p50_ns", k.duration.p50},
                     {"p90_ns", k.duration.p90},
                     {"min_ns", k.duration.min},
-                    {"max_ns", k.duration.max}});
-    }
+                    {"max_ns", k.duration.max}};
+    });
     j["kernels"] = ks;
     json hist = json::array();
     for (const auto& h : kernels_.histogram)
@@ -166,11 +165,10 @@ class GpuSection : public Section {
                            {"kernels", kernels_.kernels},
                            {"duration", DistJson(kernels_.duration)},
                            {"histogram", hist}};
-    json bo = json::array();
-    for (size_t i = 0; i < by_op_.size() && i < opt.max_rows; ++i)
-      bo.push_back({{"op", by_op_[i].op}, {"kernel", by_op_[i].kernel}, {"count", by_op_[i].count},
-                    {"total_ns", by_op_[i].total_ns}});
-    j["kernels_by_op"] = bo;
+    j["kernels_by_op"] = JsonRows(j, "kernels_by_op", by_op_.size(), opt, [&](size_t i) {
+      return json{{"op", by_op_[i].op}, {"kernel", by_op_[i].kernel}, {"count", by_op_[i].count},
+                  {"total_ns", by_op_[i].total_ns}};
+    });
   }
 
  private:
@@ -269,13 +267,11 @@ class OpsSection : public Section {
     }
   }
   void RenderJson(json& j, const ReportOptions& opt) const override {
-    json a = json::array();
-    for (size_t i = 0; i < ops_.size() && i < opt.max_rows; ++i) {
+    j["ops"] = JsonRows(j, "ops", ops_.size(), opt, [&](size_t i) {
       const auto& o = ops_[i];
-      a.push_back({{"name", o.name}, {"count", o.count}, {"total_ns", o.total_ns}, {"self_ns", o.self_ns},
-                   {"max_ns", o.max_ns}, {"gpu_ns", o.gpu_ns}, {"gpu_self_ns", o.gpu_self_ns}, {"kernels", o.kernels}});
-    }
-    j["ops"] = a;
+      return json{{"name", o.name},     {"count", o.count},   {"total_ns", o.total_ns},       {"self_ns", o.self_ns},
+                  {"max_ns", o.max_ns}, {"gpu_ns", o.gpu_ns}, {"gpu_self_ns", o.gpu_self_ns}, {"kernels", o.kernels}};
+    });
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "analysis/memory.h"
+#include "base/units.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -13,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// Points of the timeline in the JSON: enough for a chart 2000 pixels wide.
-constexpr size_t kTimelinePoints = 2000;
 
 std::string DeviceName(const analysis::DeviceMemory& d) {
   std::string name = d.device == model::kNone ? "host" : fmt::format("gpu{}", d.device);
@@ -43,15 +42,16 @@ class MemorySection : public Section {
                          d.allocator_totals ? "" : " (levels summed from the events: no allocator totals)");
       const auto& c = d.churn;
       if (c.steps > 0) {
-        out += fmt::format("    per step ({} steps, mean / max): {:.1f} / {} allocations, {:.1f} / {} frees, {} / {} allocated, "
+        out += fmt::format("    per step ({} steps, mean / max): {} / {} allocations, {} / {} frees, {} / {} allocated, "
                            "{} / {} freed\n",
-                           c.steps, c.allocs.mean, c.allocs.max, c.frees.mean, c.frees.max, FormatBytes(c.bytes_allocated.mean),
+                           c.steps, HumanCount(c.allocs.mean), c.allocs.max, HumanCount(c.frees.mean), c.frees.max,
+                           FormatBytes(c.bytes_allocated.mean),
                            FormatBytes(static_cast<double>(c.bytes_allocated.max)), FormatBytes(c.bytes_freed.mean),
                            FormatBytes(static_cast<double>(c.bytes_freed.max)));
         if (d.addresses)
-          out += fmt::format("    temporaries (freed in the step that allocated them): {:.1f} per step, {} per step; "
-                             "{:.1f} ({}) freed inside the op that made them\n",
-                             c.temporaries.mean, FormatBytes(c.temporary_bytes.mean), c.op_temporaries.mean,
+          out += fmt::format("    temporaries (freed in the step that allocated them): {} per step, {} per step; "
+                             "{} ({}) freed inside the op that made them\n",
+                             HumanCount(c.temporaries.mean), FormatBytes(c.temporary_bytes.mean), HumanCount(c.op_temporaries.mean),
                              FormatBytes(c.op_temporary_bytes.mean));
       }
       if (!d.addresses) {
@@ -73,10 +73,10 @@ class MemorySection : public Section {
     json devs = json::array();
     for (const auto& d : s_.devices) {
       json tl = json::array();
-      for (const auto& p : analysis::DownsampleTimeline(d.timeline, kTimelinePoints)) tl.push_back({p.ts, p.bytes});
-      json live = json::array();
-      for (size_t i = 0; i < d.live_at_peak.size() && i < opt.max_rows; ++i)
-        live.push_back({{"name", d.live_at_peak[i].name}, {"bytes", d.live_at_peak[i].bytes}, {"count", d.live_at_peak[i].count}});
+      for (const auto& p : analysis::DownsampleTimeline(d.timeline, kSeriesPoints)) tl.push_back({p.ts, p.bytes});
+      json live = JsonRows(root, "memory.live_at_peak", d.live_at_peak.size(), opt, [&](size_t i) {
+        return json{{"name", d.live_at_peak[i].name}, {"bytes", d.live_at_peak[i].bytes}, {"count", d.live_at_peak[i].count}};
+      });
       const auto& c = d.churn;
       json churn = {{"steps", c.steps},
                     {"allocs_per_step", Stat(c.allocs)},

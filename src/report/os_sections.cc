@@ -38,66 +38,68 @@ class OsSection : public Section {
 
   void RenderJson(json& root, const ReportOptions& opt) const override {
     json os = json::object();
-    json threads = json::array();
-    for (size_t i = 0; i < o_.threads.size() && i < opt.max_rows; ++i) {
+    json threads = JsonRows(root, "os.threads", o_.threads.size(), opt, [&](size_t i) {
       const auto& x = o_.threads[i];
       json causes = json::array();
-      for (const auto& c : x.causes) causes.push_back(CauseJson(c));
+      for (size_t k = 0; k < x.causes.size() && k < opt.max_rows; ++k) causes.push_back(CauseJson(x.causes[k]));
       json wakers = json::array();
-      for (const auto& [w, n] : x.wakers) wakers.push_back({{"thread", w}, {"count", n}});
-      threads.push_back({{"process", x.process},         {"thread", x.thread},
-                         {"pid", x.pid},                 {"tid", x.tid},
-                         {"on_cpu_ns", x.on_cpu_ns},     {"off_cpu_ns", x.off_cpu_ns},
-                         {"runnable_ns", x.runnable_ns}, {"blocked_ns", x.blocked_ns},
-                         {"lock_ns", x.lock_ns},         {"unknown_ns", x.unknown_ns},
-                         {"switches", x.switches},       {"preemptions", x.preemptions},
-                         {"syscalls", x.syscalls},       {"syscall_ns", x.syscall_ns},
-                         {"samples", x.samples},         {"top_function", x.top_function},
-                         {"off_cpu_causes", causes},     {"woken_by", wakers}});
-    }
+      size_t w_shown = 0;
+      for (const auto& [w, n] : x.wakers)
+        if (w_shown++ < opt.max_rows) wakers.push_back({{"thread", w}, {"count", n}});
+      return json{{"process", x.process},         {"thread", x.thread},
+                  {"pid", x.pid},                 {"tid", x.tid},
+                  {"on_cpu_ns", x.on_cpu_ns},     {"off_cpu_ns", x.off_cpu_ns},
+                  {"runnable_ns", x.runnable_ns}, {"blocked_ns", x.blocked_ns},
+                  {"lock_ns", x.lock_ns},         {"unknown_ns", x.unknown_ns},
+                  {"switches", x.switches},       {"preemptions", x.preemptions},
+                  {"syscalls", x.syscalls},       {"syscall_ns", x.syscall_ns},
+                  {"samples", x.samples},         {"top_function", x.top_function},
+                  {"off_cpu_causes", causes},     {"woken_by", wakers}};
+    });
     os["threads"] = threads;
-    json causes = json::array();
-    for (const auto& c : o_.off_cpu) causes.push_back(CauseJson(c));
-    os["off_cpu"] = causes;
-    json calls = json::array();
-    for (const auto& s : o_.syscalls)
-      calls.push_back({{"name", s.name},       {"count", s.count},   {"errors", s.errors}, {"unfinished", s.unfinished},
-                       {"total_ns", s.total_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns},
-                       {"max_ns", s.max_ns}});
-    os["syscalls"] = calls;
-    json steps = json::array();
-    for (size_t i = 0; i < o_.steps.size() && i < opt.max_rows; ++i) {
-      const auto& s = o_.steps[i];
-      steps.push_back({{"step", s.step},           {"ts", s.ts},
+    os["off_cpu"] = JsonRows(root, "os.off_cpu", o_.off_cpu.size(), opt, [&](size_t i) { return CauseJson(o_.off_cpu[i]); });
+    os["syscalls"] = JsonRows(root, "os.syscalls", o_.syscalls.size(), opt, [&](size_t i) {
+      const auto& s = o_.syscalls[i];
+      return json{{"name", s.name},         {"count", s.count},     {"errors", s.errors}, {"unfinished", s.unfinished},
+                  {"total_ns", s.total_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns},
+                  {"max_ns", s.max_ns}};
+    });
+    // Per step: every step in time order with --full, else the slowest.
+    std::vector<size_t> order(o_.steps.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (!opt.full)
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return o_.steps[a].dur > o_.steps[b].dur; });
+    json steps = JsonRows(root, "os.steps", order.size(), opt, [&](size_t k) {
+      const auto& s = o_.steps[order[k]];
+      return json{{"step", s.step},           {"ts", s.ts},
                        {"dur_ns", s.dur},          {"thread", s.thread},
                        {"on_cpu_ns", s.on_cpu_ns}, {"runnable_ns", s.runnable_ns},
                        {"blocked_ns", s.blocked_ns}, {"lock_ns", s.lock_ns},
                        {"io_ns", s.io_ns},         {"syscalls", s.syscalls},
                        {"syscall_ns", s.syscall_ns}, {"top_syscall", s.top_syscall},
                        {"top_syscall_ns", s.top_syscall_ns}, {"process_cpu_ns", s.process_cpu_ns},
-                       {"samples", s.samples}});
-    }
+                       {"samples", s.samples}};
+    });
     os["steps"] = steps;
-    json funcs = json::array();
-    for (size_t i = 0; i < o_.functions.size() && i < opt.max_rows; ++i) {
+    os["steps_order"] = opt.full ? "time" : "slowest first";
+    json funcs = JsonRows(root, "os.samples.functions", o_.functions.size(), opt, [&](size_t i) {
       const auto& f = o_.functions[i];
-      funcs.push_back({{"function", f.function}, {"module", f.module}, {"kind", f.kind}, {"self", f.self}, {"total", f.total}});
-    }
-    json ops = json::array();
-    for (size_t i = 0; i < o_.ops.size() && i < opt.max_rows; ++i) {
+      return json{{"function", f.function}, {"module", f.module}, {"kind", f.kind}, {"self", f.self}, {"total", f.total}};
+    });
+    json ops = JsonRows(root, "os.samples.ops", o_.ops.size(), opt, [&](size_t i) {
       const auto& p = o_.ops[i];
-      ops.push_back({{"name", p.name}, {"kind", p.kind}, {"samples", p.samples}, {"top_function", p.top_function},
-                     {"top_function_samples", p.top_function_samples}});
-    }
-    json sthreads = json::array();
-    for (const auto& s : o_.sample_threads)
-      sthreads.push_back({{"process", s.process}, {"thread", s.thread}, {"tid", s.tid}, {"samples", s.samples},
-                          {"top_function", s.top_function}, {"top_function_samples", s.top_function_samples}});
-    json pyfuncs = json::array();
-    for (size_t i = 0; i < o_.python_functions.size() && i < opt.max_rows; ++i) {
+      return json{{"name", p.name}, {"kind", p.kind}, {"samples", p.samples}, {"top_function", p.top_function},
+                  {"top_function_samples", p.top_function_samples}};
+    });
+    json sthreads = JsonRows(root, "os.samples.threads", o_.sample_threads.size(), opt, [&](size_t i) {
+      const auto& s = o_.sample_threads[i];
+      return json{{"process", s.process}, {"thread", s.thread}, {"tid", s.tid}, {"samples", s.samples},
+                  {"top_function", s.top_function}, {"top_function_samples", s.top_function_samples}};
+    });
+    json pyfuncs = JsonRows(root, "os.samples.python_functions", o_.python_functions.size(), opt, [&](size_t i) {
       const auto& f = o_.python_functions[i];
-      pyfuncs.push_back({{"function", f.function}, {"file", f.module}, {"self", f.self}, {"total", f.total}});
-    }
+      return json{{"function", f.function}, {"file", f.module}, {"self", f.self}, {"total", f.total}};
+    });
     os["samples"] = {{"total", o_.samples},           {"functions", funcs},       {"python_samples", o_.python_samples},
                      {"python_functions", pyfuncs},   {"ops", ops},               {"threads", sthreads}};
     os["page_faults"] = o_.page_faults;

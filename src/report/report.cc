@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+
+#include "base/units.h"
 
 namespace strata::report {
 
@@ -34,6 +37,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
 
 Report::Report(const model::Trace& t, const ReportOptions& opt, const std::function<void(size_t, size_t)>& progress)
     : opt_(opt), sections_(MakeSections()) {
+  opt_.max_rows = opt_.full ? SIZE_MAX : std::max<size_t>(1, opt_.top);
   for (size_t i = 0; i < sections_.size(); ++i) {
     sections_[i]->Build(t, opt_);
     if (progress) progress(i + 1, sections_.size());
@@ -54,28 +58,20 @@ std::string Report::Text() const {
 
 nlohmann::json Report::Json() const {
   nlohmann::json j = nlohmann::json::object();
+  j["detail"] = {{"level", opt_.full ? "full" : "summary"},
+                 {"rows_per_table", opt_.full ? nlohmann::json(nullptr) : nlohmann::json(opt_.max_rows)}};
+  if (!opt_.full)
+    j["detail"]["note"] = fmt::format(
+        "A summary: each table holds its top {} rows (omitted_rows says what was left out), steps come as statistics "
+        "and the slowest steps, time series are thinned. `strata report --json --full` gives every row.",
+        opt_.max_rows);
   for (const auto& s : sections_) s->RenderJson(j, opt_);
   return j;
 }
 
-std::string FormatDuration(int64_t ns) {
-  double v = static_cast<double>(ns);
-  double a = std::fabs(v);
-  if (a < 1e3) return fmt::format("{} ns", ns);
-  if (a < 1e6) return fmt::format("{:.2f} us", v / 1e3);
-  if (a < 1e9) return fmt::format("{:.2f} ms", v / 1e6);
-  return fmt::format("{:.3f} s", v / 1e9);
-}
+std::string FormatDuration(int64_t ns) { return HumanDuration(ns); }
 
-std::string FormatBytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(b) >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
-}
+std::string FormatBytes(double b) { return HumanBytes(b); }
 
 std::string Truncate(const std::string& s, size_t n) {
   if (s.size() <= n) return s;

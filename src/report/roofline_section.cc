@@ -18,9 +18,18 @@ std::string Rate(double v) {
 
 class RooflineSection : public Section {
  public:
-  void Build(const model::Trace& t, const ReportOptions&) override { r_ = analysis::Roofline(t); }
+  void Build(const model::Trace& t, const ReportOptions&) override {
+    r_ = analysis::Roofline(t);
+    // Framework ops without FLOP/byte estimates: say why there is no roofline.
+    bool estimated = false;
+    for (size_t i = 0; i < t.ops.size() && !estimated; ++i) estimated = t.ops.flops[i] >= 0 || t.ops.bytes[i] >= 0;
+    if (r_.empty() && t.ops.size() > 0 && !estimated)
+      skipped_ = "the ops carry no shapes, so no FLOP or byte estimates (record with --shapes, or --ops-steps A-B "
+                 "for a few steps)";
+  }
 
   void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (r_.empty() && !skipped_.empty()) out += "Roofline: not computed: " + skipped_ + "\n";
     if (r_.empty()) return;
     const analysis::Roof* roof = r_.RoofOf(r_.primary);
     out += "Roofline";
@@ -48,6 +57,7 @@ class RooflineSection : public Section {
   }
 
   void RenderJson(json& j, const ReportOptions& opt) const override {
+    if (r_.empty() && !skipped_.empty()) j["roofline"] = {{"skipped", skipped_}};
     if (r_.empty()) return;
     const analysis::Roof* roof = r_.RoofOf(r_.primary);
     json points = json::array();
@@ -69,6 +79,8 @@ class RooflineSection : public Section {
     for (const auto& p : r_.steps) add(p);
     for (size_t i = 0; i < r_.ops.size() && i < opt.max_rows; ++i) add(r_.ops[i]);
     for (size_t i = 0; i < r_.kernels.size() && i < opt.max_rows; ++i) add(r_.kernels[i]);
+    if (r_.ops.size() > opt.max_rows) j["detail"]["omitted_rows"]["roofline.ops"] = r_.ops.size() - opt.max_rows;
+    if (r_.kernels.size() > opt.max_rows) j["detail"]["omitted_rows"]["roofline.kernels"] = r_.kernels.size() - opt.max_rows;
     json roofs = json::array();
     for (const auto& x : r_.roofs)
       roofs.push_back({{"name", x.name}, {"peak_flops", x.peak_flops}, {"bandwidth_bytes_per_s", x.bandwidth}});
@@ -85,6 +97,7 @@ class RooflineSection : public Section {
 
  private:
   analysis::RooflineResult r_;
+  std::string skipped_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // level adds its sections in its own file and lists them in MakeSections().
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,11 +15,22 @@
 
 namespace strata::report {
 
+// The JSON report is a summary by default, sized for people and for pages that
+// embed it: each table keeps its `top` rows (the omitted count is stated under
+// "detail"), per-step data comes as statistics plus the slowest steps, and time
+// series are thinned. `full` gives every row, every step and every segment of
+// every analysed step's critical path (95 MB for a 30 s Transformer run).
 struct ReportOptions {
-  size_t top = 20;         // rows in text tables
-  size_t max_rows = 1000;  // rows in JSON arrays
+  size_t top = 20;         // rows in each table, text and JSON; the slowest steps listed
+  bool full = false;       // JSON: every row, every step, every critical-path segment
+  size_t max_rows = 1000;  // rows in JSON arrays: set by Report from top and full
   analysis::AnalysisOptions analysis;
 };
+
+// Points kept in a time series of the JSON (a chart 2000 pixels wide needs no more).
+constexpr size_t kSeriesPoints = 2000;
+// Per-step series (step durations) are kept whole up to this many steps.
+constexpr size_t kStepSeriesPoints = 10000;
 
 class Section {
  public:
@@ -68,7 +80,19 @@ std::unique_ptr<Section> MakeRooflineSection();
 // Memory: timelines, peak and what was live at it, churn (memory_section.cc).
 std::unique_ptr<Section> MakeMemorySection();
 
-// Formatting helpers shared by sections.
+// Rows [0, min(n, opt.max_rows)) of a JSON table, made by row(i). When rows are
+// left out, says how many under root["detail"]["omitted_rows"][key], so a reader
+// of the summary knows what --full would add.
+template <typename RowFn>
+nlohmann::json JsonRows(nlohmann::json& root, const std::string& key, size_t n, const ReportOptions& opt, RowFn&& row) {
+  nlohmann::json a = nlohmann::json::array();
+  size_t shown = std::min(n, opt.max_rows);
+  for (size_t i = 0; i < shown; ++i) a.push_back(row(i));
+  if (shown < n) root["detail"]["omitted_rows"][key] = n - shown;
+  return a;
+}
+
+// Formatting helpers shared by sections: the units of base/units.h.
 std::string FormatDuration(int64_t ns);
 std::string FormatBytes(double bytes);
 std::string Truncate(const std::string& s, size_t n);
