@@ -38,6 +38,16 @@ int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return std::ma
 
 bool IsIoCategory(const std::string& c) { return c == "io" || c == "poll"; }
 
+// A Python function as a whole: its name and where it starts (frame labels
+// carry the line being executed).
+std::string FunctionLabel(const model::Trace& t, uint32_t frame) {
+  if (t.frames.kind[frame] != model::FrameKind::kPython || t.frames.pc[frame] == 0) return "";
+  std::string m = Str(t, t.frames.module[frame]);
+  auto slash = m.rfind('/');
+  return Str(t, t.frames.function[frame]) + " (" + (slash == std::string::npos ? m : m.substr(slash + 1)) + ":" +
+         std::to_string(t.frames.pc[frame]) + ")";
+}
+
 std::string FrameLabel(const model::Trace& t, uint32_t frame) {
   std::string f = Str(t, t.frames.function[frame]);
   std::string m = Str(t, t.frames.module[frame]);
@@ -270,7 +280,8 @@ OsSummary AnalyzeOs(const model::Trace& t) {
           if (table == &pyfuncs && !python) continue;
           FunctionSamples& fs = (*table)[key];
           if (fs.total == 0 && fs.self == 0) {
-            fs.function = FrameLabel(t, f);
+            fs.function = FunctionLabel(t, f);
+            if (fs.function.empty()) fs.function = FrameLabel(t, f);
             fs.module = Str(t, key.second);
             fs.kind = model::FrameKindName(t.frames.kind[f]);
           }

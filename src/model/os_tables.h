@@ -71,8 +71,9 @@ struct FrameTable {
   std::vector<StringId> function;  // demangled C/C++ name, Python qualified name, kernel symbol
   std::vector<StringId> module;    // library or executable base name; the .py file for Python frames
   std::vector<FrameKind> kind;
-  std::vector<uint64_t> pc;        // native: the (return) address in the process; 0 for Python frames
-  std::vector<uint32_t> line;      // Python: the function's first line; 0 otherwise
+  std::vector<uint64_t> pc;        // native: the (return) address in the process; Python: the function's
+                                   // first line (co_firstlineno)
+  std::vector<uint32_t> line;      // Python: the line being executed; 0 otherwise
   size_t size() const { return function.size(); }
 };
 
