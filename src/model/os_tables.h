@@ -59,7 +59,9 @@ struct SyscallTable {
   std::vector<uint32_t> nr;
   std::vector<int64_t> ret;       // the return value (-errno on failure)
   std::vector<uint8_t> returned;  // 0: never returned (exit, exit_group, execve that replaced the image,
-                                  // or still blocked at the end of the trace); dur then runs to that point
+                                  // or still blocked at the end of the trace); dur then runs to that point.
+                                  // 1: returned. 2: kernel records were lost between its entry and its
+                                  // exit, which cannot be paired: duration unknown (dur 0), no ret
   size_t size() const { return ts.size(); }
 };
 
