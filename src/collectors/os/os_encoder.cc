@@ -285,6 +285,7 @@ void OsEncoder::OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork
       child.py_runtime = spaces_[parent->second].py_runtime;
       child.py_module = spaces_[parent->second].py_module;
       child.py_checked_generation = child.as.generation();
+      python_.Inherit(static_cast<pid_t>(t.pid), static_cast<pid_t>(t.ppid));
       ++stats_.python_processes;
       (void)bpf_->AddProcess(t.pid, child.py_runtime);
     }

@@ -9,6 +9,7 @@
 
 static const struct StrataPyLayout kLayout = {
     PY_VERSION_HEX,
+    offsetof(PyObject, ob_type),
     offsetof(_PyRuntimeState, interpreters.head),
     offsetof(PyInterpreterState, threads.head),
     offsetof(PyThreadState, next),

@@ -79,6 +79,10 @@ bool PythonBpf::Built() { return true; }
 StatusOr<std::unique_ptr<PythonBpf>> PythonBpf::Load() {
   const StrataPyLayout* l = StrataPython311Layout();
   if (!l) return Status(StatusCode::kUnsupported, "strata was built without python3.11-dev");
+  // The program reads a frame's first 64 bytes, 8-byte words.
+  for (size_t off : {l->frame_code, l->frame_previous, l->frame_prev_instr})
+    if (off % 8 != 0 || off + 8 > 64)
+      return Status(StatusCode::kUnsupported, "this interpreter's frame layout does not fit the BPF program");
   std::unique_ptr<PythonBpf> p(new PythonBpf());
   p->impl_ = std::make_unique<Impl>();
   Impl& m = *p->impl_;

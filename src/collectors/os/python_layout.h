@@ -13,6 +13,7 @@ extern "C" {
 
 struct StrataPyLayout {
   uint32_t version_hex;              // PY_VERSION_HEX of the headers (major.minor must match the target)
+  size_t object_type;                // PyObject.ob_type
   size_t runtime_interpreters_head;  // _PyRuntimeState.interpreters.head
   size_t interp_threads_head;        // PyInterpreterState.threads.head
   size_t tstate_next;                // PyThreadState.next

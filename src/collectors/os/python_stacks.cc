@@ -65,13 +65,31 @@ uint64_t PythonStacks::FindRuntime(pid_t pid, const AddressSpace& as, Symbolizer
                " (strata reads " + SupportedVersion() + ")";
       return 0;
     }
+    auto type = [&](const char* name) {
+      uint64_t a = s->SymbolAddress(name);
+      return a ? a + bias : 0;
+    };
+    types_[static_cast<uint32_t>(pid)] = {type("PyCode_Type"), type("PyUnicode_Type"), type("PyBytes_Type")};
     return runtime + bias;
   }
   return 0;
 }
 
+bool PythonStacks::IsA(pid_t pid, uint64_t obj, uint64_t Types::*type) {
+  auto it = types_.find(static_cast<uint32_t>(pid));
+  if (it == types_.end() || it->second.*type == 0) return true;  // cannot tell
+  uint64_t t = 0;
+  return Read(pid, obj + Layout()->object_type, &t, 8) && t == it->second.*type;
+}
+
+void PythonStacks::Inherit(pid_t child, pid_t parent) {
+  auto it = types_.find(static_cast<uint32_t>(parent));
+  if (it != types_.end()) types_[static_cast<uint32_t>(child)] = it->second;
+}
+
 bool PythonStacks::ReadString(pid_t pid, uint64_t obj, std::string* out) {
   const StrataPyLayout* l = Layout();
+  if (!IsA(pid, obj, &Types::str)) return false;
   std::vector<uint8_t> hdr(l->ascii_size);
   if (!Read(pid, obj, hdr.data(), hdr.size())) return false;
   uint64_t length = U64At(hdr, l->ascii_length);
@@ -180,17 +198,29 @@ int32_t PythonLineAt(std::string_view t, int32_t first_line, int64_t offset) {
 bool PythonStacks::ReadBytes(pid_t pid, uint64_t obj, std::string* out) {
   const StrataPyLayout* l = Layout();
   int64_t size = 0;
-  if (!obj || !Read(pid, obj + l->bytes_size, &size, 8) || size < 0 || size > (1 << 20)) return false;
+  if (!obj || !IsA(pid, obj, &Types::bytes) || !Read(pid, obj + l->bytes_size, &size, 8) || size < 0 ||
+      size > (1 << 20))
+    return false;
   out->resize(static_cast<size_t>(size));
   return size == 0 || Read(pid, obj + l->bytes_sval, out->data(), out->size());
 }
 
 const PythonStacks::Code* PythonStacks::CodeAt(pid_t pid, uint64_t code) {
   const StrataPyLayout* l = Layout();
-  size_t span = std::max({l->code_filename, l->code_qualname, l->code_firstlineno, l->code_linetable}) + 8;
+  size_t span = std::max({l->object_type, l->code_filename, l->code_qualname, l->code_firstlineno, l->code_linetable}) + 8;
   code_buf_.resize(span);
+  uint64_t key = (uint64_t{static_cast<uint32_t>(pid)} << 48) ^ code;
   if (!code || !Read(pid, code, code_buf_.data(), span)) {
+    // The process has exited since the sample (its last milliseconds reach
+    // the encoder after it is gone): what this code object was is still known.
+    auto it = codes_.find(key);
+    if (code && it != codes_.end() && it->second.named) return &it->second;
     ++failures_;
+    return nullptr;
+  }
+  auto types = types_.find(static_cast<uint32_t>(pid));
+  if (types != types_.end() && types->second.code && U64At(code_buf_, l->object_type) != types->second.code) {
+    ++failures_;  // freed since the sample, its memory reused
     return nullptr;
   }
   uint64_t qualname = U64At(code_buf_, l->code_qualname), filename = U64At(code_buf_, l->code_filename),
@@ -199,7 +229,7 @@ const PythonStacks::Code* PythonStacks::CodeAt(pid_t pid, uint64_t code) {
   std::memcpy(&first, code_buf_.data() + l->code_firstlineno, 4);
   // A code object's address can be reused after it is freed: the cache entry
   // stands only while its name objects, table and first line are the same.
-  Code& c = codes_[(uint64_t{static_cast<uint32_t>(pid)} << 48) ^ code];
+  Code& c = codes_[key];
   if (!c.named || c.qualname != qualname || c.filename != filename || c.linetable != linetable ||
       c.firstlineno != first) {
     c.qualname = qualname;
@@ -262,6 +292,7 @@ bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vec
 }
 
 void PythonStacks::Forget(pid_t pid) {
+  types_.erase(static_cast<uint32_t>(pid));
   for (auto it = tstates_.begin(); it != tstates_.end();)
     it = (it->first >> 32) == static_cast<uint32_t>(pid) ? tstates_.erase(it) : std::next(it);
   for (auto it = codes_.begin(); it != codes_.end();)

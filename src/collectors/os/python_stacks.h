@@ -75,11 +75,20 @@ class PythonStacks {
   // object cannot be read are named "<unknown>".
   void Resolve(pid_t pid, const PythonRawFrame* frames, size_t n, std::vector<PythonFrame>* out);
 
+  // A forked child: the parent's interpreter at the same addresses.
+  void Inherit(pid_t child, pid_t parent);
   void Forget(pid_t pid);
   uint64_t reads() const { return reads_; }
   uint64_t failures() const { return failures_; }
 
  private:
+  // Addresses of the interpreter's type objects in a process: what is read
+  // as a code object or a string must be one (a code object freed since the
+  // sample, its memory reused, is not named after garbage).
+  struct Types {
+    uint64_t code = 0, str = 0, bytes = 0;
+  };
+  bool IsA(pid_t pid, uint64_t obj, uint64_t Types::*type);
   struct Code {
     uint64_t qualname = 0, filename = 0, linetable = 0;
     int32_t firstlineno = 0;
@@ -96,6 +105,7 @@ class PythonStacks {
 
   std::unordered_map<uint64_t, Code> codes_;            // key: pid << 48 ^ code address
   std::unordered_map<uint64_t, uint64_t> tstates_;      // key: pid << 32 | tid
+  std::unordered_map<uint32_t, Types> types_;           // by pid
   std::vector<uint8_t> code_buf_;
   uint64_t reads_ = 0, failures_ = 0;
 };
