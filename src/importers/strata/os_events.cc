@@ -133,7 +133,7 @@ void RegisterOsDecoders(DecoderRegistry& r) {
     auto last = st.last_ts.find(cpu);
     auto ts = static_cast<int64_t>(ev.ts);
     // Before the stream's first event: the loss may go back to the recording's start.
-    st.loss_windows.emplace_back(last != st.last_ts.end() ? std::min(last->second, ts) : INT64_MIN, ts);
+    st.loss_windows.push_back({cpu, last != st.last_ts.end() ? std::min(last->second, ts) : INT64_MIN, ts});
     Push(ctx, ss, ev, Ev::kLost, 0, 0, n);
   });
   r.On(kCpuStream, "thread_stat", [](LoadContext& ctx, StreamState&, const EventView& ev) {

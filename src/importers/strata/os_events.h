@@ -65,7 +65,11 @@ struct OsState {
   uint64_t lost = 0;
   // Where records are missing: from the last event a CPU's stream kept before
   // a loss to the loss record (written once the ring had room again).
-  std::vector<std::pair<int64_t, int64_t>> loss_windows;
+  struct LossWindow {
+    int16_t cpu;
+    int64_t from, to;
+  };
+  std::vector<LossWindow> loss_windows;
   std::unordered_map<int16_t, int64_t> last_ts;  // per CPU, while decoding
 };
 

@@ -86,6 +86,8 @@ class Replay {
     int32_t off_stack = -1;
     // the open system call
     int32_t sys_row = -1;
+    int16_t sys_cpu = -1;    // where it entered
+    bool sys_moved = false;  // it left the CPU since
     bool exited = false;
   };
 
@@ -170,11 +172,13 @@ class Replay {
     return threads_.emplace(tid, th).first->second;
   }
 
+  // `loss_cpu`: the one CPU whose losses can hide this interval's records (a
+  // thread running on it from start to end), or -1: any CPU's can.
   void AddState(Thread& th, int64_t from, int64_t to, ThreadState s, int16_t cpu, int32_t sys, int32_t waker,
-                int32_t stack = -1) {
+                int32_t stack = -1, int16_t loss_cpu = -1) {
     if (to <= from) return;
     // Switch records of this thread may be missing in a gap: what it did there is unknown.
-    if (CrossesLoss(from, to)) {
+    if (CrossesLoss(from, to, loss_cpu)) {
       s = ThreadState::kUnknown;
       cpu = -1;
       sys = waker = stack = -1;
@@ -255,7 +259,10 @@ class Replay {
   void OnSwitchOut(const OsEvent& e) {
     Thread& th = ThreadOf(e);
     int64_t from = th.mode == Thread::kOn ? th.since : th.first;
-    AddState(th, from, e.ts, ThreadState::kRunning, e.cpu, -1, -1);
+    // In and out on one CPU: it ran there throughout, and only that CPU's losses matter.
+    bool one_cpu = th.mode == Thread::kOn && th.cpu == e.cpu;
+    AddState(th, from, e.ts, ThreadState::kRunning, e.cpu, -1, -1, -1, one_cpu ? e.cpu : int16_t{-1});
+    if (th.sys_row >= 0) th.sys_moved = true;
     th.mode = Thread::kOff;
     th.since = e.ts;
     th.cpu = e.cpu;
@@ -314,6 +321,8 @@ class Replay {
     s.ret.push_back(0);
     s.returned.push_back(0);
     th.sys_row = static_cast<int32_t>(s.size() - 1);
+    th.sys_cpu = e.cpu;
+    th.sys_moved = false;
   }
 
   void OnSysExit(const OsEvent& e) {
@@ -328,7 +337,10 @@ class Replay {
     }
     auto r = static_cast<size_t>(th.sys_row);
     th.sys_row = -1;
-    if (CrossesLoss(s.ts[r], e.ts)) {
+    // Entry and exit on one CPU it never left: every record of the thread in
+    // between was on that CPU, whose losses alone can hide a call.
+    int16_t loss_cpu = !th.sys_moved && e.cpu == th.sys_cpu ? e.cpu : int16_t{-1};
+    if (CrossesLoss(s.ts[r], e.ts, loss_cpu)) {
       // This exit and that entry may be of two calls whose other halves were lost.
       s.returned[r] = kReturnLost;
       return;
@@ -351,24 +363,42 @@ class Replay {
 
   // ---- losses ----
 
-  // Loss windows of every CPU, merged into sorted disjoint intervals.
-  void BuildLossWindows() {
-    auto& w = st_.loss_windows;
+  using Windows = std::vector<std::pair<int64_t, int64_t>>;
+
+  static void Merge(Windows& w) {
     std::sort(w.begin(), w.end());
+    Windows out;
     for (const auto& x : w) {
-      if (!loss_.empty() && x.first <= loss_.back().second) loss_.back().second = std::max(loss_.back().second, x.second);
-      else loss_.push_back(x);
+      if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
+      else out.push_back(x);
     }
+    w.swap(out);
+  }
+
+  // Loss windows of every CPU and of each, merged into sorted disjoint intervals.
+  void BuildLossWindows() {
+    for (const auto& x : st_.loss_windows) {
+      loss_.emplace_back(x.from, x.to);
+      loss_by_cpu_[x.cpu].emplace_back(x.from, x.to);
+    }
+    Merge(loss_);
+    for (auto& [cpu, w] : loss_by_cpu_) Merge(w);
   }
 
   // Whether records of an interval (a, b) may be missing: a window (the last
-  // record kept, the loss record) overlaps it. Any CPU's loss counts: the
-  // thread may have run on any of them.
-  bool CrossesLoss(int64_t a, int64_t b) const {
-    if (loss_.empty()) return false;
-    auto it = std::lower_bound(loss_.begin(), loss_.end(), b,
-                               [](const std::pair<int64_t, int64_t>& w, int64_t v) { return w.first < v; });
-    return it != loss_.begin() && std::prev(it)->second > a;
+  // record kept, the loss record) of CPU `cpu` overlaps it; with cpu -1, of
+  // any CPU (the thread may have run on any of them).
+  bool CrossesLoss(int64_t a, int64_t b, int16_t cpu = -1) const {
+    const Windows* w = &loss_;
+    if (cpu >= 0) {
+      auto it = loss_by_cpu_.find(cpu);
+      if (it == loss_by_cpu_.end()) return false;
+      w = &it->second;
+    }
+    if (w->empty()) return false;
+    auto it = std::lower_bound(w->begin(), w->end(), b,
+                               [](const std::pair<int64_t, int64_t>& x, int64_t v) { return x.first < v; });
+    return it != w->begin() && std::prev(it)->second > a;
   }
 
   // ---- thread ends ----
@@ -667,7 +697,8 @@ class Replay {
   std::map<std::tuple<uint32_t, int32_t, std::string>, uint32_t> series_;
   std::unordered_map<uint32_t, bool> comm_named_;
   int32_t unknown_frame_ = -1;
-  std::vector<std::pair<int64_t, int64_t>> loss_;
+  Windows loss_;
+  std::unordered_map<int16_t, Windows> loss_by_cpu_;
   std::unordered_map<uint32_t, int64_t> process_exit_;
   int64_t end_ = INT64_MIN;
   uint64_t unmatched_exits_ = 0;
