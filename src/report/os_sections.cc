@@ -63,9 +63,12 @@ class OsSection : public Section {
       own.push_back({{"process", x.process}, {"thread", x.thread},       {"pid", x.pid},
                      {"tid", x.tid},         {"on_cpu_ns", x.on_cpu_ns}, {"off_cpu_ns", x.off_cpu_ns},
                      {"syscalls", x.syscalls}, {"syscall_ns", x.syscall_ns}, {"samples", x.samples}});
-    os["strata_threads"] = own;
-    os["lost_records"] = o_.lost_records;
-    os["incomplete_syscalls"] = o_.incomplete_syscalls;
+    // Present only when there is something to say (traces from other tools have neither).
+    if (!own.empty()) os["strata_threads"] = own;
+    if (o_.lost_records > 0) {
+      os["lost_records"] = o_.lost_records;
+      os["incomplete_syscalls"] = o_.incomplete_syscalls;
+    }
     json causes = json::array();
     for (const auto& c : o_.off_cpu) causes.push_back(CauseJson(c));
     os["off_cpu"] = causes;
