@@ -100,8 +100,10 @@ StatusOr<std::unique_ptr<PythonBpf>> PythonBpf::Load() {
     g_log = nullptr;
   }
   if (!m.obj || err != 0) {
-    std::string why = err == EPERM || err == EACCES ? "needs CAP_BPF and CAP_PERFMON, or root" : std::strerror(err);
-    std::string last = LastLine(log);
+    bool denied = err == EPERM || err == EACCES;
+    std::string why = denied ? "needs CAP_BPF and CAP_PERFMON, or root" : std::strerror(err);
+    // libbpf's last word says more than errno unless the kernel simply said no.
+    std::string last = denied ? "" : LastLine(log);
     return Err(StatusCode::kUnavailable, "loading the BPF program refused ({}){}", why,
                last.empty() ? "" : ": " + last);
   }
