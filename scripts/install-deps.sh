@@ -18,8 +18,12 @@ PACKAGES=(
   # HSA tools library (built; its tests fake the runtime). The CUDA toolkit is not in Debian:
   # the CUDA collector builds where /usr/local/cuda (STRATA_CUDA_ROOT) has one.
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev libhsa-runtime-dev
-  # OS level: DWARF unwinding and ELF symbols; CPython 3.11 internals for Python stacks
-  libdw-dev libelf-dev python3.11-dev
+  # OS level: DWARF unwinding and ELF symbols; CPython 3.11 internals for Python stacks; libbpf for
+  # the BPF program that reads them at each sample (compiled by clang, above)
+  libdw-dev libelf-dev python3.11-dev libbpf-dev
+  # the Python package (python/): a fresh venv, and setuptools + wheel to build it offline
+  # (pip install --no-index --find-links /usr/share/python-wheels ./python)
+  python3-venv python3-setuptools-whl python3-wheel-whl
   # OS level: syscall-count reference in tests, peers in bench/os_overhead.sh, setpriv for the unprivileged test
   strace linux-perf util-linux
   # the PyTorch level: libtorch for the observer (libstrata_torch), torch for /usr/bin/python3

@@ -17,6 +17,7 @@
 #include "base/files.h"
 #include "collectors/os/os_encoder.h"
 #include "collectors/os/perf_records.h"
+#include "collectors/os/python_stacks.h"
 #include "collectors/os/symbolizer.h"
 #include "collectors/os/syscall_table.h"
 #include "collectors/os/tracefs.h"
@@ -327,7 +328,9 @@ TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
   ASSERT_EQ(st.size(), 5u);
   using S = model::ThreadState;
   std::vector<S> states(st.state.begin(), st.state.end());
-  EXPECT_EQ(states, (std::vector<S>{S::kRunning, S::kSleeping, S::kRunning, S::kRunnable, S::kRunning}));
+  // The kernel lost records between 20000 and 21000: what the thread did from
+  // its switch out at 20000 to its switch in at 25000 is unknown.
+  EXPECT_EQ(states, (std::vector<S>{S::kRunning, S::kSleeping, S::kRunning, S::kUnknown, S::kRunning}));
   EXPECT_EQ(st.ts, (std::vector<int64_t>{1000, 2000, 12000, 20000, 25000}));
   EXPECT_EQ(st.dur, (std::vector<int64_t>{1000, 10000, 8000, 5000, 5000}));
   ASSERT_EQ(t.syscalls.size(), 1u);
@@ -339,8 +342,10 @@ TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
   analysis::OsSummary o = analysis::AnalyzeOs(t);
   ASSERT_EQ(o.threads.size(), 1u);
   EXPECT_EQ(o.threads[0].on_cpu_ns, 14000);
-  EXPECT_EQ(o.threads[0].off_cpu_ns, 15000);
-  EXPECT_EQ(o.threads[0].runnable_ns, 5000);
+  EXPECT_EQ(o.threads[0].off_cpu_ns, 10000);
+  EXPECT_EQ(o.threads[0].runnable_ns, 0);
+  EXPECT_EQ(o.threads[0].unknown_ns, 5000);
+  EXPECT_EQ(o.lost_records, 7u);
   ASSERT_FALSE(o.threads[0].causes.empty());
   EXPECT_EQ(o.threads[0].causes[0].cause, "nanosleep");
   EXPECT_EQ(o.threads[0].causes[0].category, "sleep");
@@ -391,6 +396,187 @@ TEST(OsEncoder, RecordsYoungerThanTheCutoffWaitForOlderOnesFromOtherRings) {
   ASSERT_EQ(st.size(), 3u);
   EXPECT_EQ(st.ts, (std::vector<int64_t>{1000, 2000, 3000}));
   EXPECT_EQ(t.strings.Get(t.tracks[st.track[0]].name), "sleeper");
+}
+
+// After the kernel drops records, an entry and an exit on either side of the
+// gap are not one call (a getpid "lasting" a second), threads whose exit record
+// was lost are not "still running", and the report says figures are incomplete.
+TEST(OsEncoder, LostRecordsLeaveGapsNotWrongFigures) {
+  std::string dir = testing::TempDir("os_encoder_lost");
+  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  format::TraceIdentity id;
+  id.uuid = format::NewRandomUuid();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
+  format::StreamWriter w(id.uuid, *spec, 1, {0});
+  ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
+  format::StreamWriter proc(id.uuid, *spec, 2, {format::kSupervisorCpuId});
+  ASSERT_TRUE(proc.Open(dir + "/ctf/os-proc").ok());
+  OsEncoder enc({}, {&w});
+  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
+  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
+  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
+  TracepointFields f;
+  f.enter_id = {"id", 8, 8, true};
+  f.exit_id = {"id", 8, 8, true};
+  f.exit_ret = {"ret", 16, 8, true};
+  enc.SetTracepoints(f);
+
+  const uint32_t pid = 500, main_tid = 500, worker = 501, joined = 502;
+  constexpr int64_t kMs = 1000000;
+  Records r;
+  r.Comm(pid, main_tid, 1 * kMs, "prog", true);
+  // getpid (39) enters; its exit and the next call's entry are lost; the next exit pairs with nothing.
+  r.Raw(Records::kEnter, pid, main_tid, 2 * kMs, Records::Payload({{8, 39}}, 64));
+  r.Lost(1000, 3 * kMs);
+  r.Raw(Records::kExit, pid, main_tid, 1071 * kMs, Records::Payload({{8, 39}, {16, 500}}, 24));
+  // A clean getpid afterwards keeps its real duration.
+  r.Raw(Records::kEnter, pid, main_tid, 1100 * kMs, Records::Payload({{8, 39}}, 64));
+  r.Raw(Records::kExit, pid, main_tid, 1100 * kMs + 700, Records::Payload({{8, 39}, {16, 500}}, 24));
+  // Two threads run; neither exit record arrives.
+  r.Switch(pid, worker, 1200 * kMs, false, false);
+  r.Switch(pid, worker, 1201 * kMs, true, false);
+  r.Switch(pid, joined, 1200 * kMs, false, false);
+  r.Switch(pid, joined, 1202 * kMs, true, false);
+  enc.Process(0, r.bytes().data(), r.bytes().size());
+  enc.ResolveFrames();
+  // /proc: round 1 lists both threads, round 2 only the worker (the other was joined).
+  auto thread_stat = [&](uint32_t tid, uint64_t ts) {
+    std::vector<uint8_t> p;
+    auto put = [&p](auto v) {
+      size_t o = p.size();
+      p.resize(o + sizeof v);
+      std::memcpy(p.data() + o, &v, sizeof v);
+    };
+    put(pid), put(tid), put(uint64_t{0}), put(uint64_t{0}), put(uint64_t{0}), put(uint64_t{0}), put(uint32_t{0});
+    proc.Append(format::kThreadStat, ts, p.data(), p.size());
+  };
+  auto process_stat = [&](uint64_t ts) {
+    std::vector<uint8_t> p(4 + 8 * 8 + 4, 0);
+    std::memcpy(p.data(), &pid, 4);
+    proc.Append(format::kProcessStat, ts, p.data(), p.size());
+  };
+  thread_stat(main_tid, 1300 * kMs), thread_stat(worker, 1300 * kMs), thread_stat(joined, 1300 * kMs);
+  process_stat(1300 * kMs);
+  thread_stat(main_tid, 1400 * kMs), thread_stat(worker, 1400 * kMs);
+  process_stat(1400 * kMs);
+  ASSERT_TRUE(w.Close(1500 * kMs).ok());
+  ASSERT_TRUE(proc.Close(1500 * kMs).ok());
+
+  model::Trace t = testing::Load(dir);
+  ASSERT_EQ(t.syscalls.size(), 2u);
+  EXPECT_EQ(t.syscalls.returned[0], 2);  // unpaired: no duration
+  EXPECT_EQ(t.syscalls.dur[0], 0);
+  EXPECT_EQ(t.syscalls.returned[1], 1);
+  EXPECT_EQ(t.syscalls.dur[1], 700);
+  std::string warnings;
+  for (const auto& x : t.warnings) warnings += x + "\n";
+  // The main thread and the worker are listed at the last /proc round: still
+  // running. The joined thread is not: it ended between the rounds, its exit
+  // record lost.
+  EXPECT_NE(warnings.find("2 threads were still running"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("1 threads have no exit record"), std::string::npos) << warnings;
+
+  analysis::OsSummary o = analysis::AnalyzeOs(t);
+  ASSERT_EQ(o.syscalls.size(), 1u);
+  EXPECT_EQ(o.syscalls[0].name, "getpid");
+  EXPECT_EQ(o.syscalls[0].count, 2u);
+  EXPECT_EQ(o.syscalls[0].incomplete, 1u);
+  EXPECT_EQ(o.syscalls[0].max_ns, 700);  // not 1.069 s
+  EXPECT_EQ(o.incomplete_syscalls, 1u);
+  EXPECT_EQ(o.lost_records, 1000u);
+}
+
+// strata's own threads (named strata-... by strata) are kept out of the
+// program's tables, and shown apart.
+TEST(OsEncoder, StrataThreadsAreKeptApart) {
+  std::string dir = testing::TempDir("os_encoder_own");
+  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  format::TraceIdentity id;
+  id.uuid = format::NewRandomUuid();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
+  format::StreamWriter w(id.uuid, *spec, 1, {0});
+  ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
+  OsEncoder enc({}, {&w});
+  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
+  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
+  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
+  TracepointFields f;
+  f.enter_id = {"id", 8, 8, true};
+  f.exit_id = {"id", 8, 8, true};
+  f.exit_ret = {"ret", 16, 8, true};
+  enc.SetTracepoints(f);
+  const uint32_t pid = 600, flusher = 601;
+  Records r;
+  r.Comm(pid, pid, 1000, "prog", true);
+  r.Comm(pid, flusher, 1500, "strata-flush", false);
+  r.Raw(Records::kEnter, pid, flusher, 2000, Records::Payload({{8, 202}}, 64));  // futex
+  r.Raw(Records::kExit, pid, flusher, 900000, Records::Payload({{8, 202}, {16, 0}}, 24));
+  r.Raw(Records::kEnter, pid, pid, 3000, Records::Payload({{8, 0}}, 64));  // read
+  r.Raw(Records::kExit, pid, pid, 4000, Records::Payload({{8, 0}}, 24));
+  r.Exit(pid, flusher, 950000);
+  r.Exit(pid, pid, 960000);
+  enc.Process(0, r.bytes().data(), r.bytes().size());
+  enc.ResolveFrames();
+  ASSERT_TRUE(w.Close(1000000).ok());
+  analysis::OsSummary o = analysis::AnalyzeOs(testing::Load(dir));
+  ASSERT_EQ(o.syscalls.size(), 1u);
+  EXPECT_EQ(o.syscalls[0].name, "read");
+  ASSERT_EQ(o.strata_threads.size(), 1u);
+  EXPECT_EQ(o.strata_threads[0].tid, flusher);
+  EXPECT_EQ(o.strata_threads[0].syscalls, 1u);
+  for (const auto& x : o.threads) EXPECT_NE(x.tid, flusher);
+}
+
+// 3.11's location table against the interpreter's own co_lines(), for a
+// module (its first instruction on line 0), a function spanning lines, and a
+// comprehension; offsets are in bytes of co_code_adaptive.
+TEST(PythonStacks, LineOfAnInstructionFromTheLocationTable) {
+  auto bytes = [](const std::string& hex) {
+    std::string b;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) b.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+    return b;
+  };
+  struct Range {
+    int start, end, line;
+  };
+  struct Case {
+    const char* name;
+    int first;
+    const char* table;
+    std::vector<Range> lines;  // co_lines()
+  };
+  // Generated by /usr/bin/python3.11 from compile(src, "m.py", "exec") of:
+  //   total = 0 / for i in range(10): / total += i / (blank) / def f(a, / b): / x = a + b /
+  //   if x > 3: / return [y / for y in range(x)] / return None
+  std::vector<Case> cases = {
+      {"<module>", 1,
+       "f003010101e008098005d8090e8815887289198c19f00001010ff00001010f8041d804098851814a80458045f004060110f000060110f0"
+       "00060110f000060110f000060110",
+       {{0, 2, 0}, {2, 4, 2}, {4, 6, 2}, {6, 8, 3}, {8, 10, 3}, {10, 12, 3}, {12, 16, 3}, {16, 26, 3}, {26, 28, 3},
+        {28, 30, 3}, {30, 32, 3}, {32, 34, 4}, {34, 36, 4}, {36, 40, 4}, {40, 42, 4}, {42, 44, 4}, {44, 46, 6},
+        {46, 48, 6}, {48, 50, 6}, {50, 52, 6}, {52, 54, 6}}},
+      {"f", 6,
+       "8000e00809884189058041d80708883182758075f002011023f000011023dd191e987199189c18f003011023f100011023f400011023f00"
+       "0010923e00b0f8834",
+       {{0, 2, 6}, {2, 4, 8}, {4, 6, 8}, {6, 10, 8}, {10, 12, 8}, {12, 14, 9}, {14, 16, 9}, {16, 22, 9}, {22, 24, 9},
+        {24, 26, 10}, {26, 28, 10}, {28, 40, 11}, {40, 42, 11}, {42, 46, 11}, {46, 56, 11}, {56, 58, 10},
+        {58, 62, 10}, {62, 72, 10}, {72, 74, 10}, {74, 76, 12}, {76, 78, 12}}},
+      {"<listcomp>", 10, "8000f000011023f000011023f000011023d81415f003001112f000011023f000011023f000011023",
+       {{0, 2, 10}, {2, 4, 10}, {4, 6, 10}, {6, 8, 10}, {8, 10, 11}, {10, 12, 10}, {12, 14, 10}, {14, 16, 10},
+        {16, 18, 10}}},
+  };
+  for (const Case& c : cases) {
+    std::string table = bytes(c.table);
+    for (const Range& r : c.lines)
+      for (int off = r.start; off < r.end; off += 2)
+        EXPECT_EQ(PythonLineAt(table, c.first, off), r.line) << c.name << " at byte " << off;
+    EXPECT_EQ(PythonLineAt(table, c.first, -2), c.first) << c.name << ": before the first instruction";
+    EXPECT_EQ(PythonLineAt(table, c.first, c.lines.back().end), -1) << c.name << ": past the end";
+  }
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ structure where a program wants it:
             with strata.span("forward"):
                 loss = model(batch)
 
-When the program is not running under `strata record`, every call is a no-op.
+When the program is not running under `strata record`, every call is a cheap
+no-op, so an annotated program does not depend on being traced: install the
+package where it runs (`pip install ./python` from strata's repository).
 
 PyTorch programs need none of this: under `strata record`, steps are found from
 optimizer.step() (or torch.profiler's ProfilerStep# marks), and ops, modules and
@@ -23,7 +25,9 @@ import itertools
 import os
 import threading
 
-__all__ = ["enabled", "span", "step", "step_begin", "step_end", "instant", "counter", "thread_name", "flush"]
+__version__ = "0.1.0"  # strata's version (CMakeLists.txt's project())
+
+__all__ = ["enabled", "span", "scope", "step", "step_begin", "step_end", "instant", "counter", "thread_name", "flush"]
 
 def _libstrata_path():
     """The libstrata already in this process (LD_PRELOAD by `strata record`, or
@@ -114,6 +118,9 @@ class span:
         wrapper.__name__ = getattr(fn, "__name__", "wrapper")
         wrapper.__doc__ = getattr(fn, "__doc__", None)
         return wrapper
+
+
+scope = span  # the same thing under the name the C++ API's RAII helpers use
 
 
 def step_begin(number=None, samples=None):

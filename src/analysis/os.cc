@@ -38,6 +38,16 @@ int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return std::ma
 
 bool IsIoCategory(const std::string& c) { return c == "io" || c == "poll"; }
 
+// A Python function as a whole: its name and where it starts (frame labels
+// carry the line being executed).
+std::string FunctionLabel(const model::Trace& t, uint32_t frame) {
+  if (t.frames.kind[frame] != model::FrameKind::kPython || t.frames.pc[frame] == 0) return "";
+  std::string m = Str(t, t.frames.module[frame]);
+  auto slash = m.rfind('/');
+  return Str(t, t.frames.function[frame]) + " (" + (slash == std::string::npos ? m : m.substr(slash + 1)) + ":" +
+         std::to_string(t.frames.pc[frame]) + ")";
+}
+
 std::string FrameLabel(const model::Trace& t, uint32_t frame) {
   std::string f = Str(t, t.frames.function[frame]);
   std::string m = Str(t, t.frames.module[frame]);
@@ -146,8 +156,19 @@ OffCpuCause OffCpuCauseOf(const model::Trace& t, size_t row) {
   return c;
 }
 
+bool IsStrataThread(const model::Trace& t, uint32_t track) {
+  if (track >= t.tracks.size() || t.tracks[track].kind != model::TrackKind::kThread) return false;
+  return t.strings.Get(t.tracks[track].name).rfind("strata-", 0) == 0;
+}
+
 OsSummary AnalyzeOs(const model::Trace& t) {
   OsSummary o;
+  std::vector<uint8_t> own(t.tracks.size(), 0);
+  for (uint32_t k = 0; k < t.tracks.size(); ++k) {
+    own[k] = IsStrataThread(t, k);
+    if (t.tracks[k].kind == model::TrackKind::kCpu) o.lost_records += t.tracks[k].lost;
+  }
+  auto is_own = [&own](uint32_t trk) { return trk < own.size() && own[trk]; };
   const auto& st = t.thread_states;
   const auto& sc = t.syscalls;
   const auto& cs = t.cpu_samples;
@@ -189,6 +210,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
       continue;
     }
     OffCpuCause c = OffCpuCauseOf(t, i);
+    bool mine = is_own(st.track[i]);
     if (st.waker[i] >= 0) ++wakers[st.track[i]][static_cast<uint32_t>(st.waker[i])];
     x.off_cpu_ns += d;
     ++x.switches;
@@ -199,7 +221,9 @@ OsSummary AnalyzeOs(const model::Trace& t) {
       x.blocked_ns += d;
       if (c.category == "lock") x.lock_ns += d;
     }
-    for (OffCpuCause* agg : {&thread_causes[{st.track[i], c.cause}], &all_causes[c.cause]}) {
+    OffCpuCause* aggs[2] = {&thread_causes[{st.track[i], c.cause}], mine ? nullptr : &all_causes[c.cause]};
+    for (OffCpuCause* agg : aggs) {
+      if (!agg) continue;
       if (agg->count == 0) {
         agg->cause = c.cause;
         agg->category = c.category;
@@ -225,15 +249,21 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   std::map<model::StringId, std::vector<int64_t>> durs;
   std::map<model::StringId, SyscallStats> calls;
   for (size_t i = 0; i < sc.size(); ++i) {
+    ThreadOs& x = thread(sc.track[i]);
+    ++x.syscalls;
+    x.syscall_ns += sc.dur[i];
+    if (is_own(sc.track[i])) continue;
     SyscallStats& s = calls[sc.name[i]];
     ++s.count;
+    if (sc.returned[i] == 2) {  // unpaired across a loss: no duration
+      ++s.incomplete;
+      ++o.incomplete_syscalls;
+      continue;
+    }
     if (!sc.returned[i]) ++s.unfinished;
     else if (sc.ret[i] < 0 && sc.ret[i] >= -4095) ++s.errors;
     s.total_ns += sc.dur[i];
     durs[sc.name[i]].push_back(sc.dur[i]);
-    ThreadOs& x = thread(sc.track[i]);
-    ++x.syscalls;
-    x.syscall_ns += sc.dur[i];
   }
   for (auto& [name, s] : calls) {
     s.name = Str(t, name);
@@ -253,7 +283,13 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   std::map<std::pair<int, model::StringId>, std::map<std::string, uint64_t>> op_funcs;
   std::map<uint32_t, std::map<std::string, uint64_t>> thread_funcs;
   std::unordered_set<uint64_t> seen;
+  o.samples = 0;
   for (size_t i = 0; i < cs.size(); ++i) {
+    if (is_own(cs.track[i])) {
+      thread(cs.track[i]).samples++;
+      continue;
+    }
+    ++o.samples;
     int32_t c = cs.callsite[i];
     std::string leaf = "[unknown]";
     if (c >= 0) {
@@ -270,7 +306,8 @@ OsSummary AnalyzeOs(const model::Trace& t) {
           if (table == &pyfuncs && !python) continue;
           FunctionSamples& fs = (*table)[key];
           if (fs.total == 0 && fs.self == 0) {
-            fs.function = FrameLabel(t, f);
+            fs.function = FunctionLabel(t, f);
+            if (fs.function.empty()) fs.function = FrameLabel(t, f);
             fs.module = Str(t, key.second);
             fs.kind = model::FrameKindName(t.frames.kind[f]);
           }
@@ -335,7 +372,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
 
   for (auto& [trk, x] : by_track) {
     std::sort(x.causes.begin(), x.causes.end(), by_total);
-    o.threads.push_back(std::move(x));
+    (is_own(trk) ? o.strata_threads : o.threads).push_back(std::move(x));
   }
   std::sort(o.threads.begin(), o.threads.end(), [](const ThreadOs& a, const ThreadOs& b) {
     int64_t ta = a.on_cpu_ns + a.off_cpu_ns, tb = b.on_cpu_ns + b.off_cpu_ns;
@@ -401,7 +438,8 @@ OsSummary AnalyzeOs(const model::Trace& t) {
         uint32_t proc = t.tracks[trk].process;
         if (proc < process_tracks.size())
           for (uint32_t other : process_tracks[proc])
-            rows_in(st, st_ranges[other], a, b, [&](size_t r) {
+            if (!is_own(other))
+              rows_in(st, st_ranges[other], a, b, [&](size_t r) {
               if (st.state[r] == ThreadState::kRunning) so.process_cpu_ns += Overlap(st.ts[r], st.ts[r] + st.dur[r], a, b);
             });
       }

@@ -25,6 +25,9 @@ struct OffCpuCause {
 OffCpuCause OffCpuCauseOf(const model::Trace& t, size_t row);
 // The category of a blocking system call: lock (futex...), sleep, io, poll, wait, or syscall.
 std::string SyscallCategory(std::string_view name);
+// Whether a thread track is one of strata's own (the recorder's flusher, the
+// PyTorch observer's thread: named "strata-..." by strata): not the program's.
+bool IsStrataThread(const model::Trace& t, uint32_t track);
 
 struct ThreadOs {
   uint32_t track = 0;
@@ -55,6 +58,8 @@ struct SyscallStats {
   uint64_t count = 0;
   uint64_t errors = 0;       // returned -4095..-1
   uint64_t unfinished = 0;   // never returned (exit, exec, still blocked at the end)
+  uint64_t incomplete = 0;   // entry and exit not paired (kernel records lost between): no duration, not in
+                             // total/mean/percentiles
   int64_t total_ns = 0;
   double mean_ns = 0;
   int64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
@@ -110,6 +115,12 @@ struct OsSummary {
   bool has_sched = false;     // thread states exist
   bool has_syscalls = false;
   bool has_samples = false;
+  // Every table below is of the program's threads. strata's own threads are
+  // here, apart (their time, system calls and samples are in no other table).
+  std::vector<ThreadOs> strata_threads;
+  // Kernel records dropped (rings full): figures near those gaps are incomplete.
+  uint64_t lost_records = 0;
+  uint64_t incomplete_syscalls = 0;     // calls whose entry and exit could not be paired
   std::vector<ThreadOs> threads;        // by on+off CPU time
   std::vector<OffCpuCause> off_cpu;     // every thread, by total time
   std::vector<SyscallStats> syscalls;   // by total time

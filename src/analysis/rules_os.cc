@@ -103,7 +103,7 @@ void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
       if (sc.ts[r] < w.start) return;
       std::string_view name = t.strings.Get(sc.name[r]);
       IoDir dir = IoCall(name);
-      if (dir == IoDir::kNone || !sc.returned[r] || sc.ret[r] < 0 || sc.ret[r] >= kSmallIo) {
+      if (dir == IoDir::kNone || sc.returned[r] != 1 || sc.ret[r] < 0 || sc.ret[r] >= kSmallIo) {
         prev_end = -1;
         return;
       }

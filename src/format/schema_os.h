@@ -38,7 +38,8 @@ enum CpuEvent : uint32_t {
   kTaskExit = 10,      // {u32 pid, u32 ppid, u32 tid, u32 ptid}
   kComm = 11,          // {u32 pid, u32 tid, u8 exec, string comm}
   kMmap = 12,          // {u32 pid, u32 tid, u64 start, u64 len, u64 pgoff, string build_id, string path}
-  kFrame = 13,         // {u32 id, u8 kind, u64 pc, string function, string module, u32 line}
+  kFrame = 13,         // {u32 id, u8 kind, u64 pc, string function, string module, u32 line}; Python
+                       //   frames: pc = the function's first line, line = the line being executed
   kCallsite = 14,      // {u32 id, u32 parent, u32 frame}
   kSyscallName = 15,   // {u32 nr, string name}
   kLost = 16,          // {u64 lost}: the kernel dropped this many records on this CPU (exact)

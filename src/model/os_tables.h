@@ -59,7 +59,9 @@ struct SyscallTable {
   std::vector<uint32_t> nr;
   std::vector<int64_t> ret;       // the return value (-errno on failure)
   std::vector<uint8_t> returned;  // 0: never returned (exit, exit_group, execve that replaced the image,
-                                  // or still blocked at the end of the trace); dur then runs to that point
+                                  // or still blocked at the end of the trace); dur then runs to that point.
+                                  // 1: returned. 2: kernel records were lost between its entry and its
+                                  // exit, which cannot be paired: duration unknown (dur 0), no ret
   size_t size() const { return ts.size(); }
 };
 
@@ -71,8 +73,9 @@ struct FrameTable {
   std::vector<StringId> function;  // demangled C/C++ name, Python qualified name, kernel symbol
   std::vector<StringId> module;    // library or executable base name; the .py file for Python frames
   std::vector<FrameKind> kind;
-  std::vector<uint64_t> pc;        // native: the (return) address in the process; 0 for Python frames
-  std::vector<uint32_t> line;      // Python: the function's first line; 0 otherwise
+  std::vector<uint64_t> pc;        // native: the (return) address in the process; Python: the function's
+                                   // first line (co_firstlineno)
+  std::vector<uint32_t> line;      // Python: the line being executed; 0 otherwise
   size_t size() const { return function.size(); }
 };
 

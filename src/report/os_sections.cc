@@ -24,7 +24,9 @@ class OsSection : public Section {
   void Build(const model::Trace& t, const ReportOptions&) override { o_ = analysis::AnalyzeOs(t); }
 
   void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (o_.lost_records > 0 && (o_.has_sched || o_.has_syscalls || o_.has_samples)) Losses(out);
     if (o_.has_sched || o_.has_syscalls) Threads(out, opt);
+    if (!o_.strata_threads.empty()) StrataThreads(out);
     if (!o_.off_cpu.empty()) OffCpu(out, opt);
     if (o_.has_syscalls) Syscalls(out, opt);
     if (!o_.steps.empty() && (o_.has_sched || o_.has_syscalls)) Steps(out, opt);
@@ -57,11 +59,22 @@ class OsSection : public Section {
                   {"off_cpu_causes", causes},     {"woken_by", wakers}};
     });
     os["threads"] = threads;
+    json own = json::array();
+    for (const auto& x : o_.strata_threads)
+      own.push_back({{"process", x.process}, {"thread", x.thread},       {"pid", x.pid},
+                     {"tid", x.tid},         {"on_cpu_ns", x.on_cpu_ns}, {"off_cpu_ns", x.off_cpu_ns},
+                     {"syscalls", x.syscalls}, {"syscall_ns", x.syscall_ns}, {"samples", x.samples}});
+    // Present only when there is something to say (traces from other tools have neither).
+    if (!own.empty()) os["strata_threads"] = own;
+    if (o_.lost_records > 0) {
+      os["lost_records"] = o_.lost_records;
+      os["incomplete_syscalls"] = o_.incomplete_syscalls;
+    }
     os["off_cpu"] = JsonRows(root, "os.off_cpu", o_.off_cpu.size(), opt, [&](size_t i) { return CauseJson(o_.off_cpu[i]); });
     os["syscalls"] = JsonRows(root, "os.syscalls", o_.syscalls.size(), opt, [&](size_t i) {
       const auto& s = o_.syscalls[i];
       return json{{"name", s.name},         {"count", s.count},     {"errors", s.errors}, {"unfinished", s.unfinished},
-                  {"total_ns", s.total_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns},
+                  {"incomplete", s.incomplete}, {"total_ns", s.total_ns}, {"mean_ns", s.mean_ns}, {"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns},
                   {"max_ns", s.max_ns}};
     });
     // Per step: every step in time order with --full, else the slowest.
@@ -129,6 +142,27 @@ class OsSection : public Section {
                          FormatDuration(x.blocked_ns), x.syscalls, x.samples, cause);
     }
     if (o_.threads.size() > opt.top) out += fmt::format("  ... {} more\n", o_.threads.size() - opt.top);
+  }
+
+  void Losses(std::string& out) const {
+    Sep(out);
+    out += fmt::format(
+        "OS: incomplete. The kernel dropped {} records (its rings were full): thread time across those gaps counts "
+        "as unknown, and {} system calls whose entry and exit fell on either side of a gap have no duration (not in "
+        "the totals below)\n",
+        o_.lost_records, o_.incomplete_syscalls);
+  }
+
+  // strata's own threads, apart: their time is strata's, not the program's.
+  void StrataThreads(std::string& out) const {
+    std::string list;
+    for (const auto& x : o_.strata_threads) {
+      if (!list.empty()) list += "; ";
+      list += fmt::format("{} ({}): {} on CPU, {} system calls, {} samples", x.thread, x.process,
+                          FormatDuration(x.on_cpu_ns), x.syscalls, x.samples);
+    }
+    Sep(out);
+    out += "OS: strata's own threads (not in the tables of this report): " + list + "\n";
   }
 
   void OffCpu(std::string& out, const ReportOptions& opt) const {

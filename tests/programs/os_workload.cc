@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,12 @@
 #include "strata/strata.hpp"
 
 namespace {
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
 
 void SleepMs(long ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000};
@@ -122,13 +129,19 @@ int main(int argc, char** argv) {
   } else if (mode == "syscalls") {
     long n = arg(2, 10000);
     int fd = open("/dev/null", O_WRONLY);
-    for (long i = 0; i < n; ++i) syscall(SYS_getppid);
+    // The longest call as the program sees it: no call strata pairs may last longer.
+    int64_t longest = 0;
+    for (long i = 0; i < n; ++i) {
+      int64_t t0 = MonotonicNs();
+      syscall(SYS_getppid);
+      longest = std::max(longest, MonotonicNs() - t0);
+    }
     for (long i = 0; i < n / 10; ++i) {
       ssize_t w = write(fd, "x", 1);
       (void)w;
     }
     close(fd);
-    std::printf("getppid %ld write %ld\n", n, n / 10);
+    std::printf("getppid %ld write %ld longest_getppid_ns %lld\n", n, n / 10, static_cast<long long>(longest));
   } else if (mode == "hot") {
     long ms = arg(2, 300);
     int64_t end = ThreadCpuNs() + ms * 1000000ll;

@@ -22,6 +22,7 @@
 #include "collectors/os/os_encoder.h"
 #include "collectors/os/perf_event.h"
 #include "collectors/os/proc_sampler.h"
+#include "collectors/os/python_bpf.h"
 #include "collectors/os/python_stacks.h"
 #include "collectors/os/tracefs.h"
 #include "format/ctf_writer.h"
@@ -38,6 +39,12 @@ int ReadSysctl(const char* path, int fallback) {
   std::ifstream f(path);
   int v;
   return (f >> v) ? v : fallback;
+}
+
+// Without BPF (`why`), what the Python frames of samples are worth.
+std::string LateNoteFor(const std::string& why) {
+  return "read from the interpreter's memory after each sample, not at it (" + why +
+         "): a sample's inner Python frames may be those of code that ran a few milliseconds later";
 }
 
 size_t FloorPow2(size_t v) {
@@ -69,6 +76,11 @@ struct OsCollector::Impl {
   std::vector<std::unique_ptr<format::StreamWriter>> streams;
   std::unique_ptr<OsEncoder> encoder;
   std::unique_ptr<ProcSampler> proc;
+  // Python stacks read at each sample; null when they are read after it (and why in python_bpf_why).
+  std::unique_ptr<PythonBpf> python_bpf;
+  std::string python_bpf_why;
+  std::unique_ptr<PythonBpf> retired_bpf;  // attached to some events but unused
+  std::string LateNote() const { return LateNoteFor(python_bpf_why); }
   size_t ring_pages = 0;
   bool kernel_allowed = false;
 
@@ -143,6 +155,7 @@ struct OsCollector::Impl {
   bool OpenLeaders(std::string* error);
   void OpenTracepoints(const std::string& why_priv);
   void OpenSampling();
+  void OpenPythonBpf(const std::vector<int>& sample_fds);
   void ReaderLoop();
   void WriterLoop();
   bool DrainRings(bool final);
@@ -308,6 +321,44 @@ void OsCollector::Impl::OpenTracepoints(const std::string& why_priv) {
   encoder->SetTracepoints(f);
 }
 
+void OsCollector::Impl::OpenPythonBpf(const std::vector<int>& sample_fds) {
+  auto bpf = PythonBpf::Load();
+  if (!bpf.ok()) {
+    python_bpf_why = bpf.status().message();
+    return;
+  }
+  std::unique_ptr<PythonBpf> b = std::move(bpf).value();
+  std::vector<std::pair<uint64_t, EventInfo>> ids;
+  Status st;
+  for (size_t i = 0; i < rings.size() && st.ok(); ++i) {
+    auto out = b->OpenOutput(rings[i].cpu);
+    if (!out.ok()) {
+      st = out.status();
+      break;
+    }
+    st = PerfSetOutput(*out, rings[i].leader);
+    if (!st.ok()) break;
+    auto id = PerfEventId(*out);
+    if (!id.ok()) {
+      st = id.status();
+      break;
+    }
+    perf_event_attr a = BaseAttr(false);
+    ids.emplace_back(*id, EventInfo{EventKind::kPythonStack, a.sample_type | PERF_SAMPLE_RAW, 0});
+  }
+  // The program writes nothing until the encoder registers an interpreter, so
+  // a failure half-way leaves it attached but silent.
+  for (size_t i = 0; i < sample_fds.size() && st.ok(); ++i) st = b->Attach(sample_fds[i]);
+  if (!st.ok()) {
+    python_bpf_why = st.message();
+    retired_bpf = std::move(b);
+    return;
+  }
+  Register(ids);
+  python_bpf = std::move(b);
+  encoder->SetPythonBpf(python_bpf.get());
+}
+
 void OsCollector::Impl::OpenSampling() {
   if (opt.sample_hz == 0) {
     Note("os.samples", "off", "not requested (--sample-hz 0)");
@@ -335,6 +386,11 @@ void OsCollector::Impl::OpenSampling() {
     Status st = OpenOnAllCpus(a, "cpu-clock", EventKind::kCpuClock, &ids);
     if (st.ok()) {
       Register(ids);
+      if (opt.python && PythonStacks::Supported()) {
+        std::vector<int> sample_fds;
+        for (const Ring& r : rings) sample_fds.push_back(r.fds.back());
+        OpenPythonBpf(sample_fds);
+      }
       std::string how = dwarf ? fmt::format("user stacks unwound with DWARF CFI (libdw) from {} KiB stack copies",
                                             a.sample_stack_user / 1024)
                               : "user stacks by frame pointers (code built without them, such as Debian's libc and "
@@ -356,9 +412,12 @@ void OsCollector::Impl::OpenSampling() {
   } else if (!PythonStacks::Supported()) {
     Note("os.python", "unavailable",
          "strata was built without python3.11-dev: samples of Python threads show interpreter C functions only");
-  } else {
+  } else if (python_bpf) {
     Note("os.python", "ok", "Python " + PythonStacks::SupportedVersion() +
-                                " frames (function, file, first line) for samples of interpreter threads");
+                                " frames (function, file, line) read by a BPF program at each sample of an interpreter "
+                                "thread");
+  } else {
+    Note("os.python", "partial", "Python " + PythonStacks::SupportedVersion() + " frames (function, file, line) " + LateNote());
   }
   if (!opt.page_faults) {
     Note("os.faults", "off", "not requested (--page-faults)");
@@ -643,10 +702,13 @@ Status OsCollector::Stop() {
     if (m.opt.python && m.opt.sample_hz > 0 && PythonStacks::Supported()) {
       std::string extra;
       for (const auto& n : es.python_notes) extra += (extra.empty() ? "" : "; ") + n;
+      bool at_sample = m.python_bpf != nullptr;
+      std::string how = at_sample ? "read by a BPF program at each sample" : m.LateNote();
       if (es.python_processes > 0)
-        m.SetNote("os.python", extra.empty() ? "ok" : "partial",
-                  fmt::format("Python {} frames in {} of {} samples ({} interpreter processes){}",
+        m.SetNote("os.python", extra.empty() && at_sample ? "ok" : "partial",
+                  fmt::format("Python {} frames in {} of {} samples ({} interpreter processes), {}{}",
                               PythonStacks::SupportedVersion(), es.python_samples, es.samples, es.python_processes,
+                              how,
                               extra.empty() ? "" : "; not read: " + extra));
       else if (!extra.empty())
         m.SetNote("os.python", "unavailable", "no Python frames: " + extra);
@@ -656,7 +718,10 @@ Status OsCollector::Stop() {
                 fmt::format("the kernel dropped {} records ({} KiB rings per CPU could not hold the event rate; "
                             "counted in each cpu stream's events_discarded)",
                             es.lost, m.ring_pages * static_cast<size_t>(::sysconf(_SC_PAGESIZE)) / 1024));
+    m.encoder->SetPythonBpf(nullptr);
   }
+  m.python_bpf.reset();
+  m.retired_bpf.reset();
   return m.write_status;
 }
 

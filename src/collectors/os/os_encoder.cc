@@ -45,7 +45,7 @@ class Payload {
 }  // namespace
 
 OsEncoder::OsEncoder(EncoderOptions opt, std::vector<format::StreamWriter*> streams)
-    : opt_(opt), streams_(std::move(streams)), lost_(streams_.size(), 0) {
+    : opt_(opt), streams_(std::move(streams)), lost_(streams_.size(), 0), py_pending_(streams_.size()) {
   if (opt_.dwarf) unwinder_ = std::make_unique<DwarfUnwinder>(&symbolizer_);
 }
 
@@ -59,6 +59,7 @@ void OsEncoder::Emit(uint32_t ring, uint32_t event, uint64_t ts) {
 
 void OsEncoder::Process(uint32_t ring, const uint8_t* data, size_t size) {
   size_t off = 0;
+  std::vector<uint8_t> py;
   while (size - off >= sizeof(perf_event_header)) {
     perf_event_header h;
     std::memcpy(&h, data + off, sizeof h);
@@ -66,9 +67,32 @@ void OsEncoder::Process(uint32_t ring, const uint8_t* data, size_t size) {
       ++stats_.malformed;  // a torn span: nothing after it can be framed
       return;
     }
-    Dispatch(ring, data + off, h);
+    const uint8_t* rec = data + off;
     off += h.size;
+    EventKind kind = KindOf(rec, h);
+    if (kind == EventKind::kPythonStack && ring < py_pending_.size()) {
+      ++stats_.records;
+      py_pending_[ring].assign(rec, rec + h.size);
+      continue;
+    }
+    py.clear();
+    if (kind == EventKind::kCpuClock && ring < py_pending_.size()) py.swap(py_pending_[ring]);
+    Dispatch(ring, rec, h, py.empty() ? nullptr : py.data());
   }
+}
+
+EventKind OsEncoder::KindOf(const uint8_t* rec, const perf_event_header& h) const {
+  uint64_t id;
+  if (h.type != PERF_RECORD_SAMPLE || !SampleIdentifier(rec, h.size, &id)) return EventKind::kLeader;
+  auto it = events_.find(id);
+  return it == events_.end() ? EventKind::kLeader : it->second.kind;
+}
+
+size_t OsEncoder::Hold(std::vector<uint8_t>& bytes, const uint8_t* rec, size_t size) {
+  size_t at = bytes.size();
+  bytes.insert(bytes.end(), rec, rec + size);
+  bytes.resize((bytes.size() + 7) & ~size_t{7});
+  return at;
 }
 
 uint64_t OsEncoder::RecordTime(const uint8_t* rec, const perf_event_header& h) const {
@@ -104,11 +128,25 @@ void OsEncoder::ProcessBatch(const std::vector<Span>& spans, uint64_t cutoff) {
         ++stats_.malformed;
         break;
       }
-      // Record sizes are multiples of 8 (the kernel pads them), so copies stay aligned.
-      batch_.push_back({RecordTime(sp.data + off, h), sp.ring, held_.size()});
-      held_.insert(held_.end(), sp.data + off, sp.data + off + h.size);
-      held_.resize((held_.size() + 7) & ~size_t{7});
+      const uint8_t* rec = sp.data + off;
       off += h.size;
+      // A Python stack record and its sample are written back to back in one
+      // ring (the BPF program runs first, in the sample's interrupt): pair
+      // them here, in ring order, before sorting by time can part them. A
+      // drain may end between the two: the record waits for the next span.
+      EventKind kind = KindOf(rec, h);
+      if (kind == EventKind::kPythonStack && sp.ring < py_pending_.size()) {
+        ++stats_.records;
+        py_pending_[sp.ring].assign(rec, rec + h.size);
+        continue;
+      }
+      // Record sizes are multiples of 8 (the kernel pads them), so copies stay aligned.
+      BatchRecord br{RecordTime(rec, h), sp.ring, Hold(held_, rec, h.size)};
+      if (kind == EventKind::kCpuClock && sp.ring < py_pending_.size() && !py_pending_[sp.ring].empty()) {
+        br.py = Hold(held_, py_pending_[sp.ring].data(), py_pending_[sp.ring].size());
+        py_pending_[sp.ring].clear();
+      }
+      batch_.push_back(br);
     }
   }
   auto by_time = [](const BatchRecord& a, const BatchRecord& b) { return a.time < b.time; };
@@ -121,7 +159,7 @@ void OsEncoder::ProcessBatch(const std::vector<Span>& spans, uint64_t cutoff) {
     const uint8_t* rec = held_.data() + batch_[i].offset;
     perf_event_header h;
     std::memcpy(&h, rec, sizeof h);
-    Dispatch(batch_[i].ring, rec, h);
+    Dispatch(batch_[i].ring, rec, h, batch_[i].py == kNoPython ? nullptr : held_.data() + batch_[i].py);
   }
   if (n == batch_.size()) {
     batch_.clear();
@@ -135,19 +173,24 @@ void OsEncoder::ProcessBatch(const std::vector<Span>& spans, uint64_t cutoff) {
     const uint8_t* rec = held_.data() + batch_[i].offset;
     perf_event_header h;
     std::memcpy(&h, rec, sizeof h);
-    keep_.push_back({batch_[i].time, batch_[i].ring, keep_bytes_.size()});
-    keep_bytes_.insert(keep_bytes_.end(), rec, rec + h.size);
-    keep_bytes_.resize((keep_bytes_.size() + 7) & ~size_t{7});
+    BatchRecord k{batch_[i].time, batch_[i].ring, Hold(keep_bytes_, rec, h.size)};
+    if (batch_[i].py != kNoPython) {
+      const uint8_t* py = held_.data() + batch_[i].py;
+      perf_event_header ph;
+      std::memcpy(&ph, py, sizeof ph);
+      k.py = Hold(keep_bytes_, py, ph.size);
+    }
+    keep_.push_back(k);
   }
   batch_.swap(keep_);
   held_.swap(keep_bytes_);
 }
 
-void OsEncoder::Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h) {
+void OsEncoder::Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h, const uint8_t* py) {
   {
     ++stats_.records;
     switch (h.type) {
-      case PERF_RECORD_SAMPLE: OnSample(ring, rec, h.size); break;
+      case PERF_RECORD_SAMPLE: OnSample(ring, rec, h.size, py); break;
       case PERF_RECORD_SWITCH: OnSwitch(ring, rec, h.size, h.misc); break;
       case PERF_RECORD_FORK: OnTask(ring, rec, h.size, true); break;
       case PERF_RECORD_EXIT: OnTask(ring, rec, h.size, false); break;
@@ -235,13 +278,24 @@ void OsEncoder::OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork
     // reports no MMAP2 records for what it inherits.
     auto parent = space_of_pid_.find(t.ppid);
     uint32_t id = NewSpace(t.pid, parent != space_of_pid_.end() ? &spaces_[parent->second] : nullptr);
-    (void)id;
+    // A forked interpreter (a DataLoader worker) has its parent's runtime at
+    // the same address: the BPF program can read it as soon as it knows the pid.
+    if (parent != space_of_pid_.end() && spaces_[parent->second].py_runtime && bpf_) {
+      Space& child = spaces_[id];
+      child.py_runtime = spaces_[parent->second].py_runtime;
+      child.py_module = spaces_[parent->second].py_module;
+      child.py_checked_generation = child.as.generation();
+      python_.Inherit(static_cast<pid_t>(t.pid), static_cast<pid_t>(t.ppid));
+      ++stats_.python_processes;
+      (void)bpf_->AddProcess(t.pid, child.py_runtime);
+    }
   }
   if (!fork && t.pid == t.tid) {
     auto it = space_of_pid_.find(t.pid);
     if (it != space_of_pid_.end()) {
       if (unwinder_) unwinder_->Forget(it->second);
       python_.Forget(static_cast<pid_t>(t.pid));
+      if (bpf_ && spaces_[it->second].py_runtime) bpf_->RemoveProcess(t.pid);
     }
   }
   Payload(buf_).Put(t.pid).Put(t.ppid).Put(t.tid).Put(t.ptid);
@@ -260,6 +314,7 @@ void OsEncoder::OnComm(uint32_t ring, const uint8_t* rec, size_t size, uint16_t 
     auto it = space_of_pid_.find(c.pid);
     if (it != space_of_pid_.end() && unwinder_) unwinder_->Forget(it->second);
     python_.Forget(static_cast<pid_t>(c.pid));
+    if (bpf_) bpf_->RemoveProcess(c.pid);
     NewSpace(c.pid, nullptr);  // exec: a new image, mapped afresh
   }
   Payload(buf_).Put(c.pid).Put(c.tid).Put<uint8_t>(exec ? 1 : 0).Str(std::string_view(c.comm, c.comm_len));
@@ -323,13 +378,20 @@ uint32_t OsEncoder::NativeFrame(uint32_t ring, uint32_t space, uint64_t pc) {
 }
 
 uint32_t OsEncoder::PythonFrameId(uint32_t ring, const PythonFrame& f) {
-  std::string key = f.function + '\0' + f.file + '\0' + std::to_string(f.line);
+  std::string key = f.function + '\0' + f.file + '\0' + std::to_string(f.line) + '\0' + std::to_string(f.first_line);
   auto it = python_frames_.find(key);
   if (it != python_frames_.end()) return it->second;
   uint32_t id = next_frame_++;
   python_frames_.emplace(std::move(key), id);
   ++stats_.frames;
-  Payload(buf_).Put(id).Put<uint8_t>(format::kFramePython).Put<uint64_t>(0).Str(f.function).Str(f.file).Put(f.line);
+  // Python frames have no pc: that field holds the function's first line.
+  Payload(buf_)
+      .Put(id)
+      .Put<uint8_t>(format::kFramePython)
+      .Put<uint64_t>(f.first_line)
+      .Str(f.function)
+      .Str(f.file)
+      .Put(f.line);
   uint64_t ts = ring < streams_.size() && streams_[ring] ? streams_[ring]->last_timestamp() : 0;
   Emit(ring, format::kFrame, ts);
   return id;
@@ -343,6 +405,7 @@ void OsEncoder::CheckPython(Space& sp) {
   sp.py_runtime = python_.FindRuntime(static_cast<pid_t>(sp.pid), sp.as, &symbolizer_, &why);
   if (sp.py_runtime) {
     ++stats_.python_processes;
+    if (bpf_) (void)bpf_->AddProcess(sp.pid, sp.py_runtime);
     for (const Mapping& m : sp.as.mappings()) {
       std::string base = ModuleName(m.path);
       if (base.rfind("python", 0) == 0 || base.rfind("libpython", 0) == 0) {
@@ -359,7 +422,34 @@ void OsEncoder::CheckPython(Space& sp) {
   }
 }
 
-uint32_t OsEncoder::StackOf(uint32_t ring, uint32_t space_id, const SampleRecord& s, bool with_chain) {
+bool OsEncoder::PythonFromBpf(const SampleRecord& s, const uint8_t* py) {
+  perf_event_header h;
+  std::memcpy(&h, py, sizeof h);
+  uint64_t id;
+  if (!SampleIdentifier(py, h.size, &id)) return false;
+  auto it = events_.find(id);
+  if (it == events_.end()) return false;
+  SampleRecord r;
+  if (!ParseSample(py, h.size, it->second.sample_type, 0, &r) || r.raw_size < sizeof(PythonBpfHeader)) {
+    ++stats_.malformed;
+    return false;
+  }
+  PythonBpfHeader hdr;
+  std::memcpy(&hdr, r.raw, sizeof hdr);
+  if (hdr.magic != kPythonBpfMagic || hdr.frames > (r.raw_size - sizeof hdr) / sizeof(PythonRawFrame)) {
+    ++stats_.malformed;
+    return false;
+  }
+  // A record whose sample was lost, followed by a sample of another thread.
+  if (hdr.tid != s.tid || hdr.pid != s.pid) return false;
+  raw_frames_.resize(hdr.frames);
+  if (hdr.frames) std::memcpy(raw_frames_.data(), r.raw + sizeof hdr, hdr.frames * sizeof(PythonRawFrame));
+  python_.Resolve(static_cast<pid_t>(s.pid), raw_frames_.data(), raw_frames_.size(), &py_);
+  return !py_.empty();
+}
+
+uint32_t OsEncoder::StackOf(uint32_t ring, uint32_t space_id, const SampleRecord& s, bool with_chain,
+                            const uint8_t* py, bool late) {
   Space& sp = spaces_[space_id];
   pcs_.clear();
   // Innermost first: the sampled IP (a kernel address when the sample hit
@@ -400,7 +490,14 @@ uint32_t OsEncoder::StackOf(uint32_t ring, uint32_t space_id, const SampleRecord
     CheckPython(sp);
     if (sp.py_runtime) {
       py_.clear();
-      if (python_.ReadStack(static_cast<pid_t>(s.pid), sp.py_runtime, s.tid, &py_)) {
+      bool got = false;
+      if (py) {
+        got = PythonFromBpf(s, py);
+      } else if (late) {
+        got = python_.ReadStack(static_cast<pid_t>(s.pid), sp.py_runtime, s.tid, &py_);
+        stats_.python_late += got;
+      }
+      if (got) {
         python = true;
         ++stats_.python_samples;
         size_t keep = pcs_.size();
@@ -428,7 +525,7 @@ uint32_t OsEncoder::StackOf(uint32_t ring, uint32_t space_id, const SampleRecord
   return parent;
 }
 
-void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
+void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size, const uint8_t* py) {
   uint64_t id;
   if (!SampleIdentifier(rec, size, &id)) {
     ++stats_.malformed;
@@ -487,7 +584,9 @@ void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
     }
     case EventKind::kCpuClock: {
       ++stats_.samples;
-      uint32_t cs = StackOf(ring, SpaceOf(s.pid), s, true);
+      // With BPF, a sample without its record is of a thread that runs no
+      // Python: reading later would only give another moment's frames.
+      uint32_t cs = StackOf(ring, SpaceOf(s.pid), s, true, py, /*late=*/bpf_ == nullptr);
       Payload(buf_).Put(s.pid).Put(s.tid).Put(cs);
       Emit(ring, format::kCpuSample, s.time);
       break;
@@ -513,7 +612,8 @@ void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size) {
       Emit(ring, format::kBlockIssue, s.time);
       break;
     }
-    case EventKind::kLeader: ++stats_.unknown; break;
+    case EventKind::kLeader:
+    case EventKind::kPythonStack: ++stats_.unknown; break;
   }
 }
 

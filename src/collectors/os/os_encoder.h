@@ -17,6 +17,7 @@
 
 #include "collectors/os/dwarf_unwind.h"
 #include "collectors/os/perf_records.h"
+#include "collectors/os/python_bpf.h"
 #include "collectors/os/python_stacks.h"
 #include "collectors/os/symbolizer.h"
 #include "collectors/os/tracepoint.h"
@@ -34,6 +35,7 @@ enum class EventKind : uint8_t {
   kCpuClock,     // cpu-clock sampling
   kPageFault,    // software page-fault events
   kBlockIssue,   // block:block_rq_issue
+  kPythonStack,  // BPF output: the Python stack of the cpu-clock sample that follows it in the ring
 };
 
 struct EventInfo {
@@ -61,6 +63,7 @@ struct EncoderStats {
   uint64_t callsites = 0;
   uint64_t dwarf_failures = 0;  // samples DWARF could not unwind (fell back to the sampled IP)
   uint64_t python_samples = 0;  // samples with Python frames
+  uint64_t python_late = 0;     // ... of them read from memory after the sample (no BPF)
   uint64_t python_processes = 0;
   std::vector<std::string> python_notes;  // interpreters found but not readable, and why
 };
@@ -72,6 +75,9 @@ class OsEncoder {
   ~OsEncoder();
 
   void RegisterEvent(uint64_t id, EventInfo info) { events_[id] = info; }
+  // Python stacks come from `bpf`'s records, taken at each sample, instead of
+  // being read from memory after it (the encoder does not own it).
+  void SetPythonBpf(PythonBpf* bpf) { bpf_ = bpf; }
   void SetTracepoints(TracepointFields f) { tp_ = std::move(f); }
 
   // Encodes the whole records in [data, data+size) read from ring `ring`, in order.
@@ -126,9 +132,10 @@ class OsEncoder {
     uint64_t offset = 0;   // file offset of pc in that mapping
   };
 
-  void Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h);
+  void Dispatch(uint32_t ring, const uint8_t* rec, const perf_event_header& h, const uint8_t* py = nullptr);
+  EventKind KindOf(const uint8_t* rec, const perf_event_header& h) const;
   uint64_t RecordTime(const uint8_t* rec, const perf_event_header& h) const;
-  void OnSample(uint32_t ring, const uint8_t* rec, size_t size);
+  void OnSample(uint32_t ring, const uint8_t* rec, size_t size, const uint8_t* py);
   void OnSwitch(uint32_t ring, const uint8_t* rec, size_t size, uint16_t misc);
   void OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork);
   void OnComm(uint32_t ring, const uint8_t* rec, size_t size, uint16_t misc);
@@ -137,7 +144,11 @@ class OsEncoder {
 
   uint32_t SpaceOf(uint32_t pid);  // creates an empty one if unknown
   uint32_t NewSpace(uint32_t pid, const Space* copy_from);
-  uint32_t StackOf(uint32_t ring, uint32_t space, const SampleRecord& s, bool with_chain);
+  // `py`: the BPF record of a cpu-clock sample's Python stack, if one came;
+  // `late`: read the Python stack from memory now (blocked stacks; or no BPF).
+  uint32_t StackOf(uint32_t ring, uint32_t space, const SampleRecord& s, bool with_chain, const uint8_t* py = nullptr,
+                   bool late = true);
+  bool PythonFromBpf(const SampleRecord& s, const uint8_t* py);
   uint32_t NativeFrame(uint32_t ring, uint32_t space, uint64_t pc);
   uint32_t PythonFrameId(uint32_t ring, const PythonFrame& f);
   uint32_t Callsite(uint32_t ring, uint64_t ts, uint32_t parent, uint32_t frame);
@@ -167,15 +178,23 @@ class OsEncoder {
   std::vector<uint64_t> pcs_;
   std::vector<uint32_t> frame_ids_;
   std::vector<PythonFrame> py_;
+  static constexpr size_t kNoPython = SIZE_MAX;
   struct BatchRecord {
     uint64_t time;
     uint32_t ring;
-    size_t offset;  // into held_
+    size_t offset;             // into held_
+    size_t py = kNoPython;     // its Python stack record, also in held_ (cpu-clock samples)
   };
+  // Appends a record (8-byte aligned) to `bytes`; returns its offset.
+  static size_t Hold(std::vector<uint8_t>& bytes, const uint8_t* rec, size_t size);
   std::vector<BatchRecord> batch_;  // held back, oldest first
   std::vector<uint8_t> held_;       // their bytes (8-byte aligned records)
   std::vector<BatchRecord> keep_;   // scratch
   std::vector<uint8_t> keep_bytes_;
+  // Per ring: a Python stack record waiting for the sample right after it.
+  std::vector<std::vector<uint8_t>> py_pending_;
+  PythonBpf* bpf_ = nullptr;
+  std::vector<PythonRawFrame> raw_frames_;
 
   Symbolizer symbolizer_;
   std::unique_ptr<DwarfUnwinder> unwinder_;

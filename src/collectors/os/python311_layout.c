@@ -9,6 +9,7 @@
 
 static const struct StrataPyLayout kLayout = {
     PY_VERSION_HEX,
+    offsetof(PyObject, ob_type),
     offsetof(_PyRuntimeState, interpreters.head),
     offsetof(PyInterpreterState, threads.head),
     offsetof(PyThreadState, next),
@@ -18,9 +19,14 @@ static const struct StrataPyLayout kLayout = {
     offsetof(_PyInterpreterFrame, f_code),
     offsetof(_PyInterpreterFrame, previous),
     offsetof(_PyInterpreterFrame, owner),
+    offsetof(_PyInterpreterFrame, prev_instr),
     offsetof(PyCodeObject, co_filename),
     offsetof(PyCodeObject, co_qualname),
     offsetof(PyCodeObject, co_firstlineno),
+    offsetof(PyCodeObject, co_linetable),
+    offsetof(PyCodeObject, co_code_adaptive),
+    offsetof(PyVarObject, ob_size),
+    offsetof(PyBytesObject, ob_sval),
     offsetof(PyASCIIObject, length),
     offsetof(PyASCIIObject, state),
     sizeof(PyASCIIObject),

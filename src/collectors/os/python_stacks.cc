@@ -65,13 +65,31 @@ uint64_t PythonStacks::FindRuntime(pid_t pid, const AddressSpace& as, Symbolizer
                " (strata reads " + SupportedVersion() + ")";
       return 0;
     }
+    auto type = [&](const char* name) {
+      uint64_t a = s->SymbolAddress(name);
+      return a ? a + bias : 0;
+    };
+    types_[static_cast<uint32_t>(pid)] = {type("PyCode_Type"), type("PyUnicode_Type"), type("PyBytes_Type")};
     return runtime + bias;
   }
   return 0;
 }
 
+bool PythonStacks::IsA(pid_t pid, uint64_t obj, uint64_t Types::*type) {
+  auto it = types_.find(static_cast<uint32_t>(pid));
+  if (it == types_.end() || it->second.*type == 0) return true;  // cannot tell
+  uint64_t t = 0;
+  return Read(pid, obj + Layout()->object_type, &t, 8) && t == it->second.*type;
+}
+
+void PythonStacks::Inherit(pid_t child, pid_t parent) {
+  auto it = types_.find(static_cast<uint32_t>(parent));
+  if (it != types_.end()) types_[static_cast<uint32_t>(child)] = it->second;
+}
+
 bool PythonStacks::ReadString(pid_t pid, uint64_t obj, std::string* out) {
   const StrataPyLayout* l = Layout();
+  if (!IsA(pid, obj, &Types::str)) return false;
   std::vector<uint8_t> hdr(l->ascii_size);
   if (!Read(pid, obj, hdr.data(), hdr.size())) return false;
   uint64_t length = U64At(hdr, l->ascii_length);
@@ -125,6 +143,125 @@ uint64_t PythonStacks::FindThreadState(pid_t pid, uint64_t runtime, uint32_t tid
   return 0;
 }
 
+// ---- location tables (CPython 3.11, Objects/locations.md) ----
+
+namespace {
+
+// Each entry starts with a byte 1CCCCLLL: code C, and L+1 code units covered.
+// Codes 13 and 14 carry a signed varint line delta, 10-12 a delta of C-10,
+// 15 means "no line", the rest stay on the line.
+uint32_t ScanVarint(std::string_view t, size_t* i) {
+  uint32_t v = 0;
+  for (unsigned shift = 0; *i < t.size() && shift < 32; shift += 6) {
+    auto b = static_cast<uint8_t>(t[(*i)++]);
+    v |= static_cast<uint32_t>(b & 63) << shift;
+    if (!(b & 64)) break;
+  }
+  return v;
+}
+
+int32_t LineDelta(std::string_view t, size_t i) {
+  int code = (static_cast<uint8_t>(t[i]) >> 3) & 15;
+  if (code == 13 || code == 14) {
+    ++i;
+    uint32_t u = ScanVarint(t, &i);
+    return (u & 1) ? -static_cast<int32_t>(u >> 1) : static_cast<int32_t>(u >> 1);
+  }
+  if (code >= 10 && code <= 12) return code - 10;
+  return 0;
+}
+
+}  // namespace
+
+int32_t PythonLineAt(std::string_view t, int32_t first_line, int64_t offset) {
+  if (offset < 0) return first_line;
+  int32_t line = first_line;
+  int64_t end = 0;  // byte offset where the current entry's range ends
+  size_t i = 0;
+  while (i < t.size()) {
+    auto b = static_cast<uint8_t>(t[i]);
+    if (!(b & 128)) {  // not an entry start: the table is damaged
+      ++i;
+      continue;
+    }
+    line += LineDelta(t, i);
+    bool no_line = (b >> 3) == 0x1f;
+    end += ((b & 7) + 1) * 2;  // code units are 2 bytes
+    if (offset < end) return no_line ? -1 : line;
+    do {
+      ++i;
+    } while (i < t.size() && !(static_cast<uint8_t>(t[i]) & 128));
+  }
+  return -1;
+}
+
+bool PythonStacks::ReadBytes(pid_t pid, uint64_t obj, std::string* out) {
+  const StrataPyLayout* l = Layout();
+  int64_t size = 0;
+  if (!obj || !IsA(pid, obj, &Types::bytes) || !Read(pid, obj + l->bytes_size, &size, 8) || size < 0 ||
+      size > (1 << 20))
+    return false;
+  out->resize(static_cast<size_t>(size));
+  return size == 0 || Read(pid, obj + l->bytes_sval, out->data(), out->size());
+}
+
+const PythonStacks::Code* PythonStacks::CodeAt(pid_t pid, uint64_t code) {
+  const StrataPyLayout* l = Layout();
+  size_t span = std::max({l->object_type, l->code_filename, l->code_qualname, l->code_firstlineno, l->code_linetable}) + 8;
+  code_buf_.resize(span);
+  uint64_t key = (uint64_t{static_cast<uint32_t>(pid)} << 48) ^ code;
+  if (!code || !Read(pid, code, code_buf_.data(), span)) {
+    // The process has exited since the sample (its last milliseconds reach
+    // the encoder after it is gone): what this code object was is still known.
+    auto it = codes_.find(key);
+    if (code && it != codes_.end() && it->second.named) return &it->second;
+    ++failures_;
+    return nullptr;
+  }
+  auto types = types_.find(static_cast<uint32_t>(pid));
+  if (types != types_.end() && types->second.code && U64At(code_buf_, l->object_type) != types->second.code) {
+    ++failures_;  // freed since the sample, its memory reused
+    return nullptr;
+  }
+  uint64_t qualname = U64At(code_buf_, l->code_qualname), filename = U64At(code_buf_, l->code_filename),
+           linetable = U64At(code_buf_, l->code_linetable);
+  int32_t first;
+  std::memcpy(&first, code_buf_.data() + l->code_firstlineno, 4);
+  // A code object's address can be reused after it is freed: the cache entry
+  // stands only while its name objects, table and first line are the same.
+  Code& c = codes_[key];
+  if (!c.named || c.qualname != qualname || c.filename != filename || c.linetable != linetable ||
+      c.firstlineno != first) {
+    c.qualname = qualname;
+    c.filename = filename;
+    c.linetable = linetable;
+    c.firstlineno = first;
+    c.named = true;
+    if (!ReadString(pid, qualname, &c.function)) c.function = "<unknown>";
+    if (!ReadString(pid, filename, &c.file)) c.file = "<unknown>";
+    if (!ReadBytes(pid, linetable, &c.table)) c.table.clear();
+  }
+  return &c;
+}
+
+PythonFrame PythonStacks::FrameOf(pid_t pid, uint64_t code, uint64_t prev_instr) {
+  const Code* c = CodeAt(pid, code);
+  if (!c) return {"<unknown>", "<unknown>", 0, 0};
+  PythonFrame f{c->function, c->file, 0, static_cast<uint32_t>(std::max(c->firstlineno, 0))};
+  // prev_instr is the code unit before the next instruction: the call a caller
+  // frame waits in, the instruction the innermost one runs. Before the first
+  // instruction (a frame being set up) it points below the code.
+  uint64_t base = code + Layout()->code_code_adaptive;
+  int64_t offset = prev_instr >= base ? static_cast<int64_t>(prev_instr - base) : -1;
+  int32_t line = offset > (int64_t{1} << 30) ? -1 : PythonLineAt(c->table, c->firstlineno, offset);
+  f.line = line > 0 ? static_cast<uint32_t>(line) : f.first_line;
+  return f;
+}
+
+void PythonStacks::Resolve(pid_t pid, const PythonRawFrame* frames, size_t n, std::vector<PythonFrame>* out) {
+  for (size_t i = 0; i < n; ++i) out->push_back(FrameOf(pid, frames[i].code, frames[i].prev_instr));
+}
+
 bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vector<PythonFrame>* out) {
   const StrataPyLayout* l = Layout();
   if (!l || !runtime) return false;
@@ -136,39 +273,26 @@ bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vec
     ++failures_;
     return false;
   }
-  size_t fspan = std::max({l->frame_code, l->frame_previous, l->frame_owner}) + 8;
-  size_t cspan = std::max({l->code_filename, l->code_qualname, l->code_firstlineno}) + 8;
-  std::vector<uint8_t> fb(fspan), cb(cspan);
+  size_t fspan = std::max({l->frame_code, l->frame_previous, l->frame_owner, l->frame_prev_instr}) + 8;
+  std::vector<uint8_t> fb(fspan);
   for (size_t depth = 0; frame && depth < kMaxDepth; ++depth) {
     if (!Read(pid, frame, fb.data(), fspan)) {
       ++failures_;
       return !out->empty();
     }
     uint64_t code = U64At(fb, l->frame_code);
-    if (!code || !Read(pid, code, cb.data(), cspan)) {
+    if (!code) {
       ++failures_;
       return !out->empty();
     }
-    uint64_t qualname = U64At(cb, l->code_qualname), filename = U64At(cb, l->code_filename);
-    int32_t first;
-    std::memcpy(&first, cb.data() + l->code_firstlineno, 4);
-    // A code object's address can be reused after it is freed: the cache entry
-    // stands only while its name objects and first line are the same.
-    Code& c = codes_[(uint64_t{static_cast<uint32_t>(pid)} << 48) ^ code];
-    if (c.qualname != qualname || c.filename != filename || c.firstlineno != first) {
-      c.qualname = qualname;
-      c.filename = filename;
-      c.firstlineno = first;
-      if (!ReadString(pid, qualname, &c.function)) c.function = "<unknown>";
-      if (!ReadString(pid, filename, &c.file)) c.file = "<unknown>";
-    }
-    out->push_back({c.function, c.file, static_cast<uint32_t>(std::max(first, 0))});
+    out->push_back(FrameOf(pid, code, U64At(fb, l->frame_prev_instr)));
     frame = U64At(fb, l->frame_previous);
   }
   return !out->empty();
 }
 
 void PythonStacks::Forget(pid_t pid) {
+  types_.erase(static_cast<uint32_t>(pid));
   for (auto it = tstates_.begin(); it != tstates_.end();)
     it = (it->first >> 32) == static_cast<uint32_t>(pid) ? tstates_.erase(it) : std::next(it);
   for (auto it = codes_.begin(); it != codes_.end();)

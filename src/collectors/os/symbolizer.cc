@@ -69,6 +69,14 @@ std::string HexBuildId(const uint8_t* id, size_t n) {
 
 namespace {
 
+// The interpreter's data that python_stacks.cc reads: its runtime, its
+// version, and the type objects that tell a code object or a string.
+bool IsPythonObject(const char* name) {
+  for (const char* n : {"_PyRuntime", "Py_Version", "PyCode_Type", "PyUnicode_Type", "PyBytes_Type"})
+    if (std::strcmp(name, n) == 0) return true;
+  return false;
+}
+
 // An ELF handle on a file (libelf maps it) or on a private copy of memory.
 class ElfHandle {
  public:
@@ -159,7 +167,7 @@ bool ElfSymbols::ReadElf(Elf* e, bool want_loads) {
         const char* at = std::strchr(name, '@');
         names_.append(name, at ? static_cast<size_t>(at - name) : std::strlen(name));
         names_.push_back('\0');
-      } else if (type == STT_OBJECT && (std::strcmp(name, "_PyRuntime") == 0 || std::strcmp(name, "Py_Version") == 0)) {
+      } else if (type == STT_OBJECT && IsPythonObject(name)) {
         objects_[name] = sym.st_value;
       }
     }

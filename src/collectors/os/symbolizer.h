@@ -50,7 +50,8 @@ class ElfSymbols {
 
   // The function containing file offset `offset`, or null.
   const char* FunctionAtOffset(uint64_t offset, uint64_t* symbol_offset) const;
-  // The virtual address (as linked) of a data or function symbol; 0 if absent.
+  // The virtual address (as linked) of one of the CPython data symbols python_stacks.cc reads
+  // (_PyRuntime, Py_Version, PyCode_Type, PyUnicode_Type, PyBytes_Type); 0 if absent.
   uint64_t SymbolAddress(std::string_view name) const;
   // Virtual address (as linked) of file offset `offset`; false when no PT_LOAD covers it.
   bool OffsetToVaddr(uint64_t offset, uint64_t* vaddr) const;
