@@ -205,7 +205,11 @@ class OsSection : public Section {
 
   void Samples(std::string& out, const ReportOptions& opt) const {
     Sep(out);
-    out += fmt::format("CPU samples: {}\n  {:<48} {:<18} {:>8} {:>7} {:>8} {:>7}\n", o_.samples, "function (innermost)",
+    uint64_t own_samples = 0;
+    for (const auto& x : o_.strata_threads) own_samples += x.samples;
+    out += fmt::format("CPU samples: {}{}\n  {:<48} {:<18} {:>8} {:>7} {:>8} {:>7}\n", o_.samples,
+                       own_samples ? fmt::format(" (and {} in strata's own threads)", own_samples) : "",
+                       "function (innermost)",
                        "module", "self", "", "total", "");
     auto share = [this](uint64_t n) {
       return fmt::format("{:.1f}%", 100.0 * static_cast<double>(n) / static_cast<double>(std::max<uint64_t>(o_.samples, 1)));

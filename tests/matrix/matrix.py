@@ -156,7 +156,7 @@ def cmd_report_json(ctx, cell):
 
 def cmd_report_html(ctx, cell):
     path = out_path(cell, ".html")
-    cell.strata(["report", cell.trace, "--html", path])
+    cell.strata(["report", cell.trace, "--html", path, "--force"])
     if ctx.chromium and cell.own:
         dom = readers.render_html(ctx.chromium, path, path + ".profile")
         want = {"os-samples": cell.ref["samples"] > 0, "os-threads": cell.ref["thread_states"] > 0,
@@ -210,7 +210,7 @@ def cmd_diff(ctx, cell):
 
 def cmd_flamegraph(ctx, cell):
     path = out_path(cell, ".folded")
-    cell.strata(["flamegraph", cell.trace, "-o", path])
+    cell.strata(["flamegraph", cell.trace, "-o", path, "--force"])
     return readers.read_folded(path)
 
 

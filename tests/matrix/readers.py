@@ -38,7 +38,8 @@ def read_report_json(path):
     # The report's own tables that count the same events as the counts object.
     samples = ((r.get("os") or {}).get("samples") or {}).get("total")
     if samples is not None:
-        got["samples"] = samples
+        # The report's tables leave strata's own threads out and list them apart.
+        got["samples"] = samples + sum(t.get("samples", 0) for t in (r.get("os") or {}).get("strata_threads", []))
     if isinstance(r.get("collectors"), list):
         got["not_recorded"] = sum(1 for c in r["collectors"] if c.get("state") != "ok")
     return got, r
@@ -51,8 +52,8 @@ def read_report_text(path, ref):
         text = f.read()
     check(text.startswith("strata report: "), "the text report does not start with its title")
     got = {}
-    m = re.search(r"^CPU samples: (\d+)$", text, re.M)
-    got["samples"] = int(m.group(1)) if m else 0
+    m = re.search(r"^CPU samples: (\d+)(?: \(and (\d+) in strata's own threads\))?$", text, re.M)
+    got["samples"] = int(m.group(1)) + int(m.group(2) or 0) if m else 0
     nr = re.search(r"^Not recorded\n((?:  .*\n)*)", text, re.M)
     got["not_recorded"] = len(nr.group(1).splitlines()) if nr else 0
     return got
