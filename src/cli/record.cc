@@ -32,6 +32,7 @@
 #include "collectors/os/os_collector.h"
 #include "format/control.h"
 #include "format/tsdl.h"
+#include "recorder/supervision.h"
 
 extern char** environ;
 
@@ -444,6 +445,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   std::unique_ptr<collectors::os::OsCollector> os;
   if (o.os) os = std::make_unique<collectors::os::OsCollector>(OsOptionsFrom(o), JoinPath(o.output, "ctf"), id.uuid);
 
+  // Takes the traced processes' buffers, so that what a killed one had buffered is still written and counted.
+  recorder::Supervision supervision;
+  Status sv = supervision.Start(o.output, id.uuid);
+  if (!sv.ok()) PrintError(sv.message() + " (what a killed process had buffered will be lost, uncounted)");
   if (!o.quiet) std::fprintf(stderr, "strata: recording to %s\n", o.output.c_str());
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -504,6 +509,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                             {"cpu_samples", os_stats.samples}, {"python_samples", os_stats.python_samples},
                             {"proc_samples", os_stats.proc_samples}};
   }
+  manifest.supervised = supervision.started();
+  manifest.accounts = supervision.Finish();
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     PrintError("cannot run '" + cmd[0] + "': " + std::strerror(exec_errno));
     (void)FinishManifest(o.output, &manifest, exec_errno == ENOENT ? 127 : 126, 0, "exec failed");
@@ -517,9 +524,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   }
   st = FinishManifest(o.output, &manifest, rc, sig, "");
   if (!st.ok()) PrintError(st.message());
-  if (!o.quiet) {
-    std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %llu events lost)\n", o.output.c_str(),
-                 static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(manifest.lost));
+  // Losses are said even with --quiet: they change what the trace can tell.
+  if (!o.quiet || manifest.lost > 0) {
+    std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %s)\n", o.output.c_str(),
+                 static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), LossSummary(manifest).c_str());
   }
   return rc;
 }
