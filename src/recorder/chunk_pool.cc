@@ -197,10 +197,11 @@ Chunk* TryAcquireChunk(Runtime& rt, bool* grew) {
   return c;
 }
 
-void ReleaseChunk(Runtime& rt, Chunk* c) {
-  c->slot.store(kNoSlot, std::memory_order_release);
+void ReleaseChunks(Runtime& rt, const std::vector<Chunk*>& chunks) {
+  if (chunks.empty()) return;
+  for (Chunk* c : chunks) c->slot.store(kNoSlot, std::memory_order_release);
   std::lock_guard<std::mutex> lk(rt.pool_mu);
-  rt.free_chunks.push_back(c);
+  rt.free_chunks.insert(rt.free_chunks.end(), chunks.begin(), chunks.end());
   UpdateAvailable(rt);
 }
 

@@ -245,7 +245,7 @@ void CommitThreadStream(Runtime& rt, ThreadStream* s, bool final) {
     BeginCommit(slot, v);
     EndCommit(slot, v);
   }
-  for (Chunk* c : s->drained) ReleaseChunk(rt, c);
+  for (Chunk* c : s->drained) rt.release.push_back(c);
   s->drained.clear();
 }
 
@@ -410,6 +410,11 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
     // What the reorder buffer holds is lost if the process dies now: the supervisor counts it.
     if (e->slot) e->slot->pending_external.store(e->events.size(), std::memory_order_relaxed);
   }
+  // Committed chunks back to the pool, in one go: threads waiting for a chunk
+  // take the pool's lock as soon as one is free, and a flusher that queued
+  // behind them for each chunk would wait for the CPU behind all of them.
+  ReleaseChunks(rt, rt.release);
+  rt.release.clear();
   RunFlushPhaseHook(FlushPhase::kPacketsWritten);
 
   // 4. Delete the streams of threads that had exited before step 1: drained
@@ -436,6 +441,9 @@ void FlushCycleLocked(Runtime& rt, FlushOptions opt) {
 }
 
 void WakeFlusher(Runtime& rt) {
+  // Once per wake-up, however many threads ask: under overload every thread
+  // asks, and the flusher must not queue behind them on wake_mu.
+  if (rt.wake_requested.exchange(true, std::memory_order_acq_rel)) return;
   std::lock_guard<std::mutex> lk(rt.wake_mu);
   rt.wake = true;
   pthread_cond_signal(&rt.wake_cv);
@@ -462,6 +470,7 @@ void* FlusherMain(void* arg) {
         pthread_cond_timedwait(&rt->wake_cv, rt->wake_mu.native_handle(), &deadline);
       }
       rt->wake = false;
+      rt->wake_requested.store(false, std::memory_order_release);
       if (rt->stop) break;
     }
     std::lock_guard<std::mutex> lk(rt->flush_mu);

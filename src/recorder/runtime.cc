@@ -175,7 +175,9 @@ Chunk* NextChunk(Runtime& rt, ThreadStream* s) {
       n = TryAcquireChunk(rt);
     }
   }
-  {
+  // A thread already on g_full_chunk that lost the race for a freed chunk has
+  // nothing to seal or link: it leaves the stream's lock to the flusher.
+  if (n || t_chunk != &g_full_chunk) {
     std::lock_guard<std::mutex> lk(s->mu);
     Chunk* cur = t_chunk;
     if (cur && cur != &g_full_chunk) cur->sealed.store(true, std::memory_order_release);

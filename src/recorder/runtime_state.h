@@ -169,6 +169,7 @@ struct Runtime {
   pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER;
   bool stop = false;
   bool wake = false;
+  std::atomic<bool> wake_requested{false};
   std::atomic<bool> more_work{false};  // a cycle stopped early (bounded memory): run again now
 
   // Flusher-owned (under flush_mu).
@@ -176,6 +177,7 @@ struct Runtime {
   ClockAnchor calib_prev{}, calib_last{};  // the anchors calib was built from (published for the supervisor)
   std::unique_ptr<StreamWriter> proc_writer;
   std::vector<ThreadStream*> scratch;
+  std::vector<Chunk*> release;  // chunks committed this cycle
   uint64_t stream_seq = 0;  // makes every stream's instance id unique (under registry_mu)
   uint64_t cycle = 0;       // flush cycles so far
   uint64_t events_written = 0;
@@ -200,8 +202,8 @@ void DestroyRegion(Region& r);
 size_t ChunkStride(const Config& cfg);
 // A free chunk, Reset, or nullptr when the budget is used up. `grew`: it is fresh memory.
 Chunk* TryAcquireChunk(Runtime& rt, bool* grew = nullptr);
-// Back to the pool (its slot cleared): flusher only, after its records are committed.
-void ReleaseChunk(Runtime& rt, Chunk* c);
+// Back to the pool (their slots cleared): flusher only, after their records are committed.
+void ReleaseChunks(Runtime& rt, const std::vector<Chunk*>& chunks);
 bool PoolLow(Runtime& rt);
 // A slot for a new stream (kind, identity and base name filled in); kNoSlot when exhausted.
 uint32_t AllocSlot(Runtime& rt, uint32_t kind, uint32_t tid, uint32_t device, uint64_t queue, uint32_t external,

@@ -282,9 +282,10 @@ class Salvager {
         Note("stream " + a->file + ": " + std::to_string(end - pos) + " bytes of a chunk could not be decoded");
       }
     }
-    // The drops since the last flush reach the trace with the last packet.
+    // The drops since the last flush reach the trace with the last packet (in a
+    // stream of its own for a thread that never got to write one).
     uint64_t dropped = s.dropped.load();
-    if (!writer_tried && dropped + v.write_failed_events > v.at.discarded && !PathOf(s).empty()) {
+    if (!writer_tried && dropped + v.write_failed_events > v.at.discarded) {
       writer_tried = true;
       w = WriterFor(i, v, a);
     }
