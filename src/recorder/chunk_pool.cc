@@ -135,6 +135,7 @@ Status CreateRegion(Runtime& rt, bool shared) {
   h->max_chunks = rt.cfg.max_chunks;
   for (auto& e : h->external_slot) e.store(kNoSlot, std::memory_order_relaxed);
   rt.region = r;
+  rt.chunk_capacity = static_cast<uint32_t>(stride - sizeof(Chunk));
   rt.free_chunks.clear();
   rt.allocated_chunks = 0;
   rt.available.store(static_cast<int64_t>(rt.cfg.max_chunks), std::memory_order_relaxed);

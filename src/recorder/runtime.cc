@@ -25,8 +25,11 @@ namespace strata::recorder {
 __thread Chunk* t_chunk __attribute__((tls_model("initial-exec"), visibility("default"))) = nullptr;
 std::atomic<uint64_t> g_current_step{UINT64_MAX};
 Runtime* g_rt = nullptr;
-__thread ThreadStream* t_stream = nullptr;
-__thread bool t_is_flusher = false;
+// Initial-exec like t_chunk (libstrata is preloaded or linked, never dlopen'ed
+// late): the slow path, which every dropped event takes, reads them without a
+// call to __tls_get_addr.
+__thread ThreadStream* t_stream __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread bool t_is_flusher __attribute__((tls_model("initial-exec"))) = false;
 alignas(64) Chunk g_full_chunk;
 
 uint64_t CurrentStep() { return g_current_step.load(std::memory_order_relaxed); }
@@ -214,7 +217,7 @@ void SlowEmitRouted(uint32_t word, const void* payload, uint32_t size, uint64_t 
   ThreadStream* s = CallingStream(rt);
   if (!s) return;
   uint32_t need = RoutedBytes(size);
-  if (size > 0xffff || need > ChunkStride(rt->cfg) - sizeof(Chunk) || StillFull(*rt)) return CountDrop(s, need);
+  if (size > 0xffff || need > rt->chunk_capacity || StillFull(*rt)) return CountDrop(s, need);
   Chunk* n = NextChunk(*rt, s);
   if (!n) return CountDrop(s, need);
   Record* r = reinterpret_cast<Record*>(n->data());
@@ -234,7 +237,7 @@ void SlowEmit(uint32_t event_id, const void* payload, uint32_t size, uint64_t ts
   ThreadStream* s = CallingStream(rt);
   if (!s) return;
   uint32_t need = RecordBytes(size);
-  if (size > 0xffff || need > ChunkStride(rt->cfg) - sizeof(Chunk) || StillFull(*rt)) return CountDrop(s, need);
+  if (size > 0xffff || need > rt->chunk_capacity || StillFull(*rt)) return CountDrop(s, need);
   Chunk* n = NextChunk(*rt, s);
   if (!n) return CountDrop(s, need);
   Record* r = reinterpret_cast<Record*>(n->data());

@@ -120,6 +120,7 @@ struct Region {
 
 struct Runtime {
   Config cfg;
+  uint32_t chunk_capacity = 0;  // record bytes a chunk holds (ChunkStride less its control block)
   format::Uuid uuid{};
   uint64_t instance = 0;
   uint32_t pid = 0;
@@ -188,8 +189,8 @@ struct Runtime {
 
 extern Runtime* g_rt;
 extern format::ControlBlock* g_control;
-extern __thread ThreadStream* t_stream;
-extern __thread bool t_is_flusher;
+extern __thread ThreadStream* t_stream __attribute__((tls_model("initial-exec")));
+extern __thread bool t_is_flusher __attribute__((tls_model("initial-exec")));
 // A chunk with no room: a thread whose last chunk could not be replaced (buffers
 // full, drop policy) points here, so each of its events takes the slow path,
 // which counts the drop (and retries the pool only when a chunk is free).
