@@ -344,8 +344,8 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
         auto map = MappedFile::Open(path);
         if (!map.ok()) continue;
         m->bytes += map->size();
-        // Packet headers only: the events were checked as they were written.
-        format::StreamFileReader r(*md, map->data(), map->size(), path, /*check_events=*/false);
+        // Packet headers only (events are read for process streams alone).
+        format::StreamFileReader r(*md, map->data(), map->size(), path);
         format::Packet pk;
         uint64_t lost = 0, packets = 0, instance = 0;
         json proc;

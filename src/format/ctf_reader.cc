@@ -14,14 +14,15 @@ constexpr size_t kSignatureBytes = 4 + 16;
 
 }  // namespace
 
-StreamFileReader::StreamFileReader(const ParsedMetadata& md, const uint8_t* data, size_t size, std::string path,
-                                   bool check_events)
-    : md_(md), data_(data), size_(size), path_(std::move(path)), check_events_(check_events) {}
+StreamFileReader::StreamFileReader(const ParsedMetadata& md, const uint8_t* data, size_t size, std::string path)
+    : md_(md), data_(data), size_(size), path_(std::move(path)) {}
 
-bool StreamFileReader::Fail(size_t offset, std::string msg) {
-  status_ = Err(StatusCode::kCorrupt, "{}: byte {}: {}", path_, offset, msg);
-  cur_ = end_ = nullptr;
-  next_packet_ = size_;
+bool StreamFileReader::Fail(size_t offset, const char* msg) {
+  // The rest of the packet is lost: what was read of it stands, the reader
+  // goes on at the next packet (NextPacket checks that it is one).
+  size_t content_end = static_cast<size_t>(end_ - data_);
+  NoteDamage(offset, content_end > offset ? content_end - offset : 0, fmt::format("byte {}: {}", offset, msg));
+  cur_ = end_;
   return false;
 }
 
@@ -169,44 +170,10 @@ bool StreamFileReader::Identify(uint32_t* stream_id, uint64_t* stream_instance_i
   return true;
 }
 
-bool StreamFileReader::CheckEvents(const Packet& pk, std::string* why, uint64_t* last_ts) {
-  SetStreamClass(pk.stream_id);
-  size_t ctx_size = kCommonContextSize;
-  for (const ParsedField& f : stream_->context) ctx_size += FieldSize(f.type);
-  cur_ = data_ + pk.offset + kPacketHeaderSize + ctx_size;
-  end_ = data_ + pk.offset + pk.content_bytes;
-  clock_ = pk.ts_begin;
-  if (!check_events_) {
-    *last_ts = pk.ts_begin;
-    return true;
-  }
-  // Decode every event without handing it out; NextEvent's checks, plus the
-  // packet's own bounds on time.
-  EventView ev;
-  Status saved = status_;
-  while (cur_ < end_) {
-    const uint8_t* at = cur_;
-    if (!NextEvent(&ev)) {
-      *why = status_.ok() ? fmt::format("byte {}: event decoding stopped", at - data_)
-                          : status_.message().substr(path_.size() + 2);
-      status_ = saved;
-      return false;
-    }
-    if (ev.ts > pk.ts_end) {
-      *why = fmt::format("byte {}: event at {} ns after the packet's timestamp_end {}", at - data_, ev.ts, pk.ts_end);
-      return false;
-    }
-  }
-  *last_ts = clock_;
-  // Rewind for the caller's pass.
-  cur_ = data_ + pk.offset + kPacketHeaderSize + ctx_size;
-  clock_ = pk.ts_begin;
-  return true;
-}
-
 bool StreamFileReader::NextPacket(Packet* out) {
-  if (!status_.ok()) return false;
   Identify(nullptr, nullptr);
+  // The previous packet's last event read (or its start, if its events were not read).
+  last_ts_ = std::max(last_ts_, clock_);
   cur_ = end_ = nullptr;
   while (next_packet_ < size_) {
     size_t off = next_packet_;
@@ -225,29 +192,32 @@ bool StreamFileReader::NextPacket(Packet* out) {
       next_packet_ = next;
       continue;
     }
-    bool header_ok = c == Check::kOk;
-    if (header_ok && out->ts_begin < last_ts_) {
+    if (c == Check::kOk && out->ts_begin < last_ts_) {
       why = fmt::format("byte {}: packet begins at {} ns, before the previous packet's last event ({})",
                         off + kPacketHeaderSize, out->ts_begin, last_ts_);
-      header_ok = false;
+      c = Check::kBad;
     }
-    uint64_t last_event_ts = 0;
-    if (header_ok && CheckEvents(*out, &why, &last_event_ts)) {
+    if (c == Check::kOk) {
+      SetStreamClass(out->stream_id);
+      size_t ctx_size = kCommonContextSize;
+      for (const ParsedField& f : stream_->context) ctx_size += FieldSize(f.type);
+      cur_ = data_ + off + kPacketHeaderSize + ctx_size;
+      end_ = data_ + off + out->content_bytes;
+      clock_ = out->ts_begin;
+      ts_end_ = out->ts_end;
       next_packet_ = off + out->packet_bytes;
-      last_ts_ = last_event_ts;  // the reference for the next packet
       return true;
     }
-    size_t next = Resync(off, c == Check::kOk ? out : nullptr);
+    size_t next = Resync(off, nullptr);
     NoteDamage(off, next - off, std::move(why));
     next_packet_ = next;
-    cur_ = end_ = nullptr;
   }
   return false;
 }
 
 bool StreamFileReader::SlowEvent(EventView* ev, uint32_t id, uint64_t ts, const uint8_t* p) {
   if (id >= stream_->events.size() || stream_->events[id].name.empty())
-    return Fail(static_cast<size_t>(p - data_), fmt::format("event id {} is not declared in the metadata", id));
+    return Fail(static_cast<size_t>(p - data_), "event id not declared in the metadata");
   const ParsedEvent& e = stream_->events[id];
   const uint8_t* q = p;
   for (const ParsedField& f : e.fields) {

@@ -1,16 +1,20 @@
 // Decodes strata CTF stream files: packets, then events, with every length and
 // offset checked.
 //
-// A damaged packet costs that packet, not the stream: NextPacket() validates
-// each packet whole before handing it out (magic, uuid, stream class and
-// instance, sizes, timestamps that never go backwards, every event decoding to
-// exactly the packet's content, none after timestamp_end), and skips one that
+// A damaged packet costs that packet at most, not the stream: NextPacket()
+// checks each packet's header (magic, uuid, stream class and instance, sizes,
+// a start no earlier than the previous packet's last event) and skips one that
 // fails to the next valid packet header: the one its packet_size points at
 // when that is a valid header, else the next place where the packet magic and
 // the trace's uuid (20 bytes no event of the trace contains) begin a valid
-// header. What was skipped is counted (damaged_packets(), damaged_bytes()) and
-// described with its byte offset (damage()). A file cut short by a writer that
-// was killed mid-write ends with a partial packet: trailing_bytes(), not damage.
+// header. NextEvent() checks every event (its id, its payload within the
+// packet's content, a timestamp that never goes back nor past the packet's
+// timestamp_end) and, at the first that fails, gives up the rest of the packet
+// only: the events before it were whole. What was skipped is counted
+// (damaged_packets(), damaged_bytes()) and described with its byte offset
+// (damage()). A file cut short by a writer that was killed mid-write ends with
+// a partial packet: trailing_bytes(), not damage. One pass over the bytes: no
+// event is decoded twice.
 //
 // The event loop is the reader's hot path (target: > 50 M events/s on one core):
 // NextEvent() decodes the 4-byte compact header in the common case, rebuilds
@@ -63,19 +67,15 @@ inline T ReadLE(const uint8_t* p) {
 
 class StreamFileReader {
  public:
-  // `data` must outlive the reader (typically a MappedFile). Without
-  // `check_events`, packets are validated by their headers only (a quick walk
-  // for packet counts and losses); NextEvent may then stop at a damaged event
-  // and set status().
-  StreamFileReader(const ParsedMetadata& md, const uint8_t* data, size_t size, std::string path,
-                   bool check_events = true);
+  // `data` must outlive the reader (typically a MappedFile).
+  StreamFileReader(const ParsedMetadata& md, const uint8_t* data, size_t size, std::string path);
 
   // Reads the next valid packet's header and context, skipping (and counting)
   // damaged ones. False at the end of the file.
   bool NextPacket(Packet* out);
 
-  // Within the current packet: false at its end. The packet was validated
-  // whole, so this fails only if the mapped bytes changed underneath.
+  // Within the current packet: false at its end, or at a damaged event (the
+  // rest of the packet is then counted as damaged).
   inline bool NextEvent(EventView* ev);
 
   // The stream class and instance of the file's packets (the majority of its
@@ -83,8 +83,7 @@ class StreamFileReader {
   // stream). False when the file holds no valid packet header.
   bool Identify(uint32_t* stream_id, uint64_t* stream_instance_id);
 
-  // Damage is counted, not an error: status() stays ok unless the mapped bytes
-  // changed under NextEvent. Kept for callers that check it.
+  // Damage is counted, not an error: status() stays ok. Kept for callers that check it.
   const Status& status() const { return status_; }
   // Bytes after the last complete packet (a writer killed mid-write); reported, not an error.
   size_t trailing_bytes() const { return trailing_; }
@@ -98,28 +97,25 @@ class StreamFileReader {
   enum class Check { kOk, kShort, kBad };
   // Parses and checks the header and context of a packet at `off` (not its events).
   Check ParseHeader(size_t off, Packet* out, std::string* why);
-  // Checks that the packet's events decode to exactly its content, in time
-  // order, none after timestamp_end; sets the event loop up for it and gives
-  // the last event's time (timestamp_begin when it has none).
-  bool CheckEvents(const Packet& pk, std::string* why, uint64_t* last_ts);
   // The offset of the next valid packet header after a damaged packet at
   // `off` (whose header, when it parsed, is `hdr`), or size_ when none.
   size_t Resync(size_t off, const Packet* hdr);
   bool IsValidHeaderAt(size_t off);
   void NoteDamage(size_t off, size_t bytes, std::string what);
   void SetStreamClass(uint32_t sid);
-  bool Fail(size_t offset, std::string msg);
+  // A damaged event at `offset`: the rest of the packet is skipped and counted.
+  bool Fail(size_t offset, const char* msg);
   bool SlowEvent(EventView* ev, uint32_t id, uint64_t ts, const uint8_t* p);
 
   const ParsedMetadata& md_;
   const uint8_t* data_;
   size_t size_;
   std::string path_;
-  bool check_events_ = true;
   size_t next_packet_ = 0;
   const uint8_t* cur_ = nullptr;
   const uint8_t* end_ = nullptr;
   uint64_t clock_ = 0;
+  uint64_t ts_end_ = 0;  // the current packet's timestamp_end
   const ParsedStream* stream_ = nullptr;
   std::vector<int32_t> fixed_sizes_;  // per event id of the current stream class; -1 strings, -2 unknown
   uint32_t fixed_stream_ = UINT32_MAX;
@@ -155,6 +151,8 @@ inline bool StreamFileReader::NextEvent(EventView* ev) {
     if (ts < clock_) return Fail(static_cast<size_t>(p - data_), "event timestamp goes backwards");
     p += 13;
   }
+  if (__builtin_expect(ts > ts_end_, 0))
+    return Fail(static_cast<size_t>(cur_ - data_), "event after the packet's timestamp_end");
   clock_ = ts;
   int32_t fs = id < fixed_sizes_.size() ? fixed_sizes_[id] : -2;
   if (fs < 0) return SlowEvent(ev, id, ts, p);
