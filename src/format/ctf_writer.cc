@@ -57,7 +57,7 @@ StreamWriter::~StreamWriter() {
 
 Status StreamWriter::Open(const std::string& path) {
   path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND | O_NOFOLLOW, 0644);
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
   if (fd_ < 0) return ErrnoErr(errno, "cannot create stream file {}", path);
   return OkStatus();
 }
@@ -82,7 +82,7 @@ Status StreamWriter::Resume(const std::string& path, const ResumePoint& at) {
 Status StreamWriter::OpenUnique(const std::string& base) {
   for (int i = 0; i < 100000; ++i) {
     std::string path = i == 0 ? base : base + "." + std::to_string(i);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_APPEND | O_NOFOLLOW, 0644);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0644);
     if (fd >= 0) {
       fd_ = fd;
       path_ = path;

@@ -6,9 +6,7 @@
 //   _exit()/os._exit()       -> interposed _exit/_Exit
 //   exec*()                  -> interposed exec family flushes first
 //   fatal signal             -> handler flushes, then re-raises with the old action
-//   SIGKILL                  -> under `strata record`, the supervisor writes what the
-//                               buffers held (it holds their memory); otherwise the
-//                               periodic flush (100 ms) bounds the loss
+//   SIGKILL                  -> the periodic flush (100 ms) bounds the loss
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -134,6 +132,11 @@ int MainWithObservers(int argc, char** argv, char** envp) {
 
 // A vfork() child (Python's subprocess uses vfork) shares our memory and must
 // not touch the recorder: it is recognised by its pid.
+//
+// Under `strata record` the supervisor holds the buffers' memory: after SIGKILL,
+// a crash the handler could not flush, or a successful exec, it writes what
+// they still held (recorder/supervision.h), so those ends lose nothing that
+// reached a buffer.
 void FlushBeforeExec() {
   if (g_started && InOwnProcess()) PrepareExec();
 }

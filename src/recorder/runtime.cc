@@ -441,9 +441,9 @@ uint64_t DroppedTotal() { return g_rt ? SlotsDropped(*g_rt) : 0; }
 
 Config ConfigFromEnv() {
   Config c;
-  if (const char* d = std::getenv("STRATA_TRACE_DIR")) c.dir = d;
+  if (const char* d = ::secure_getenv("STRATA_TRACE_DIR")) c.dir = d;
   auto num = [](const char* name, uint64_t def) -> uint64_t {
-    const char* v = std::getenv(name);
+    const char* v = ::secure_getenv(name);
     if (!v || !*v) return def;
     char* end = nullptr;
     unsigned long long x = std::strtoull(v, &end, 10);
@@ -454,7 +454,7 @@ Config ConfigFromEnv() {
   uint64_t budget = num("STRATA_BUFFER_BYTES", 64ull << 20);
   c.max_chunks = std::max<uint64_t>(2, budget / c.chunk_bytes);
   c.flush_ms = static_cast<uint32_t>(std::clamp<uint64_t>(num("STRATA_FLUSH_MS", 100), 1, 60000));
-  const char* pol = std::getenv("STRATA_BUFFER_POLICY");
+  const char* pol = ::secure_getenv("STRATA_BUFFER_POLICY");
   c.block = pol && std::strcmp(pol, "block") == 0;
   return c;
 }

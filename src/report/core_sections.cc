@@ -66,8 +66,8 @@ class OverviewSection : public Section {
       if (loss_.contains("note")) out += "              " + loss_.value("note", std::string()) + "\n";
     }
     if (damaged_packets_)
-      out += fmt::format("  damaged     {} packets skipped by the reader ({} bytes, about {} events)\n", damaged_packets_,
-                         damaged_bytes_, damaged_events_);
+      out += fmt::format("  damaged     {} packet{} skipped by the reader ({} bytes, about {} events)\n", damaged_packets_,
+                         damaged_packets_ == 1 ? "" : "s", damaged_bytes_, damaged_events_);
     if (!manifest_error_.empty()) out += "  manifest    could not be read: the command, exit status and losses are unknown\n";
     out += "\nStreams                                                                   events     lost\n";
     size_t shown = 0;
