@@ -79,9 +79,12 @@ Status CreateRegion(Runtime& rt, bool shared) {
 
   Region r;
   if (shared) {
-    r.memfd = ::memfd_create("strata-buffers", MFD_CLOEXEC);
+    r.memfd = ::memfd_create("strata-buffers", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (r.memfd < 0) return ErrnoErr(errno, "memfd_create");
-    if (::ftruncate(r.memfd, static_cast<off_t>(total)) != 0) {
+    // Its size is sealed: the supervisor maps all of it, and a file that could
+    // shrink under that mapping would make it fault (SIGBUS).
+    if (::ftruncate(r.memfd, static_cast<off_t>(total)) != 0 ||
+        ::fcntl(r.memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
       int e = errno;
       ::close(r.memfd);
       return ErrnoErr(e, "sizing the buffer memory");

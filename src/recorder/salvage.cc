@@ -178,10 +178,16 @@ class Salvager {
   }
 
  private:
+  // The stream's file, if it has one: a name in ctf/ that begins with the
+  // stream's own name (the memory is the dead process's: a name that leads
+  // elsewhere is not followed).
   std::string PathOf(const StreamSlot& s) const {
     std::string f = Field(s.file_name, sizeof s.file_name);
-    return f.empty() ? "" : JoinPath(ctf_, f);
+    std::string base = Field(s.base_name, sizeof s.base_name);
+    if (f.empty() || !SafeName(base) || !SafeName(f) || f.rfind(base, 0) != 0) return "";
+    return JoinPath(ctf_, f);
   }
+  static bool SafeName(const std::string& n) { return !n.empty() && n[0] != '.' && n.find('/') == std::string::npos; }
 
   // A writer that continues the stream's file (or starts it), set up from the
   // record the process left.
@@ -200,7 +206,7 @@ class Salvager {
       st = w->Resume(path, v.at);
     } else {
       std::string base = Field(s.base_name, sizeof s.base_name);
-      if (base.empty() || base.find('/') != std::string::npos || base[0] == '.') {
+      if (!SafeName(base)) {
         Note("stream slot " + std::to_string(i) + " has no valid file name");
         return nullptr;
       }

@@ -112,10 +112,15 @@ void Supervision::OnReadable(Conn& c) {
     }
     bool kept = false;
     struct stat st;
+    // A memfd whose size is sealed: mapped whole, it cannot shrink under the mapping.
+    auto sealed = [](int fd) {
+      int seals = ::fcntl(fd, F_GET_SEALS);
+      return seals >= 0 && (seals & F_SEAL_SHRINK) != 0;
+    };
     if (c.memfd < 0 && n == static_cast<ssize_t>(sizeof hello) && nfds == 1 && hello.magic == kShmMagic &&
         hello.version == kShmVersion && ::fstat(fds[0], &st) == 0 && S_ISREG(st.st_mode) &&
         static_cast<uint64_t>(st.st_size) >= hello.region_bytes && hello.region_bytes >= sizeof(ShmHeader) &&
-        ::fcntl(fds[0], F_GET_SEALS) >= 0) {  // a memfd (shared memory), not a file or device
+        sealed(fds[0])) {
       c.memfd = fds[0];
       c.bytes = hello.region_bytes;
       c.pid = hello.pid;
