@@ -265,6 +265,35 @@ TEST(FaultLoss, SigkillLosesNothingThatReachedTheBuffers) {
   testing::ExpectBabeltraceAgrees(dir);
 }
 
+// Killed before its first flush (100 ms): nothing of the process is in the
+// files yet, not even its names or its clock rate; the supervisor writes it all.
+TEST(FaultLoss, SigkillBeforeTheFirstFlushLosesNothing) {
+  std::string dir = TempDir("sigkill_early");
+  std::string progress = TempDir("sigkill_early_progress");
+  auto r = Record(dir, {TestProgram("emitter"), "2", "4000000000", "--spans", "--kill-self-after-ms", "30",
+                        "--progress", progress});
+  EXPECT_EQ(r.exit_code, 128 + 9) << r.err;
+  std::map<uint32_t, uint64_t> emitted = Progress(progress, 2);
+  int checked = 0;
+  for (const auto& [file, s] : ThreadFiles(dir)) {
+    auto it = emitted.find(s.tid);
+    if (it == emitted.end()) continue;
+    ++checked;
+    EXPECT_GT(s.counters.size(), 0u) << file;
+    EXPECT_TRUE(s.counters.size() == it->second || s.counters.size() == it->second + 1)
+        << file << ": " << s.counters.size() << " in the file, " << it->second << " emitted";
+  }
+  EXPECT_EQ(checked, 2);
+  model::Trace t = Load(dir);
+  EXPECT_EQ(t.events_lost, 0u);
+  // Names and times from the salvaged process stream and clock: spans resolve, and the
+  // trace lasts about as long as the program ran (ticks converted at the machine's rate).
+  EXPECT_GT(testing::CountSlices(t, "batch"), 0u);
+  for (const auto& w : t.warnings) EXPECT_EQ(w.find("undefined string"), std::string::npos) << w;
+  EXPECT_LT(t.end_ns() - t.start_ns(), int64_t{5'000'000'000});
+  testing::ExpectBabeltraceAgrees(dir);
+}
+
 // Reproduction: "One flipped byte in a stream makes the whole trace
 // unreadable; a corrupt first packet_size drops the whole stream." Now a
 // damaged packet costs that packet: the trace loads with exactly its events

@@ -129,6 +129,9 @@ class Salvager {
       // Rebuilt from the same two anchors, the conversion is the process's own.
       calib_.Start({c.prev_tsc.load(), c.prev_ns.load()});
       calib_.AddAnchor({c.last_tsc.load(), c.last_ns.load()});
+      // A process killed before its first flush had one anchor: the rate is
+      // measured from it to now (the TSC is the machine's, ours too).
+      if (!calib_.has_rate()) calib_.AddAnchor(TakeClockAnchor());
     }
   }
 
