@@ -90,9 +90,12 @@ class OverviewSection : public Section {
                   {"duration_ns", o_.duration_ns}, {"events", o_.events},
                   {"lost_events", lost_}, {"processes", o_.processes},
                   {"threads", o_.threads},       {"streams", streams}};
-    json loss = loss_.is_object() ? loss_ : json::object();
-    loss["damaged"] = {{"packets", damaged_packets_}, {"bytes", damaged_bytes_}, {"events_estimate", damaged_events_}};
-    j["trace"]["loss"] = loss;
+    // Only when there is something to say: reports of other tools' traces (and their goldens) are unchanged.
+    if (loss_.is_object() || damaged_packets_) {
+      json loss = loss_.is_object() ? loss_ : json::object();
+      loss["damaged"] = {{"packets", damaged_packets_}, {"bytes", damaged_bytes_}, {"events_estimate", damaged_events_}};
+      j["trace"]["loss"] = loss;
+    }
     if (!manifest_error_.empty()) j["trace"]["manifest_error"] = manifest_error_;
     if (!manifest_.is_null()) j["manifest"] = manifest_;
   }
