@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -263,48 +265,115 @@ TEST_F(CtfFile, TruncatedFileKeepsCompletePackets) {
   EXPECT_GT(trailing, 0u);
 }
 
-TEST_F(CtfFile, CorruptedPacketsGiveErrorsWithByteOffsets) {
+// Writes `packets` packets of 100 span_begin events each (ts 1000*(k+1) + i).
+void WriteSpans(StreamWriter& w, int packets, int first_packet = 0) {
+  uint32_t name = 1;
+  for (int k = first_packet; k < first_packet + packets; ++k) {
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 1000 * static_cast<uint64_t>(k + 1) + i, &name, 4);
+    ASSERT_TRUE(w.Flush(0).ok());
+  }
+}
+
+// Offsets of every packet in a file written by StreamWriter (packets are not padded).
+std::vector<size_t> PacketOffsets(const std::string& bytes) {
+  std::vector<size_t> out;
+  for (size_t off = 0; off + kPacketHeaderSize + 32 <= bytes.size();) {
+    out.push_back(off);
+    uint64_t bits;
+    std::memcpy(&bits, bytes.data() + off + kPacketHeaderSize + 24, 8);
+    off += bits / 8;
+  }
+  return out;
+}
+
+// A damaged packet costs that packet: the reader skips it to the next valid
+// packet header, counts it and says where and why; the other packets' events
+// all come through.
+TEST_F(CtfFile, ADamagedPacketCostsThatPacketOnly) {
   const StreamSpec& spec = *FindStream(kThreadStream);
   {
     StreamWriter w(id_.uuid, spec, 1, {1, 1, 1});
     ASSERT_TRUE(w.Open(path_).ok());
-    uint32_t name = 1;
-    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 1000 + i, &name, 4);
-    ASSERT_TRUE(w.Flush(5000).ok());
-    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 6000 + i, &name, 4);
-    ASSERT_TRUE(w.Close(9000).ok());
+    WriteSpans(w, 3);
+    ASSERT_TRUE(w.Close(0).ok());
   }
   auto original = ReadFile(path_);
   ASSERT_TRUE(original.ok());
-  auto second_packet = [&]() {
-    // The second packet starts after the first's packet_size.
-    uint64_t bits;
-    std::memcpy(&bits, original->data() + kPacketHeaderSize + 24, 8);
-    return bits / 8;
-  }();
+  std::vector<size_t> at = PacketOffsets(*original);
+  ASSERT_EQ(at.size(), 3u);
   struct Case {
     size_t offset;
     std::string expect;
+    uint8_t flip = 0x5a;
   } cases[] = {
-      {0, "bad packet magic"},
-      {second_packet, "bad packet magic"},
-      {5, "uuid"},
-      {20, "unknown stream class"},
-      {kPacketHeaderSize + 16, "packet"},  // content_size
+      {at[0], "bad packet magic"},
+      {at[1], "bad packet magic"},
+      {at[2], "bad packet magic"},
+      {at[0] + 5, "uuid"},
+      {at[1] + 20, "unknown stream class"},
+      {at[0] + 24, "instance"},                     // stream_instance_id: not this stream's
+      {at[1] + kPacketHeaderSize + 16, "packet"},   // content_size
+      {at[0] + kPacketHeaderSize + 24, "packet"},   // the first packet's packet_size
+      {at[0] + kPacketHeaderSize + 31, "packet"},   // its top byte: runs past the end of the file
+      {at[1] + kPacketHeaderSize + 7, "timestamp"},  // timestamp_begin's top byte: after timestamp_end
+      {at[2] + kPacketHeaderSize + 9, "timestamp", 0x08},  // timestamp_end below the events
   };
   for (const Case& c : cases) {
     std::string bad = *original;
-    bad[c.offset] = static_cast<char>(bad[c.offset] ^ 0x5a);
+    bad[c.offset] = static_cast<char>(bad[c.offset] ^ c.flip);
     ASSERT_TRUE(WriteFileAtomic(path_, bad).ok());
-    Status st;
-    ReadAll(&st);
-    ASSERT_FALSE(st.ok()) << "offset " << c.offset;
-    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find("byte "), std::string::npos) << st.message();
-    EXPECT_NE(st.message().find(path_), std::string::npos) << st.message();
+    auto map = MappedFile::Open(path_);
+    ASSERT_TRUE(map.ok());
+    StreamFileReader r(md_, map->data(), map->size(), path_);
+    Packet pk;
+    EventView ev;
+    int events = 0;
+    while (r.NextPacket(&pk))
+      while (r.NextEvent(&ev)) ++events;
+    EXPECT_TRUE(r.status().ok()) << r.status().message();
+    EXPECT_EQ(events, 200) << "byte " << c.offset;
+    EXPECT_EQ(r.damaged_packets(), 1u) << "byte " << c.offset;
+    ASSERT_FALSE(r.damage().empty());
+    EXPECT_NE(r.damage()[0].what.find(c.expect), std::string::npos) << "byte " << c.offset << ": " << r.damage()[0].what;
+    EXPECT_NE(r.damage()[0].what.find("byte "), std::string::npos) << r.damage()[0].what;
+    uint32_t sid = 99;
+    uint64_t inst = 0;
+    ASSERT_TRUE(r.Identify(&sid, &inst));
+    EXPECT_EQ(sid, kThreadStream);
+    EXPECT_EQ(inst, 1u);
+  }
+  // A flipped byte in an event is found when the events no longer decode
+  // within the packet's content, or go back in time or past its end: then the
+  // rest of that packet is lost, and nothing else. A flip the structure cannot
+  // reveal (a payload byte; an id turned into another event whose size happens
+  // to realign) keeps the packet, one event misread at most.
+  size_t header = kPacketHeaderSize + kCommonContextSize;
+  for (const ParsedField& f : md_.streams[kThreadStream].context) header += FieldSize(f.type);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 300; ++i) {
+    std::string bad = *original;
+    size_t off = at[1] + header + rng() % (at[2] - at[1] - header);
+    bad[off] = static_cast<char>(bad[off] ^ (1 << (rng() % 8)));
+    ASSERT_TRUE(WriteFileAtomic(path_, bad).ok());
+    auto map = MappedFile::Open(path_);
+    StreamFileReader r(md_, map->data(), map->size(), path_);
+    Packet pk;
+    EventView ev;
+    int events = 0;
+    while (r.NextPacket(&pk))
+      while (r.NextEvent(&ev)) ++events;
+    EXPECT_LE(r.damaged_packets(), 1u);
+    if (r.damaged_packets()) {
+      EXPECT_GE(events, 200) << "byte " << off;
+      EXPECT_LT(events, 300) << "byte " << off;
+      // What was skipped runs from the damaged event to the end of the packet.
+      EXPECT_EQ(r.damage()[0].offset + r.damage()[0].bytes, at[2]) << "byte " << off;
+      EXPECT_LE(r.damage()[0].offset, off + 13) << "byte " << off;
+    } else {
+      EXPECT_NEAR(events, 300, 1) << "byte " << off;
+    }
   }
   // Random corruption anywhere never crashes the reader.
-  std::mt19937 rng(1);
   for (int i = 0; i < 3000; ++i) {
     std::string bad = *original;
     for (int k = 0; k < 4; ++k) bad[rng() % bad.size()] = static_cast<char>(rng());
@@ -312,6 +381,122 @@ TEST_F(CtfFile, CorruptedPacketsGiveErrorsWithByteOffsets) {
     Status st;
     ReadAll(&st);
   }
+}
+
+// Runs `fn` with writes beyond `limit` bytes of a file failing (EFBIG), as on a
+// full disk: the process's file size limit, with SIGXFSZ ignored.
+template <typename Fn>
+void WithFileSizeLimit(rlim_t limit, Fn&& fn) {
+  struct rlimit old;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = old;
+  lim.rlim_cur = limit;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+  fn();
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old), 0);
+  ::signal(SIGXFSZ, old_handler);
+}
+
+// A packet that cannot be written (the disk is full) is cut off again: the
+// file ends on its last complete packet, the lost events are counted, and the
+// next packet written carries them in events_discarded, with no gap in the
+// packet numbers.
+TEST_F(CtfFile, AFailedWriteLeavesWholePacketsAndCountsItsEvents) {
+  const StreamSpec& spec = *FindStream(kThreadStream);
+  StreamWriter w(id_.uuid, spec, 1, {1, 1, 1});
+  ASSERT_TRUE(w.Open(path_).ok());
+  WriteSpans(w, 2);
+  uint64_t two = std::filesystem::file_size(path_);
+  uint32_t name = 1;
+  WithFileSizeLimit(two + 100, [&] {
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 3000 + i, &name, 4);
+    Status st = w.Flush(0);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find(path_), std::string::npos) << st.message();
+  });
+  EXPECT_EQ(std::filesystem::file_size(path_), two) << "the partial packet must be cut off";
+  EXPECT_EQ(w.write_failed_events(), 100u);
+  EXPECT_GT(w.write_failed_bytes(), 400u);
+  EXPECT_EQ(w.last_error(), EFBIG);
+  EXPECT_EQ(w.events_written(), 200u);
+  WriteSpans(w, 1, 3);
+  ASSERT_TRUE(w.Close(0).ok());
+
+  auto map = MappedFile::Open(path_);
+  StreamFileReader r(md_, map->data(), map->size(), path_);
+  Packet pk;
+  EventView ev;
+  std::vector<uint64_t> seqs, discarded;
+  int events = 0;
+  while (r.NextPacket(&pk)) {
+    seqs.push_back(pk.seq);
+    discarded.push_back(pk.discarded);
+    while (r.NextEvent(&ev)) ++events;
+  }
+  EXPECT_EQ(events, 300);
+  EXPECT_EQ(r.damaged_packets(), 0u);
+  EXPECT_EQ(r.trailing_bytes(), 0u);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 0, 100}));
+  // The disk was full before the first packet: a leading empty packet makes
+  // the loss a difference between packets, as for drops.
+  std::string second = dir_ + "/second";
+  StreamWriter w2(id_.uuid, spec, 2, {1, 2, 1});
+  ASSERT_TRUE(w2.Open(second).ok());
+  WithFileSizeLimit(10, [&] {
+    for (int i = 0; i < 50; ++i) w2.Append(kSpanBegin, 1000 + i, &name, 4);
+    EXPECT_FALSE(w2.Flush(0).ok());
+  });
+  EXPECT_EQ(std::filesystem::file_size(second), 0u);
+  ASSERT_TRUE(w2.Close(0).ok());  // nothing new, but the count changed: an empty packet carries it
+  auto map2 = MappedFile::Open(second);
+  StreamFileReader r2(md_, map2->data(), map2->size(), second);
+  discarded.clear();
+  while (r2.NextPacket(&pk)) discarded.push_back(pk.discarded);
+  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 50}));
+}
+
+// The supervisor continues a dead process's stream file: after its last
+// complete packet (a partial one is cut off), with the next packet number and
+// a loss count that goes on from the last one written.
+TEST_F(CtfFile, ResumeContinuesAStreamAfterItsLastCompletePacket) {
+  const StreamSpec& spec = *FindStream(kThreadStream);
+  StreamWriter::ResumePoint at;
+  {
+    StreamWriter w(id_.uuid, spec, 7, {1, 1, 1});
+    ASSERT_TRUE(w.Open(path_).ok());
+    w.set_discarded(5);
+    WriteSpans(w, 2);
+    at = w.Current();
+    uint32_t name = 1;
+    for (int i = 0; i < 100; ++i) w.Append(kSpanBegin, 3000 + i, &name, 4);
+    ASSERT_TRUE(w.Flush(0).ok());
+  }
+  // The third packet was being written when the process died: half of it is there.
+  uint64_t full = std::filesystem::file_size(path_);
+  ASSERT_EQ(::truncate(path_.c_str(), static_cast<off_t>(at.file_bytes + (full - at.file_bytes) / 2)), 0);
+  EXPECT_EQ(at.next_seq, 3u);  // the leading empty packet, then two
+  StreamWriter w(id_.uuid, spec, 7, {1, 1, 1});
+  ASSERT_TRUE(w.Resume(path_, at).ok());
+  w.set_discarded(9);
+  WriteSpans(w, 1, 2);
+  ASSERT_TRUE(w.Close(0).ok());
+  auto map = MappedFile::Open(path_);
+  StreamFileReader r(md_, map->data(), map->size(), path_);
+  Packet pk;
+  EventView ev;
+  std::vector<uint64_t> seqs, discarded;
+  int events = 0;
+  while (r.NextPacket(&pk)) {
+    seqs.push_back(pk.seq);
+    discarded.push_back(pk.discarded);
+    while (r.NextEvent(&ev)) ++events;
+  }
+  EXPECT_EQ(events, 300);
+  EXPECT_EQ(r.damaged_packets(), 0u);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 5, 5, 9}));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include "collectors/os/os_collector.h"
 #include "format/control.h"
 #include "format/tsdl.h"
+#include "recorder/supervision.h"
 
 extern char** environ;
 
@@ -412,6 +413,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   std::unique_ptr<collectors::os::OsCollector> os;
   if (o.os) os = std::make_unique<collectors::os::OsCollector>(OsOptionsFrom(o), JoinPath(o.output, "ctf"), id.uuid);
 
+  // Takes the traced processes' buffers, so that what a killed one had buffered is still written and counted.
+  recorder::Supervision supervision;
+  Status sv = supervision.Start(o.output, id.uuid);
+  if (!sv.ok()) PrintError(sv.message() + " (what a killed process had buffered will be lost, uncounted)");
   if (!o.quiet) std::fprintf(stderr, "strata: recording to %s\n", o.output.c_str());
   // Signals wait across fork: the child must not run our handlers, and the
   // parent forwards only once it knows the child's pid.
@@ -488,6 +493,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                             {"cpu_samples", os_stats.samples}, {"python_samples", os_stats.python_samples},
                             {"proc_samples", os_stats.proc_samples}};
   }
+  manifest.supervised = supervision.started();
+  manifest.accounts = supervision.Finish();
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     // CMD was checked before; it vanished or changed since. The trace says
     // plainly that nothing ran (not that the recorder failed to load).
@@ -513,9 +520,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   manifest.extra["recording"]["state"] = "finished";
   st = FinishManifest(o.output, &manifest, rc, sig, "");
   if (!st.ok()) PrintError(st.message());
-  if (!o.quiet) {
-    std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %llu events lost)\n", o.output.c_str(),
-                 static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), static_cast<unsigned long long>(manifest.lost));
+  // Losses are said even with --quiet: they change what the trace can tell.
+  if (!o.quiet || manifest.lost > 0) {
+    std::fprintf(stderr, "strata: trace written to %s (%.1f MiB, %s)\n", o.output.c_str(),
+                 static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), LossSummary(manifest).c_str());
     if (sig) std::fprintf(stderr, "strata: the program was killed by %s\n", SignalName(sig).c_str());
   }
   if (sig) DieLikeTheProgram(sig);

@@ -17,6 +17,7 @@ StatusOr<model::Trace> LoadStrataTrace(const std::string& dir, const LoadOptions
 // reader's raw speed (what `babeltrace2 --output-format=dummy` measures).
 struct RawReadStats {
   uint64_t streams = 0, packets = 0, events = 0, discarded = 0, bytes = 0, checksum = 0;
+  uint64_t damaged_packets = 0;  // skipped by the reader (format/ctf_reader.h)
 };
 StatusOr<RawReadStats> ReadStrataTraceRaw(const std::string& dir);
 

@@ -439,6 +439,11 @@ struct Trace {
 
   uint64_t events_read = 0;
   uint64_t events_lost = 0;
+  // Stretches of stream files the reader skipped as damaged (strata traces):
+  // what they held is unknown, estimated from the streams' bytes per event.
+  uint64_t damaged_packets = 0;
+  uint64_t damaged_bytes = 0;
+  uint64_t damaged_events_estimate = 0;
 
   int64_t start_ns() const;
   int64_t end_ns() const;

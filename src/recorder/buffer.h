@@ -7,6 +7,7 @@
 //   +--------------------------+ <- Chunk (one cache line of control words)
 //   | write_pos | capacity     |    write_pos: owner stores (release), flusher loads (acquire)
 //   | sealed | read_pos | next |    read_pos: flusher only; next: under the stream's mutex
+//   | slot | seq                |    the stream it belongs to, its place in that stream
 //   +--------------------------+
 //   | Record | payload... | Record | Record | ...   (8-byte aligned records)
 //   +--------------------------+
@@ -20,6 +21,10 @@
 // those bytes visible. Once the owner moves to another chunk it sets `sealed`
 // (release) after its last write_pos store, so a flusher that sees sealed=true
 // and read_pos == write_pos knows the chunk is drained for good and recycles it.
+//
+// Chunks live in memory the supervisor can map (shm_layout.h): `slot` and `seq`
+// let it find, after the process is gone, which stream each chunk belonged to
+// and in what order, and write what was not yet in the stream files.
 #pragma once
 
 #include <atomic>
@@ -56,10 +61,15 @@ struct alignas(64) Chunk {
   std::atomic<bool> sealed{false};
   uint32_t read_pos = 0;           // flusher only
   Chunk* next = nullptr;           // stream's chunk list; guarded by ThreadStream::mu
+  // The stream slot (shm_layout.h) and the chunk's number within that stream,
+  // set when a thread takes the chunk; slot is kNoSlot while the chunk is free.
+  std::atomic<uint32_t> slot{UINT32_MAX};
+  std::atomic<uint64_t> seq{0};
   // The record area follows the control block: a chunk is allocated as
   // sizeof(Chunk) + capacity bytes.
   uint8_t* data() { return reinterpret_cast<uint8_t*>(this + 1); }
 
+  // Before the chunk is given to a stream (its slot is still kNoSlot).
   void Reset() {
     write_pos.store(0, std::memory_order_relaxed);
     sealed.store(false, std::memory_order_relaxed);

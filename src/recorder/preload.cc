@@ -155,13 +155,23 @@ int MainWithObservers(int argc, char** argv, char** envp) {
 
 // A vfork() child (Python's subprocess uses vfork) shares our memory and must
 // not touch the recorder: it is recognised by its pid.
+//
+// Under `strata record` the supervisor holds the buffers' memory: after SIGKILL,
+// a crash the handler could not flush, or a successful exec, it writes what
+// they still held (recorder/supervision.h), so those ends lose nothing that
+// reached a buffer.
 void FlushBeforeExec() {
-  if (g_started && InOwnProcess()) FlushNow();
+  if (g_started && InOwnProcess()) PrepareExec();
+}
+
+void AfterFailedExec() {
+  if (g_started && InOwnProcess()) ExecFailed();
 }
 
 }  // namespace
 }  // namespace strata::recorder
 
+using strata::recorder::AfterFailedExec;
 using strata::recorder::FlushBeforeExec;
 using strata::recorder::Next;
 
@@ -190,25 +200,33 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   FlushBeforeExec();
   static auto real = Next<int (*)(const char*, char* const[], char* const[])>("execve");
-  return real ? real(path, argv, envp) : -1;
+  int rc = real ? real(path, argv, envp) : -1;
+  AfterFailedExec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   FlushBeforeExec();
   static auto real = Next<int (*)(const char*, char* const[])>("execv");
-  return real ? real(path, argv) : -1;
+  int rc = real ? real(path, argv) : -1;
+  AfterFailedExec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   FlushBeforeExec();
   static auto real = Next<int (*)(const char*, char* const[])>("execvp");
-  return real ? real(file, argv) : -1;
+  int rc = real ? real(file, argv) : -1;
+  AfterFailedExec();
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   FlushBeforeExec();
   static auto real = Next<int (*)(const char*, char* const[], char* const[])>("execvpe");
-  return real ? real(file, argv, envp) : -1;
+  int rc = real ? real(file, argv, envp) : -1;
+  AfterFailedExec();
+  return rc;
 }
 
 // The variadic exec family: collect the arguments, then take the vector path.

@@ -30,6 +30,11 @@ STRATA_RECORDER_API Status Start(const Config& cfg);
 STRATA_RECORDER_API void Finalize();
 // Best-effort final flush from a fatal-signal handler (bounded wait for locks).
 STRATA_RECORDER_API bool EmergencyFlush();
+// Around exec*(): flush and tell the supervisor that this image may be replaced
+// (it then writes whatever other threads add before the exec); ExecFailed when
+// the exec returned.
+void PrepareExec();
+void ExecFailed();
 STRATA_RECORDER_API uint64_t DroppedTotal();
 // Called by strata_step_begin/end: the program marks its own steps.
 void NoteExplicitStep(uint64_t step, bool begin);

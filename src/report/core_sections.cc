@@ -51,6 +51,19 @@ class OverviewSection : public Section {
       manifest_ = json::parse(t.manifest_json, nullptr, /*allow_exceptions=*/false);
       if (manifest_.is_discarded()) manifest_ = nullptr;
     }
+    for (const auto& w : t.warnings)
+      if (w.find("the manifest could not be read") != std::string::npos) manifest_error_ = w;
+    // The recording's own account of its losses (strata record), when there is
+    // one: it counts what never reached the stream files (failed writes, a
+    // killed process's buffers) as well as the drops the streams record.
+    lost_ = o_.lost_events;
+    if (manifest_.is_object() && manifest_.contains("loss") && manifest_["loss"].is_object()) {
+      loss_ = manifest_["loss"];
+      lost_ = manifest_.value("lost_events", lost_);
+    }
+    damaged_packets_ = t.damaged_packets;
+    damaged_bytes_ = t.damaged_bytes;
+    damaged_events_ = t.damaged_events_estimate;
   }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     out += fmt::format("strata report: {} ({})\n", path_, source_);
@@ -66,7 +79,27 @@ class OverviewSection : public Section {
     }
     out += fmt::format("  duration    {}\n", FormatDuration(o_.duration_ns));
     out += fmt::format("  processes   {}   threads {}   streams {}\n", o_.processes, o_.threads, o_.streams.size());
-    out += fmt::format("  events      {}   lost {}\n", o_.events, o_.lost_events);
+    out += fmt::format("  events      {}   lost {}\n", o_.events, lost_);
+    if (loss_.is_object()) {
+      auto n = [this](const char* k) { return loss_.contains(k) ? loss_[k].value("events", uint64_t{0}) : 0; };
+      std::vector<std::string> why;
+      if (n("dropped")) why.push_back(fmt::format("{} dropped (buffers full)", n("dropped")));
+      if (n("write_failed"))
+        why.push_back(fmt::format("{} not written ({})", n("write_failed"),
+                                  loss_["write_failed"].value("error", std::string("write failed"))));
+      if (n("unflushed_at_death")) why.push_back(fmt::format("{} unflushed when their process died", n("unflushed_at_death")));
+      std::string line;
+      for (const auto& w : why) line += (line.empty() ? "" : ", ") + w;
+      if (!line.empty()) out += "  loss        " + line + "\n";
+      if (n("salvaged"))
+        out += fmt::format("              {} events written by strata record from the buffers of processes that died\n",
+                           n("salvaged"));
+      if (loss_.contains("note")) out += "              " + loss_.value("note", std::string()) + "\n";
+    }
+    if (damaged_packets_)
+      out += fmt::format("  damaged     {} packet{} skipped by the reader ({} bytes, about {} events)\n", damaged_packets_,
+                         damaged_packets_ == 1 ? "" : "s", damaged_bytes_, damaged_events_);
+    if (!manifest_error_.empty()) out += "  manifest    could not be read: the command, exit status and losses are unknown\n";
     out += "\nStreams                                                                   events     lost\n";
     size_t shown = 0;
     for (const auto& s : o_.streams) {
@@ -97,9 +130,16 @@ class OverviewSection : public Section {
     j["trace"] = {{"source", source_},           {"path", path_},
                   {"start_ns", o_.start_ns},     {"end_ns", o_.end_ns},
                   {"duration_ns", o_.duration_ns}, {"events", o_.events},
-                  {"lost_events", o_.lost_events}, {"processes", o_.processes},
+                  {"lost_events", lost_}, {"processes", o_.processes},
                   {"threads", o_.threads},       {"stream_count", o_.streams.size()},
                   {"streams", streams}};
+    // Only when there is something to say: reports of other tools' traces (and their goldens) are unchanged.
+    if (loss_.is_object() || damaged_packets_) {
+      json loss = loss_.is_object() ? loss_ : json::object();
+      loss["damaged"] = {{"packets", damaged_packets_}, {"bytes", damaged_bytes_}, {"events_estimate", damaged_events_}};
+      j["trace"]["loss"] = loss;
+    }
+    if (!manifest_error_.empty()) j["trace"]["manifest_error"] = manifest_error_;
     if (!manifest_.is_null()) j["manifest"] = manifest_;
     if (manifest_.is_object())
       if (std::string end = ProgramEnd(manifest_, path_); !end.empty()) j["trace"]["program_end"] = end;
@@ -109,6 +149,10 @@ class OverviewSection : public Section {
   analysis::TraceOverview o_;
   std::string source_, path_;
   json manifest_;
+  json loss_;
+  uint64_t lost_ = 0;
+  uint64_t damaged_packets_ = 0, damaged_bytes_ = 0, damaged_events_ = 0;
+  std::string manifest_error_;
 };
 
 class StepsSection : public Section {

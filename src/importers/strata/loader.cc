@@ -2,7 +2,11 @@
 // file (process streams first: they define the names other streams use), with
 // each event dispatched to its level's decoder.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <map>
+
+#include <simdjson.h>
 
 #include "base/error.h"
 #include "base/files.h"
@@ -97,11 +101,7 @@ class Loader {
     t.path = dir_;
     t.clock_offset_ns = ctx_.md_.clock_offset_ns;
     t.hostname = ctx_.md_.hostname;
-    std::string manifest = JoinPath(dir_, "strata.json");
-    if (PathExists(manifest)) {
-      auto m = ReadFile(manifest);
-      if (m.ok()) t.manifest_json = std::move(m).value();
-    }
+    ReadManifest();
     BindHandlers();
 
     STRATA_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFiles(ctf));
@@ -120,18 +120,24 @@ class Loader {
           ctx_.Warn(f.path + ": " + std::to_string(f.map.size()) + " bytes, shorter than a packet header (ignored)");
         continue;
       }
-      uint32_t magic = format::ReadLE<uint32_t>(f.map.data());
-      if (magic != format::kCtfMagic)
-        return Err(StatusCode::kCorrupt, "{}: byte 0: bad packet magic 0x{:08x} (expected 0x{:08x})", f.path, magic,
-                   format::kCtfMagic);
-      f.stream_class = format::ReadLE<uint32_t>(f.map.data() + 20);
+      // The stream class from the file's packets (not its first bytes alone:
+      // a damaged first packet costs that packet, not the stream).
+      format::StreamFileReader probe(ctx_.md_, f.map.data(), f.map.size(), f.path);
+      if (!probe.Identify(&f.stream_class, nullptr)) {
+        ctx_.Warn(f.path + ": no valid packet in " + std::to_string(f.map.size()) + " bytes (ignored)");
+        t.damaged_packets += 1;
+        t.damaged_bytes += f.map.size();
+        continue;
+      }
       files.push_back(std::move(f));
     }
     std::stable_sort(files.begin(), files.end(), [](const File& a, const File& b) {
       return (a.stream_class == format::kProcessStream) && (b.stream_class != format::kProcessStream);
     });
-    for (File& f : files) STRATA_RETURN_IF_ERROR(ReadStream(f.path, f.map));
+    for (File& f : files) ReadStream(f.path, f.map);
 
+    // Streams that lost events without a file to show for it.
+    for (const auto& [file, lost] : manifest_lost_) t.events_lost += lost;
     for (auto& h : reg_.before_) h(ctx_);
     ctx_.slice_remap_ = t.Finalize();
     for (auto& h : reg_.after_) h(ctx_);
@@ -160,20 +166,64 @@ class Loader {
     return 0;
   }
 
-  Status ReadStream(const std::string& path, const MappedFile& map) {
+  // strata.json: kept for the report when it parses; a damaged one is said
+  // once on stderr and in the trace's warnings (the report then shows that the
+  // recording's details are missing), never silently ignored.
+  void ReadManifest() {
+    std::string manifest = JoinPath(dir_, "strata.json");
+    if (!PathExists(manifest)) return;
+    auto m = ReadFile(manifest);
+    std::string why;
+    if (!m.ok()) {
+      why = m.status().message();
+    } else {
+      simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      auto err = parser.parse(*m).get(doc);
+      if (err) why = std::string("not valid JSON (") + simdjson::error_message(err) + ")";
+      else if (!doc.is_object()) why = "not a JSON object";
+      else ReadManifestLosses(doc);
+    }
+    if (why.empty()) {
+      ctx_.trace_.manifest_json = std::move(m).value();
+      return;
+    }
+    std::string w = manifest + ": the manifest could not be read: " + why +
+                    "; the recording's command, exit status and losses are unknown";
+    std::fprintf(stderr, "strata: warning: %s\n", w.c_str());
+    ctx_.Warn(std::move(w));
+  }
+
+  // The recording's own count of each stream's losses (strata record): it
+  // includes what never reached the file (a full disk, a killed process),
+  // which the stream's events_discarded cannot carry.
+  void ReadManifestLosses(simdjson::dom::element doc) {
+    simdjson::dom::array streams;
+    if (doc["streams"].get_array().get(streams)) return;
+    for (simdjson::dom::element e : streams) {
+      std::string_view file;
+      uint64_t lost = 0;
+      if (e["file"].get_string().get(file) || e["lost_events"].get_uint64().get(lost)) continue;
+      manifest_lost_[std::string(file)] += lost;
+    }
+  }
+
+  void ReadStream(const std::string& path, const MappedFile& map) {
     format::StreamFileReader r(ctx_.md_, map.data(), map.size(), path);
     format::Packet pk;
     StreamState ss;
     ss.path = path;
-    uint64_t last_discarded = 0, events = 0, expected_seq = 0, unhandled = 0;
+    uint64_t last_discarded = 0, events = 0, expected_seq = 0, unhandled = 0, good_bytes = 0;
+    bool discarded_backwards = false;
     while (r.NextPacket(&pk)) {
       const format::ParsedStream& s = ctx_.md_.streams[pk.stream_id];
       if (pk.seq != expected_seq)
         ctx_.Warn(path + ": packets " + std::to_string(expected_seq) + ".." + std::to_string(pk.seq) + " missing");
       expected_seq = pk.seq + 1;
-      if (pk.discarded < last_discarded)
-        return Err(StatusCode::kCorrupt, "{}: byte {}: events_discarded went backwards", path, pk.offset);
-      last_discarded = pk.discarded;
+      good_bytes += pk.packet_bytes;
+      // A running total: a lower value is a damaged field, not a loss.
+      if (pk.discarded < last_discarded) discarded_backwards = true;
+      else last_discarded = pk.discarded;
       if (!ss.process) {
         ss.stream_class = pk.stream_id;
         ss.context = pk.context;
@@ -203,27 +253,45 @@ class Loader {
         if (h) (*h)(ctx_, ss, ev);
         else ++unhandled;
       }
-      if (!r.status().ok()) break;
     }
-    if (!r.status().ok()) return r.status();
+    model::Trace& t = ctx_.trace_;
+    if (r.damaged_packets() > 0) {
+      // The events a damaged stretch held, at the stream's own bytes per event.
+      uint64_t est = good_bytes > 0 ? static_cast<uint64_t>(static_cast<double>(r.damaged_bytes()) *
+                                                            static_cast<double>(events) / static_cast<double>(good_bytes))
+                                    : 0;
+      t.damaged_packets += r.damaged_packets();
+      t.damaged_bytes += r.damaged_bytes();
+      t.damaged_events_estimate += est;
+      const format::PacketDamage& d = r.damage().front();
+      ctx_.Warn(fmt::format("{}: {} damaged packet{} skipped ({} bytes, about {} events; first at {}: {})", path,
+                            r.damaged_packets(), r.damaged_packets() == 1 ? "" : "s", r.damaged_bytes(), est,
+                            d.offset, d.what));
+    }
+    if (discarded_backwards) ctx_.Warn(path + ": events_discarded goes backwards (a damaged field; ignored)");
     if (r.trailing_bytes() > 0)
       ctx_.Warn(path + ": " + std::to_string(r.trailing_bytes()) +
                 " bytes after the last complete packet (writer interrupted) ignored");
     if (unhandled > 0) ctx_.CountWarning("events of classes this strata does not decode (skipped)");
     for (auto& h : reg_.stream_end_) h(ctx_, ss);
-    model::Trace& t = ctx_.trace_;
+    uint64_t lost = last_discarded;
+    auto m = manifest_lost_.find("ctf/" + path.substr(path.rfind('/') + 1));
+    if (m != manifest_lost_.end()) {
+      lost = std::max(lost, m->second);
+      manifest_lost_.erase(m);
+    }
     if (ss.track != UINT32_MAX) {
       t.tracks[ss.track].events += events;
-      t.tracks[ss.track].lost += last_discarded;
+      t.tracks[ss.track].lost += lost;
     }
     t.events_read += events;
-    t.events_lost += last_discarded;
-    return OkStatus();
+    t.events_lost += lost;
   }
 
   std::string dir_;
   LoadContext ctx_;
   DecoderRegistry reg_;
+  std::map<std::string, uint64_t> manifest_lost_;  // "ctf/NAME" -> lost events, from strata.json
   std::vector<std::vector<const EventHandler*>> bound_;
 };
 
@@ -253,14 +321,13 @@ StatusOr<RawReadStats> ReadStrataTraceRaw(const std::string& dir) {
     uint64_t discarded = 0;
     while (r.NextPacket(&pk)) {
       ++st.packets;
-      discarded = pk.discarded;
+      discarded = std::max(discarded, pk.discarded);
       while (r.NextEvent(&ev)) {
         ++st.events;
         st.checksum += ev.ts ^ ev.id;
       }
-      if (!r.status().ok()) break;
     }
-    if (!r.status().ok()) return r.status();
+    st.damaged_packets += r.damaged_packets();
     st.bytes += map.size();
     st.discarded += discarded;
     ++st.streams;
