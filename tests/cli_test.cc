@@ -179,5 +179,18 @@ TEST(Cli, ControlSwitchesTiersOfARunningProgram) {
   EXPECT_NE(bad.err.find("unknown tier"), std::string::npos);
 }
 
+// A PyTorch-profiler file whose every event is malformed: a one-line error and
+// a non-zero exit, not a report of 0 streams.
+TEST(Cli, ReportOnKinetoFileOfMalformedEventsFails) {
+  std::string path = TempDir("kineto_all_malformed") + ".json";
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "x", "dur": 1},
+    {"ph": "X", "name": 7, "pid": 1, "tid": 1, "ts": 2, "dur": 1}]})").ok());
+  auto r = RunCommand({StrataBin(), "report", path});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no event could be imported: all 2 events"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 }  // namespace
 }  // namespace strata
