@@ -7,6 +7,7 @@
 #include <map>
 
 #include "format/control.h"
+#include "format/tsdl.h"
 
 #include "base/files.h"
 #include "tests/testing.h"
@@ -190,6 +191,37 @@ TEST(Cli, ReportOnKinetoFileOfMalformedEventsFails) {
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("no event could be imported: all 2 events"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Members of the wrong type in a trace's strata.json or a sweep's sweep.json
+// (found by fuzz_manifest / fuzz_sweep_json): the report is shown, it does not
+// die of an uncaught json::type_error (it used to abort, exit 134).
+TEST(Cli, ReportSurvivesManifestAndSweepMembersOfWrongTypes) {
+  std::string dir = TempDir("manifest_types");
+  std::filesystem::create_directories(dir + "/ctf");
+  format::TraceIdentity id;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/strata.json", R"({"command": ["x"], "exit_status": [],
+    "collectors": [{"name": 5, "state": [], "detail": {}, "source": 1}, 7],
+    "options": {"batch_size": "x", "skip_steps": 1e300}, "host": {"peak_flops_f32": "x", "memory_bandwidth": null}})").ok());
+  for (bool json : {false, true}) {
+    auto r = json ? RunCommand({StrataBin(), "report", dir, "--json"}) : RunCommand({StrataBin(), "report", dir});
+    EXPECT_EQ(r.exit_code, 0) << json << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+  auto text = RunCommand({StrataBin(), "report", dir});
+  EXPECT_NE(text.out.find("supervisor"), std::string::npos) << "the collector is listed, with '?' for what is not text";
+
+  std::string sweep = TempDir("sweep_types");
+  std::filesystem::create_directories(sweep);
+  ASSERT_TRUE(WriteFileAtomic(sweep + "/sweep.json", R"({"param": 5, "throughput_unit": [], "points": [
+    {"value": 1, "steps": "x", "exit_status": 1e300, "step_p50_ns": -1, "throughput": "fast", "error": 3},
+    {"value": "8", "steps": 18446744073709551615, "exit_status": -9223372036854775808, "throughput": 2.5}]})").ok());
+  for (bool json : {false, true}) {
+    auto r = json ? RunCommand({StrataBin(), "report", sweep, "--json"}) : RunCommand({StrataBin(), "report", sweep});
+    EXPECT_EQ(r.exit_code, 0) << json << r.err;
+    EXPECT_NE(r.out.find("8"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace
