@@ -41,6 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!b.ok()) return 0;
   analysis::TraceDiff d = analysis::Diff(*a, *b, analysis::DiffOptions{});
   (void)report::DiffToText(d, "a", "b", 20);
-  (void)report::DiffToJson(d, 1000).dump(2);
+  (void)report::DiffToJson(d, 1000).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   return 0;
 }

@@ -224,5 +224,20 @@ TEST(Cli, ReportSurvivesManifestAndSweepMembersOfWrongTypes) {
   }
 }
 
+// A command line that is not UTF-8 (a Latin-1 file name) is recorded, its
+// bytes written to strata.json as U+FFFD: json's dump used to throw, and
+// record aborted (exit 134) after the program had run. Found through
+// fuzz_diff (the same dump in strata diff --json).
+TEST(Cli, RecordOfANonUtf8CommandLine) {
+  std::string dir = TempDir("non_utf8");
+  auto r = RunCommand({StrataBin(), "record", "-q", "-o", dir, "--", "/bin/echo", "caf\xe9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto m = ReadFile(dir + "/strata.json");
+  ASSERT_TRUE(m.ok());
+  auto j = nlohmann::json::parse(*m);
+  EXPECT_EQ(j["command"][1], "caf\xef\xbf\xbd");
+  EXPECT_EQ(RunCommand({StrataBin(), "report", dir}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace strata

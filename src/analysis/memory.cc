@@ -159,7 +159,10 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
     uint32_t r = rows[k];
     int st = StepOf(steps, m.ts[r]);
     auto add = [&](int what, int64_t v) {
-      if (st >= 0) per_step[static_cast<size_t>(what)][static_cast<size_t>(st)] += v;
+      if (st >= 0) {
+        int64_t& s = per_step[static_cast<size_t>(what)][static_cast<size_t>(st)];
+        s = SatAdd(s, v);
+      }
     };
     if (m.bytes[r] > 0) {
       add(kAllocs, 1);
@@ -167,7 +170,7 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
       if (d.addresses) live[m.addr[r]] = {r, InnermostOp(t, t.SliceAt(m.track[r], m.ts[r]))};
     } else {
       add(kFrees, 1);
-      add(kBytesFreed, -m.bytes[r]);
+      add(kBytesFreed, SatSub(0, m.bytes[r]));
       auto it = d.addresses ? live.find(m.addr[r]) : live.end();
       if (it != live.end()) {
         uint32_t a = it->second.row;

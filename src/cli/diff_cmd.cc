@@ -33,7 +33,9 @@ int RunDiff(const DiffArgs& args) {
   analysis::DiffOptions opt;
   opt.skip_steps = args.skip_steps;
   analysis::TraceDiff d = analysis::Diff(*a, *b, opt);
-  std::string out = args.json ? report::DiffToJson(d, 1000).dump(2) + "\n" : report::DiffToText(d, args.a, args.b, args.top);
+  // (Names from a strata trace need not be UTF-8: such bytes are written as U+FFFD.)
+  std::string out = args.json ? report::DiffToJson(d, 1000).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                              : report::DiffToText(d, args.a, args.b, args.top);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

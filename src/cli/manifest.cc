@@ -159,7 +159,9 @@ json ToJson(const Manifest& m) {
 }  // namespace
 
 Status WriteManifest(const std::string& dir, const Manifest& m) {
-  return WriteFileAtomic(JoinPath(dir, "strata.json"), ToJson(m).dump(2) + "\n");
+  // A command line or path need not be UTF-8 (a Latin-1 file name): such bytes
+  // are written as U+FFFD rather than aborting on json's type_error.
+  return WriteFileAtomic(JoinPath(dir, "strata.json"), ToJson(m).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int signal, const std::string& note) {
