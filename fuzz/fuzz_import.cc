@@ -13,18 +13,12 @@
 
 #include "base/files.h"
 #include "format/tsdl.h"
+#include "fuzz/trace_records.h"
 #include "importers/load.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;
-  static std::string dir = [] {
-    char tmpl[] = "/tmp/strata-fuzz-import-XXXXXX";
-    char* d = ::mkdtemp(tmpl);
-    if (!d) std::abort();
-    std::string s = d;
-    if (!MakeDirs(s + "/ctf").ok()) std::abort();
-    return s;
-  }();
+  static const std::string dir = fuzz::MakeTraceDir("import");
   format::TraceIdentity id;
   if (size >= 20) std::memcpy(id.uuid.data(), data + 4, 16);
   if (!WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok()) std::abort();

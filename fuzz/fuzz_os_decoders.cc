@@ -11,15 +11,12 @@
 #include "analysis/os.h"
 #include "base/files.h"
 #include "format/tsdl.h"
+#include "fuzz/trace_records.h"
 #include "importers/load.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata;
-  static std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/strata-fuzz-os-" + std::to_string(::getpid());
-    std::filesystem::create_directories(d + "/ctf");
-    return d;
-  }();
+  static const std::string dir = fuzz::MakeTraceDir("os");
   // The metadata takes its uuid from the input's first packet, as fuzz_ctf_stream does.
   format::TraceIdentity id;
   if (size >= 20) std::memcpy(id.uuid.data(), data + 4, 16);

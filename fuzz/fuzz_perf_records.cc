@@ -2,8 +2,9 @@
 // sample parsing for every event kind, side-band records, stack interning,
 // symbolization of whatever addresses come up), into a cpu stream.
 //
-// Event identifiers 1..8 are registered with the layouts the collector uses;
-// the seed corpus holds records of each kind.
+// Event identifiers 1..8 are registered with the layouts the collector uses,
+// and 9 as the CPU samples of --unwind dwarf; the seed corpus holds records of
+// each kind.
 #include <linux/perf_event.h>
 
 #include <cstddef>
@@ -53,6 +54,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   enc.ResolveFrames();
   (void)w.Flush(0);
   (void)w1.Flush(0);
+  // --unwind dwarf: samples carrying the user registers and a copy of the stack
+  // (event 9), unwound with libdw through the files the MMAP2 records name.
+  opt.dwarf = true;
+  OsEncoder dwarf(opt, {&w, &w1});
+  for (uint64_t id = 1; id <= 8; ++id) dwarf.RegisterEvent(id, {EventKind::kLeader, base, 0});
+  dwarf.RegisterEvent(9, {EventKind::kCpuClock,
+                          base | PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER,
+                          kX86RegsMask});
+  dwarf.Process(0, data, size);
+  dwarf.ResolveFrames();
+  (void)w.Flush(0);
   // The REGS_USER/STACK_USER layout is not reached through the encoder's table above.
   SampleRecord s;
   (void)ParseSample(data, size, base | PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER,

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "format/control.h"
+#include "format/tsdl.h"
 
 #include "base/files.h"
 #include "base/units.h"
@@ -181,6 +182,65 @@ TEST(Cli, ControlSwitchesTiersOfARunningProgram) {
   auto bad = testing::RunCommand({testing::StrataBin(), "control", dir, "--tiers", "bogus"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("unknown tier"), std::string::npos);
+}
+
+// A PyTorch-profiler file whose every event is malformed: a one-line error and
+// a non-zero exit, not a report of 0 streams.
+TEST(Cli, ReportOnKinetoFileOfMalformedEventsFails) {
+  std::string path = TempDir("kineto_all_malformed") + ".json";
+  ASSERT_TRUE(WriteFileAtomic(path, R"({"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": "x", "dur": 1},
+    {"ph": "X", "name": 7, "pid": 1, "tid": 1, "ts": 2, "dur": 1}]})").ok());
+  auto r = RunCommand({StrataBin(), "report", path});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("no event could be imported: all 2 events"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Members of the wrong type in a trace's strata.json or a sweep's sweep.json
+// (found by fuzz_manifest / fuzz_sweep_json): the report is shown, it does not
+// die of an uncaught json::type_error (it used to abort, exit 134).
+TEST(Cli, ReportSurvivesManifestAndSweepMembersOfWrongTypes) {
+  std::string dir = TempDir("manifest_types");
+  std::filesystem::create_directories(dir + "/ctf");
+  format::TraceIdentity id;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/strata.json", R"({"command": ["x"], "exit_status": [],
+    "collectors": [{"name": 5, "state": [], "detail": {}, "source": 1}, 7],
+    "options": {"batch_size": "x", "skip_steps": 1e300}, "host": {"peak_flops_f32": "x", "memory_bandwidth": null}})").ok());
+  for (bool json : {false, true}) {
+    auto r = json ? RunCommand({StrataBin(), "report", dir, "--json"}) : RunCommand({StrataBin(), "report", dir});
+    EXPECT_EQ(r.exit_code, 0) << json << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+  auto text = RunCommand({StrataBin(), "report", dir});
+  EXPECT_NE(text.out.find("supervisor"), std::string::npos) << "the collector is listed, with '?' for what is not text";
+
+  std::string sweep = TempDir("sweep_types");
+  std::filesystem::create_directories(sweep);
+  ASSERT_TRUE(WriteFileAtomic(sweep + "/sweep.json", R"({"param": 5, "throughput_unit": [], "points": [
+    {"value": 1, "steps": "x", "exit_status": 1e300, "step_p50_ns": -1, "throughput": "fast", "error": 3},
+    {"value": "8", "steps": 18446744073709551615, "exit_status": -9223372036854775808, "throughput": 2.5}]})").ok());
+  for (bool json : {false, true}) {
+    auto r = json ? RunCommand({StrataBin(), "report", sweep, "--json"}) : RunCommand({StrataBin(), "report", sweep});
+    EXPECT_EQ(r.exit_code, 0) << json << r.err;
+    EXPECT_NE(r.out.find("8"), std::string::npos) << r.out;
+  }
+}
+
+// A command line that is not UTF-8 (a Latin-1 file name) is recorded, its
+// bytes written to strata.json as U+FFFD: json's dump used to throw, and
+// record aborted (exit 134) after the program had run. Found through
+// fuzz_diff (the same dump in strata diff --json).
+TEST(Cli, RecordOfANonUtf8CommandLine) {
+  std::string dir = TempDir("non_utf8");
+  auto r = RunCommand({StrataBin(), "record", "-q", "-o", dir, "--", "/bin/echo", "caf\xe9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto m = ReadFile(dir + "/strata.json");
+  ASSERT_TRUE(m.ok());
+  auto j = nlohmann::json::parse(*m);
+  EXPECT_EQ(j["command"][1], "caf\xef\xbf\xbd");
+  EXPECT_EQ(RunCommand({StrataBin(), "report", dir}).exit_code, 0);
 }
 
 }  // namespace

@@ -68,6 +68,34 @@ TEST(Tsdl, NegativeClockOffset) {
   EXPECT_EQ(md->clock_offset_ns, -1500000001);
 }
 
+// The clock block's offset_s * 1e9 + offset overflowed int64 (undefined
+// behaviour, found by libFuzzer): a sum outside int64 is now an error.
+TEST(Tsdl, ClockOffsetOutsideInt64IsAnError) {
+  TraceIdentity id = TestIdentity();
+  id.clock_offset_ns = 0;
+  std::string text = GenerateMetadata(id);
+  size_t at = text.find("\toffset_s = 0;\n\toffset = 0;");
+  ASSERT_NE(at, std::string::npos);
+  auto with = [&](const std::string& s, const std::string& ns) {
+    std::string m = text;
+    m.replace(at, std::strlen("\toffset_s = 0;\n\toffset = 0;"), "\toffset_s = " + s + ";\n\toffset = " + ns + ";");
+    return ParseMetadata(m);
+  };
+  auto max = with("9223372036", "854775807");
+  ASSERT_TRUE(max.ok()) << max.status().message();
+  EXPECT_EQ(max->clock_offset_ns, INT64_MAX);
+  auto min = with("-9223372036", "-854775808");
+  ASSERT_TRUE(min.ok()) << min.status().message();
+  EXPECT_EQ(min->clock_offset_ns, INT64_MIN);
+  for (auto [s, ns] : {std::pair<const char*, const char*>{"9223372036", "854775808"}, {"9223372037", "0"},
+                       {"-9223372037", "0"}, {"9223372036854775807", "0"}, {"-9223372036854775808", "-1"},
+                       {"-9223372036", "-854775809"}}) {
+    auto md = with(s, ns);
+    ASSERT_FALSE(md.ok()) << s << " " << ns;
+    EXPECT_NE(md.status().message().find("clock offset out of range"), std::string::npos) << md.status().message();
+  }
+}
+
 TEST(Tsdl, CorruptedMetadataNamesTheByteOffset) {
   std::string text = GenerateMetadata(TestIdentity());
   // Every truncation point either parses to an error naming an offset or, when

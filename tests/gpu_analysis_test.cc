@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analysis/gpu.h"
@@ -14,6 +15,7 @@
 #include "analysis/ops.h"
 #include "analysis/summary.h"
 #include "analysis/transfers.h"
+#include "importers/kineto/kineto.h"
 #include "tests/testing.h"
 
 namespace strata {
@@ -149,6 +151,29 @@ TEST(GpuAnalysis, KernelsLaunchesOpsTransfersSteps) {
   EXPECT_EQ(s.count, 2u);
   EXPECT_DOUBLE_EQ(s.duration.mean, 750250.0);
   EXPECT_NEAR(s.throughput_per_s, 32 / 750.25e-6, 1e-6);
+}
+
+// Five kernels of 73 years each (the longest a trace may hold) launched by one
+// op: the sums of their times stop at the int64 limit instead of overflowing
+// (undefined behaviour, found by fuzz_decoders; wrapped negative before).
+TEST(GpuAnalysis, SumsOfExtremeDurationsSaturate) {
+  std::string ev;
+  for (int i = 0; i < 5; ++i)
+    ev += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 2305843009213693,
+                         "args": {{"device": 0, "stream": 7, "correlation": {}}}}},
+                       {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0, "dur": 1,
+                         "args": {{"correlation": {}}}}},)", 100 + i, 100 + i);
+  auto t = importers::ParseKinetoTrace(R"({"traceEvents": [)" + ev +
+                                       R"({"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 2305843009213693}]})");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto k = analysis::Kernels(*t, AnalysisOptions{});
+  EXPECT_EQ(k.kernels, 5u);
+  EXPECT_EQ(k.gpu_time_ns, INT64_MAX);
+  ASSERT_EQ(k.rows.size(), 1u);
+  EXPECT_EQ(k.rows[0].total_ns, INT64_MAX);
+  for (const auto& o : analysis::Ops(*t, AnalysisOptions{})) {
+    if (o.name == "op") EXPECT_EQ(o.gpu_ns, INT64_MAX);
+  }
 }
 
 TEST(GpuAnalysis, CountersOverTime) {

@@ -221,20 +221,26 @@ TEST(Kineto, MalformedInputErrorsOrWarnsNeverCrashes) {
       {"{\"traceEvents\": [{\"ph\": \"X\" \"ts\": 1}]}", false, "invalid JSON"},
       {"{\"traceEvents\": [1, 2]}", false, "not an object"},
       {"{\"traceEvents\": []} trailing", false, "after the end"},
-      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": \"x\", \"dur\": 1}]}", true,
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": \"x\", \"dur\": 1}]}", false,
        "malformed number"},
-      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"dur\": 1}]}", true, "without \"ts\""},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"dur\": 1}]}", false, "without \"ts\""},
       {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": -5}]}", true,
        "negative duration"},
-      {"{\"traceEvents\": [{\"ph\": \"E\", \"pid\": 1, \"tid\": 1, \"ts\": 3}]}", true, "without a matching B"},
-      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": 7, \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1}]}", true,
+      {"{\"traceEvents\": [{\"ph\": \"E\", \"pid\": 1, \"tid\": 1, \"ts\": 3}]}", false, "without a matching B"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": 7, \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1}]}", false,
        "malformed"},
-      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1e400, \"dur\": 1}]}", true,
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1e400, \"dur\": 1}]}", false,
        "malformed"},
       {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"args\": [1], \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}",
        true, "non-object \"args\""},
-      {"{\"traceEvents\": [{\"ph\": \"Q\", \"ts\": 1}]}", true, "phase 'Q'"},
-      {"{\"traceEvents\": [{\"ts\": 1}]}", true, "without \"ph\""},
+      {"{\"traceEvents\": [{\"ph\": \"Q\", \"ts\": 1}]}", false, "phase 'Q'"},
+      {"{\"traceEvents\": [{\"ts\": 1}]}", false, "without \"ph\""},
+      {"{\"traceEvents\": [{\"ph\": \"\\n\", \"ts\": 1}]}", false, "phase 0x0a"},
+      // Next to one good event, the same events are skipped with a warning.
+      {"{\"traceEvents\": [{\"ph\": \"Q\", \"ts\": 1}, {\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}",
+       true, "phase 'Q'"},
+      {"{\"traceEvents\": [{\"ph\": \"B\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1}, {\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}",
+       true, "B events without a matching E"},
       {"{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1, \"args\": {\"x\": tru}}]}",
        true, "invalid JSON value"},
   };
@@ -254,6 +260,29 @@ TEST(Kineto, MalformedInputErrorsOrWarnsNeverCrashes) {
   std::string deep = "{\"traceEvents\": [{\"ph\": \"X\", \"args\": {\"a\": " + std::string(5000, '[') +
                      std::string(5000, ']') + "}}]}";
   (void)importers::ParseKinetoTrace(deep);
+}
+
+// A file whose events are all malformed is not an empty trace: the import
+// fails with one line saying why (it used to give 0 streams and exit 0).
+TEST(Kineto, AllEventsMalformedIsAnError) {
+  std::string text = ReadAll(SmallTracePath());
+  size_t n = 0;
+  for (size_t at = text.find("\"ph\": \""); at != std::string::npos; at = text.find("\"ph\": \"", at + 1), ++n)
+    text.replace(at, 7, "\"ph\": 5, \"phase\": \"");
+  ASSERT_EQ(n, 33u);
+  for (const std::string& bytes : {text, Gzip(text)}) {
+    auto t = importers::ParseKinetoTrace(bytes);
+    ASSERT_FALSE(t.ok()) << "loaded " << t->slices.size() << " slices";
+    const std::string& m = t.status().message();
+    EXPECT_EQ(t.status().code(), StatusCode::kCorrupt);
+    EXPECT_NE(m.find("no event could be imported: all 33 events"), std::string::npos) << m;
+    EXPECT_NE(m.find("33 events with a malformed number or string field"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+  // An empty event list is an empty trace, not an error.
+  auto empty = importers::ParseKinetoTrace("{\"traceEvents\": []}");
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty->slices.size(), 0u);
 }
 
 TEST(Kineto, UnsortedEventsAreSorted) {

@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 using model::SliceKind;
@@ -36,9 +38,9 @@ std::vector<DeviceUsage> DeviceUsages(const model::Trace& t) {
     DeviceUsage& u = by[dev];
     int64_t d = t.slices.dur[s];
     switch (k) {
-      case SliceKind::kKernel: ++u.kernels, u.kernel_ns += d; break;
-      case SliceKind::kMemcpy: ++u.copies, u.copy_ns += d; break;
-      case SliceKind::kMemset: ++u.fills, u.fill_ns += d; break;
+      case SliceKind::kKernel: ++u.kernels, u.kernel_ns = SatAdd(u.kernel_ns, d); break;
+      case SliceKind::kMemcpy: ++u.copies, u.copy_ns = SatAdd(u.copy_ns, d); break;
+      case SliceKind::kMemset: ++u.fills, u.fill_ns = SatAdd(u.fill_ns, d); break;
       case SliceKind::kOther: ++u.other; break;
       default: break;
     }
@@ -59,7 +61,7 @@ std::vector<DeviceUsage> DeviceUsages(const model::Trace& t) {
         cur_e = e;
         open = true;
       } else if (b > cur_e) {
-        u.busy_ns += cur_e - cur_b;
+        u.busy_ns = SatAdd(u.busy_ns, cur_e - cur_b);
         cur_b = b;
         cur_e = e;
       } else {
@@ -67,7 +69,7 @@ std::vector<DeviceUsage> DeviceUsages(const model::Trace& t) {
       }
       u.last_ns = std::max(u.last_ns, e);
     }
-    if (open) u.busy_ns += cur_e - cur_b;
+    if (open) u.busy_ns = SatAdd(u.busy_ns, cur_e - cur_b);
     u.idle_ns = std::max<int64_t>(0, (u.last_ns - u.first_ns) - u.busy_ns);
     out.push_back(std::move(u));
   }

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 namespace {
 
@@ -62,14 +64,16 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     st.skipped = static_cast<int64_t>(k) < opt.skip_steps;
     auto [lo, hi] = SlicesStartingIn(t, s.track[i], s.ts[i], s.end(i));
     for (size_t j = lo; j < hi; ++j)
-      if (s.kind[j] == SliceKind::kSpan && loader_names.count(s.name[j]) && s.end(j) <= s.end(i)) st.data_wait_ns += s.dur[j];
+      if (s.kind[j] == SliceKind::kSpan && loader_names.count(s.name[j]) && s.end(j) <= s.end(i)) st.data_wait_ns = SatAdd(st.data_wait_ns, s.dur[j]);
     if (opt.batch_size > 0) {
       st.samples = opt.batch_size;
     } else if (batch_key != model::StringPool::kNotFound) {
       auto a = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
       for (; a != t.args.slice.end() && *a == i; ++a) {
         size_t r = static_cast<size_t>(a - t.args.slice.begin());
-        if (t.args.key[r] == batch_key) st.samples = static_cast<int64_t>(t.args.num[r]);
+        // (A number from the trace: converting one outside int64 would be undefined.)
+        if (t.args.key[r] == batch_key && t.args.num[r] >= 0 && t.args.num[r] < 9.2e18)
+          st.samples = static_cast<int64_t>(t.args.num[r]);
       }
     }
     uint32_t process = s.track[i] < t.tracks.size() ? t.tracks[s.track[i]].process : 0;
@@ -80,10 +84,10 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     }
     if (!st.skipped) {
       counted.push_back(st.dur);
-      counted_ns += st.dur;
-      wait_ns += st.data_wait_ns;
+      counted_ns = SatAdd(counted_ns, st.dur);
+      wait_ns = SatAdd(wait_ns, st.data_wait_ns);
       if (st.samples > 0) {
-        counted_samples += st.samples;
+        counted_samples = SatAdd(counted_samples, st.samples);
         common_batch = common_batch == -1 ? st.samples : (common_batch == st.samples ? common_batch : 0);
       } else {
         samples_known = false;
@@ -129,8 +133,8 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
     if (s.kind[i] == SliceKind::kModule) {
       FrameworkOpStats& m = modules[{0, s.name[i]}];
       ++m.count;
-      m.total_ns += s.dur[i];
-      m.self_ns += self[i];
+      m.total_ns = SatAdd(m.total_ns, s.dur[i]);
+      m.self_ns = SatAdd(m.self_ns, self[i]);
       m.max_ns = std::max(m.max_ns, s.dur[i]);
       continue;
     }
@@ -140,17 +144,17 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
     FrameworkOpStats& o = ops[{static_cast<int>(scope), s.name[i]}];
     ++o.count;
     ++out.ops;
-    o.total_ns += s.dur[i];
-    o.self_ns += self[i];
+    o.total_ns = SatAdd(o.total_ns, s.dur[i]);
+    o.self_ns = SatAdd(o.self_ns, self[i]);
     o.max_ns = std::max(o.max_ns, s.dur[i]);
-    op_self_total += self[i];
+    op_self_total = SatAdd(op_self_total, self[i]);
     if (r != kNone) {
       size_t rr = static_cast<size_t>(r);
-      if (t.ops.flops[rr] >= 0) o.flops = (o.flops < 0 ? 0 : o.flops) + t.ops.flops[rr];
-      if (t.ops.bytes[rr] >= 0) o.bytes = (o.bytes < 0 ? 0 : o.bytes) + t.ops.bytes[rr];
+      if (t.ops.flops[rr] >= 0) o.flops = SatAdd(o.flops < 0 ? 0 : o.flops, t.ops.flops[rr]);
+      if (t.ops.bytes[rr] >= 0) o.bytes = SatAdd(o.bytes < 0 ? 0 : o.bytes, t.ops.bytes[rr]);
       if (counted_cost[rr]) {
-        if (t.ops.flops[rr] >= 0) out.flops += t.ops.flops[rr];
-        if (t.ops.bytes[rr] >= 0) out.bytes += t.ops.bytes[rr];
+        if (t.ops.flops[rr] >= 0) out.flops = SatAdd(out.flops, t.ops.flops[rr]);
+        if (t.ops.bytes[rr] >= 0) out.bytes = SatAdd(out.bytes, t.ops.bytes[rr]);
       }
       // AccumulateGrad and other nodes without a sequence number have no forward op.
       if (scope == model::OpScope::kBackward && t.ops.seq[rr] >= 0) {
@@ -183,7 +187,7 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
   // Coverage: each process ran from its first op window to its last event.
   std::map<uint32_t, int64_t> first_window, process_end;
   for (const model::OpWindow& w : t.op_windows) {
-    out.recorded_ns += w.dur;
+    out.recorded_ns = SatAdd(out.recorded_ns, w.dur);
     auto [it, inserted] = first_window.try_emplace(w.process, w.ts);
     if (!inserted) it->second = std::min(it->second, w.ts);
     int64_t& e = process_end[w.process];
@@ -194,7 +198,7 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
     auto it = process_end.find(p);
     if (it != process_end.end()) it->second = std::max(it->second, s.end(i));
   }
-  for (auto& [p, first] : first_window) out.run_ns += process_end[p] - first;
+  for (auto& [p, first] : first_window) out.run_ns = SatAdd(out.run_ns, SatSub(process_end[p], first));
   if (out.run_ns > 0) out.coverage = std::min(1.0, static_cast<double>(out.recorded_ns) / static_cast<double>(out.run_ns));
   return out;
 }

@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_set>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 const char* WorkTypeName(WorkType t) {
@@ -247,15 +249,15 @@ IdleBreakdown IdleTimeBreakdown(const GpuGroup& g, const AnalysisOptions& opt) {
         // idle time inside overlapping work.
         int64_t gap = w.ts - prev_end;
         if (!opt.hta_compat && gap < 0) gap = 0;
-        if (w.launch_ts != INT64_MIN && w.launch_ts > prev_end) si.host_wait_ns += gap;
-        else if (gap < opt.kernel_wait_threshold_ns) si.kernel_wait_ns += gap;
-        else si.other_ns += gap;
+        if (w.launch_ts != INT64_MIN && w.launch_ts > prev_end) si.host_wait_ns = SatAdd(si.host_wait_ns, gap);
+        else if (gap < opt.kernel_wait_threshold_ns) si.kernel_wait_ns = SatAdd(si.kernel_wait_ns, gap);
+        else si.other_ns = SatAdd(si.other_ns, gap);
       }
       prev_end = opt.hta_compat || i == 0 ? w.end : std::max(prev_end, w.end);
     }
-    out.host_wait_ns += si.host_wait_ns;
-    out.kernel_wait_ns += si.kernel_wait_ns;
-    out.other_ns += si.other_ns;
+    out.host_wait_ns = SatAdd(out.host_wait_ns, si.host_wait_ns);
+    out.kernel_wait_ns = SatAdd(out.kernel_wait_ns, si.kernel_wait_ns);
+    out.other_ns = SatAdd(out.other_ns, si.other_ns);
     out.streams.push_back(si);
   }
   return out;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/options.h"
+#include "base/int_math.h"
 #include "model/trace.h"
 
 namespace strata::analysis {
@@ -75,12 +76,12 @@ struct StreamIdle {
   int64_t stream = 0;
   uint64_t kernels = 0;
   int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;
-  int64_t total_ns() const { return host_wait_ns + kernel_wait_ns + other_ns; }
+  int64_t total_ns() const { return SatAdd(SatAdd(host_wait_ns, kernel_wait_ns), other_ns); }
 };
 struct IdleBreakdown {
   std::vector<StreamIdle> streams;  // by stream id
   int64_t host_wait_ns = 0, kernel_wait_ns = 0, other_ns = 0;  // summed over streams
-  int64_t total_ns() const { return host_wait_ns + kernel_wait_ns + other_ns; }
+  int64_t total_ns() const { return SatAdd(SatAdd(host_wait_ns, kernel_wait_ns), other_ns); }
   double Pct(int64_t v) const {
     int64_t t = total_ns();
     return t > 0 ? 100.0 * static_cast<double>(v) / static_cast<double>(t) : 0.0;

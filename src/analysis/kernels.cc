@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 KernelSummary Kernels(const model::Trace& t, const AnalysisOptions& opt) { return Kernels(t, CollectGpuWork(t, opt)); }
@@ -18,7 +20,7 @@ KernelSummary Kernels(const model::Trace& t, const GpuWorkSet& ws) {
   for (const GpuGroup* g : groups)
     for (const GpuWork& w : g->work) {
       int64_t d = w.end - w.ts;
-      out.gpu_time_ns += d;
+      out.gpu_time_ns = SatAdd(out.gpu_time_ns, d);
       if (w.type == WorkType::kOther) continue;
       durs[{static_cast<int>(w.type), t.slices.name[w.slice]}].push_back(d);
       if (w.type == WorkType::kCompute || w.type == WorkType::kCommunication) {
@@ -26,7 +28,7 @@ KernelSummary Kernels(const model::Trace& t, const GpuWorkSet& ws) {
         for (auto& b : out.histogram)
           if (d < b.upper_ns || b.upper_ns == INT64_MAX) {
             ++b.count;
-            b.total_ns += d;
+            b.total_ns = SatAdd(b.total_ns, d);
             break;
           }
       }
@@ -38,7 +40,7 @@ KernelSummary Kernels(const model::Trace& t, const GpuWorkSet& ws) {
     r.type = static_cast<WorkType>(key.first);
     r.name = std::string(t.strings.Get(key.second));
     r.count = v.size();
-    for (int64_t d : v) r.total_ns += d;
+    for (int64_t d : v) r.total_ns = SatAdd(r.total_ns, d);
     r.pct_gpu_time = out.gpu_time_ns > 0 ? 100.0 * static_cast<double>(r.total_ns) / static_cast<double>(out.gpu_time_ns) : 0;
     r.duration = Distribute(std::move(v));
     out.rows.push_back(std::move(r));
@@ -118,7 +120,7 @@ std::vector<OpKernelRow> KernelsByOp(const model::Trace& t, const GpuWorkSet& ws
       model::StringId opname = op == model::kNone ? no_op : t.slices.name[static_cast<size_t>(op)];
       OpKernelRow& r = by[{opname, t.slices.name[w.slice]}];
       ++r.count;
-      r.total_ns += w.end - w.ts;
+      r.total_ns = SatAdd(r.total_ns, w.end - w.ts);
     }
   std::vector<OpKernelRow> out;
   for (auto& [key, r] : by) {

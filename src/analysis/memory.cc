@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analysis/summary.h"
+#include "base/int_math.h"
 
 namespace strata::analysis {
 namespace {
@@ -46,7 +47,7 @@ Built Build(const model::Trace& t) {
     size_t k = it->second;
     DeviceMemory& d = out.tl.devices[k];
     out.rows[k].push_back(i);
-    running[k] += m.bytes[i];
+    running[k] = SatAdd(running[k], m.bytes[i]);
     lowest[k] = std::min(lowest[k], running[k]);
     // The allocator's own total when every event has one (it also counts what
     // other threads allocated between our events); our running sum otherwise.
@@ -55,10 +56,10 @@ Built Build(const model::Trace& t) {
     sums[k].push_back(running[k]);
     if (m.bytes[i] > 0) {
       ++d.allocs;
-      d.bytes_allocated += m.bytes[i];
+      d.bytes_allocated = SatAdd(d.bytes_allocated, m.bytes[i]);
     } else {
       ++d.frees;
-      d.bytes_freed -= m.bytes[i];
+      d.bytes_freed = SatSub(d.bytes_freed, m.bytes[i]);
     }
     if (m.addr[i] != 0) d.addresses = true;
   }
@@ -158,7 +159,10 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
     uint32_t r = rows[k];
     int st = StepOf(steps, m.ts[r]);
     auto add = [&](int what, int64_t v) {
-      if (st >= 0) per_step[static_cast<size_t>(what)][static_cast<size_t>(st)] += v;
+      if (st >= 0) {
+        int64_t& s = per_step[static_cast<size_t>(what)][static_cast<size_t>(st)];
+        s = SatAdd(s, v);
+      }
     };
     if (m.bytes[r] > 0) {
       add(kAllocs, 1);
@@ -166,7 +170,7 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
       if (d.addresses) live[m.addr[r]] = {r, InnermostOp(t, t.SliceAt(m.track[r], m.ts[r]))};
     } else {
       add(kFrees, 1);
-      add(kBytesFreed, -m.bytes[r]);
+      add(kBytesFreed, SatSub(0, m.bytes[r]));
       auto it = d.addresses ? live.find(m.addr[r]) : live.end();
       if (it != live.end()) {
         uint32_t a = it->second.row;
@@ -195,9 +199,9 @@ void Analyze(const model::Trace& t, const std::vector<MemoryOptions::Window>& st
                    : "(outside any op)";
       LiveGroup& g = groups[name];
       g.name = name;
-      g.bytes += m.bytes[l.row];
+      g.bytes = SatAdd(g.bytes, m.bytes[l.row]);
       ++g.count;
-      accounted += m.bytes[l.row];
+      accounted = SatAdd(accounted, m.bytes[l.row]);
     }
     for (auto& [n, g] : groups) d.live_at_peak.push_back(std::move(g));
     if (d.peak_bytes > accounted) d.live_at_peak.push_back({"(allocated before the trace)", d.peak_bytes - accounted, 0});
@@ -329,13 +333,13 @@ StepAllocations AllocationsInWindows(const model::Trace& t, const std::vector<Me
   std::map<int32_t, bool> devices;
   auto temporary = [&](uint32_t a, int32_t device) {
     ++out.temporaries;
-    out.temporary_bytes += m.bytes[a];
+    out.temporary_bytes = SatAdd(out.temporary_bytes, m.bytes[a]);
     int32_t op = ChargedOp(t, m.track[a], m.ts[a]);
     std::string name = AllocatingName(t, m.track[a], m.ts[a]);
     if (name.empty()) name = "(outside any op)";
     LiveGroup& g = groups[name];
     g.name = name;
-    g.bytes += m.bytes[a];
+    g.bytes = SatAdd(g.bytes, m.bytes[a]);
     ++g.count;
     if (op != kNone && IsAllocationOpName(t.strings.Get(t.slices.name[static_cast<size_t>(op)]))) slices[op] = true;
     devices[device] = true;
@@ -350,7 +354,7 @@ StepAllocations AllocationsInWindows(const model::Trace& t, const std::vector<Me
       if (m.bytes[r] > 0) {
         if (w < 0) continue;
         ++out.allocs;
-        out.bytes += m.bytes[r];
+        out.bytes = SatAdd(out.bytes, m.bytes[r]);
         if (d.addresses) live[m.addr[r]] = {r, w};
         else temporary(r, d.device);
         continue;
@@ -402,7 +406,7 @@ MemorySummary Memory(const model::Trace& t, const MemoryOptions& opt) {
     if (op == kNone) continue;
     auto& e = by_slice[op];
     ++e.first;
-    e.second += m.bytes[i];
+    e.second = SatAdd(e.second, m.bytes[i]);
     device_of_slice.try_emplace(op, m.device[i]);
   }
   std::vector<TimelineMax> maxes;
@@ -413,7 +417,7 @@ MemorySummary Memory(const model::Trace& t, const MemoryOptions& opt) {
     size_t si = static_cast<size_t>(slice);
     OpMemory& o = by_name[t.slices.name[si]];
     o.allocs += e.first;
-    o.bytes += e.second;
+    o.bytes = SatAdd(o.bytes, e.second);
     uint32_t process = t.tracks[t.slices.track[si]].process;
     const DeviceMemory* d = b.tl.Find(process, device_of_slice[slice]);
     if (!d) continue;

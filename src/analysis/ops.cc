@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "analysis/summary.h"
+#include "base/int_math.h"
 
 namespace strata::analysis {
 
@@ -15,8 +16,8 @@ std::vector<OpStats> Ops(const model::Trace& t, const AnalysisOptions&) {
     if (s.kind[i] != model::SliceKind::kOp) continue;
     OpStats& o = by[s.name[i]];
     ++o.count;
-    o.total_ns += s.dur[i];
-    o.self_ns += self[i];
+    o.total_ns = SatAdd(o.total_ns, s.dur[i]);
+    o.self_ns = SatAdd(o.self_ns, self[i]);
     o.max_ns = std::max(o.max_ns, s.dur[i]);
   }
   std::vector<model::StringId> seen;
@@ -34,9 +35,9 @@ std::vector<OpStats> Ops(const model::Trace& t, const AnalysisOptions&) {
       if (std::find(seen.begin(), seen.end(), s.name[pi]) != seen.end()) continue;
       seen.push_back(s.name[pi]);
       OpStats& o = by[s.name[pi]];
-      o.gpu_ns += s.dur[k];
+      o.gpu_ns = SatAdd(o.gpu_ns, s.dur[k]);
       ++o.kernels;
-      if (innermost) o.gpu_self_ns += s.dur[k];
+      if (innermost) o.gpu_self_ns = SatAdd(o.gpu_self_ns, s.dur[k]);
       innermost = false;
     }
   }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "analysis/device_peaks.h"
+#include "base/int_math.h"
 #include "opcost/cost_model.h"
 #include "opcost/profiler_args.h"
 
@@ -244,8 +245,8 @@ class Builder {
       Kernel k;
       k.slice = s;
       k.dur = std::max<int64_t>(0, sl.dur[s]);
-      device_time[dv.device[r]] += k.dur;
-      r_.kernel_time_ns += k.dur;
+      device_time[dv.device[r]] = SatAdd(device_time[dv.device[r]], k.dur);
+      r_.kernel_time_ns = SatAdd(r_.kernel_time_ns, k.dur);
       double f64 = NumArg(s, k64), f32 = NumArg(s, k32), f16 = NumArg(s, k16), dram = NumArg(s, kdram);
       if (std::isfinite(dram) && dram > 0 && (std::isfinite(f32) || std::isfinite(f16) || std::isfinite(f64))) {
         auto z = [](double v) { return std::isfinite(v) && v > 0 ? v : 0.0; };
@@ -257,7 +258,7 @@ class Builder {
       }
       int32_t launch = dv.launch[r];
       if (launch != model::kNone && static_cast<size_t>(launch) < outer_.size()) k.op = outer_[static_cast<size_t>(launch)];
-      if (k.op != model::kNone) op_gpu_time_[k.op] += k.dur;
+      if (k.op != model::kNone) op_gpu_time_[k.op] = SatAdd(op_gpu_time_[k.op], k.dur);
       kernels_.push_back(k);
     }
     int64_t best = -1;
@@ -312,7 +313,12 @@ class Builder {
     nlohmann::json m = nlohmann::json::parse(t_.manifest_json, nullptr, false);
     if (!m.is_object() || !m.contains("host") || !m["host"].is_object()) return;
     const auto& h = m["host"];
-    double peak = h.value("peak_flops_f32", 0.0), bw = h.value("memory_bandwidth", 0.0);
+    // (json::value() throws on a member of another type: the manifest is a file like any other.)
+    auto num = [&h](const char* key) {
+      auto it = h.find(key);
+      return it != h.end() && it->is_number() ? it->get<double>() : 0.0;
+    };
+    double peak = num("peak_flops_f32"), bw = num("memory_bandwidth");
     r_.device = "host";
     if (h.contains("cpu_model") && h["cpu_model"].is_string()) r_.device = "host: " + h["cpu_model"].get<std::string>();
     host_roof_ = AddRoof("host fp32", peak, bw);
@@ -338,12 +344,12 @@ class Builder {
         bytes = e.bytes * share;
         prec = e.precision;
       }
-      covered += k.dur;
+      covered = SatAdd(covered, k.dur);
       RooflinePoint& p = kp[t_.strings.Get(sl.name[k.slice])];
       p.count++;
       p.flops += flops;
       p.bytes += bytes;
-      p.time_ns += k.dur;
+      p.time_ns = SatAdd(p.time_ns, k.dur);
       p.measured = p.measured || k.measured;
       p.roof = RoofFor(prec, true);
     }
@@ -372,12 +378,12 @@ class Builder {
       it.bytes = e.bytes;
       it.on_gpu = gpu;
       it.roof = RoofFor(e.precision, gpu);
-      roof_time[it.roof] += time;
+      roof_time[it.roof] = SatAdd(roof_time[it.roof], time);
       RooflinePoint& p = op[t_.strings.Get(sl.name[s])];
       p.count++;
       p.flops += e.flops;
       p.bytes += e.bytes;
-      p.time_ns += time;
+      p.time_ns = SatAdd(p.time_ns, time);
       p.roof = it.roof;
       r_.items.push_back(it);
     }

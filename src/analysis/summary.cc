@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 std::string ProcessLabel(const model::Trace& t, uint32_t process) {
@@ -51,7 +53,7 @@ std::vector<int64_t> SelfTimes(const model::Trace& t) {
   std::vector<int64_t> self(s.dur.begin(), s.dur.end());
   for (size_t i = 0; i < s.size(); ++i) {
     int32_t p = s.parent[i];
-    if (p != model::kNone) self[static_cast<size_t>(p)] -= s.dur[i];
+    if (p != model::kNone) self[static_cast<size_t>(p)] = SatSub(self[static_cast<size_t>(p)], s.dur[i]);
   }
   for (auto& v : self) v = std::max<int64_t>(v, 0);
   return self;

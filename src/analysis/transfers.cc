@@ -4,6 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 TransferSummary Transfers(const model::Trace& t) {
@@ -21,11 +23,11 @@ TransferSummary Transfers(const model::Trace& t) {
     uint64_t bytes = t.device.bytes[r];
     ++row.count;
     row.bytes += bytes;
-    row.busy_ns += dur;
+    row.busy_ns = SatAdd(row.busy_ns, dur);
     if (dur > 0) row.max_gbps = std::max(row.max_gbps, static_cast<double>(bytes) / static_cast<double>(dur));
     ++out.count;
     out.bytes += bytes;
-    out.busy_ns += dur;
+    out.busy_ns = SatAdd(out.busy_ns, dur);
   }
   for (auto& [key, row] : by) {
     auto [kind, dir, pinned] = key;

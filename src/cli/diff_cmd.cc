@@ -32,7 +32,7 @@ int RunDiff(const DiffArgs& args) {
   analysis::DiffOptions opt;
   opt.skip_steps = args.skip_steps;
   analysis::TraceDiff d = analysis::Diff(*a, *b, opt);
-  std::string out = args.json ? report::DiffToJson(d, args.full ? SIZE_MAX : args.top).dump(2) + "\n" : report::DiffToText(d, args.a, args.b, args.top);
+  std::string out = args.json ? report::DiffToJson(d, args.full ? SIZE_MAX : args.top).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" : report::DiffToText(d, args.a, args.b, args.top);
   return WriteOutput(args.output, out, args.force);
 }
 

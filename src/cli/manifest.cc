@@ -248,19 +248,19 @@ bool WriteInto(ManifestReserve& r, const std::string& text) {
 
 Status WriteFinal(const std::string& dir, const Manifest& m, const json& j) {
   std::string path = JoinPath(dir, "strata.json");
-  std::string text = j.dump(2) + "\n";
+  std::string text = j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   if (m.reserve && m.reserve->fd >= 0) {
     ManifestReserve& r = *m.reserve;
     bool ok = WriteInto(r, text);
     if (!ok) {
-      std::string compact = CompactForm(j).dump() + "\n";
+      std::string compact = CompactForm(j).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       if (compact.size() > r.bytes) {
         // The totals alone: the reserve holds four times the initial manifest.
         json c = CompactForm(j);
         c.erase("streams");
         c.erase("processes");
         c["lists_omitted"] = "no room on the file system for the per-stream and per-process lists";
-        compact = c.dump() + "\n";
+        compact = c.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
       }
       ok = WriteInto(r, compact);
     }
@@ -285,7 +285,7 @@ json LossJson(uint64_t events, uint64_t bytes) { return {{"events", events}, {"b
 }  // namespace
 
 Status WriteManifest(const std::string& dir, const Manifest& m) {
-  std::string text = ToJson(m).dump(2) + "\n";
+  std::string text = ToJson(m).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (!m.reserve) m.reserve = CreateReserve(dir, text.size());
   return WriteFileAtomic(JoinPath(dir, "strata.json"), text);
 }

@@ -47,7 +47,7 @@ int RunSweepReport(const ReportArgs& a, const std::string& sweep_json) {
     int rc = WriteHtml(a.html, report::RenderHtml(r, "strata sweep: " + a.trace), a.force);
     if (rc != kExitOk || !a.json) return rc;
   }
-  std::string out = a.json ? report::SweepToJson(s).dump(2) + "\n" : report::SweepToText(s);
+  std::string out = a.json ? report::SweepToJson(s).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" : report::SweepToText(s);
   return WriteOutput(a.output, out, a.force);
 }
 

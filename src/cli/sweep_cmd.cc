@@ -196,12 +196,12 @@ int RunSweep(SweepArgs a) {
   analysis::SummarizeSweep(&sum);
   nlohmann::json j = report::SweepToJson(sum);
   j["command"] = cmd;
-  st = WriteFileAtomic(JoinPath(a.output, "sweep.json"), j.dump(2) + "\n");
+  st = WriteFileAtomic(JoinPath(a.output, "sweep.json"), j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (!st.ok()) {
     PrintError(st.message());
     return kExitOutput;
   }
-  std::string out = a.json ? j.dump(2) + "\n" : report::SweepToText(sum);
+  std::string out = a.json ? j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" : report::SweepToText(sum);
   if (int rc = WriteStdout(out); rc != kExitOk) return rc;
   bool any = std::any_of(sum.points.begin(), sum.points.end(), [](const auto& p) { return p.error.empty(); });
   if (!any) PrintError("sweep: no run produced steps (see the errors above and the logs in " + a.output + ")");

@@ -397,6 +397,7 @@ class Parser {
   }
 
   Status ParseClock() {
+    size_t clock_off = tok_.offset;
     STRATA_RETURN_IF_ERROR(Advance());
     STRATA_RETURN_IF_ERROR(Expect("{"));
     int64_t off_s = 0, off = 0, freq = 0;
@@ -413,7 +414,14 @@ class Parser {
     }
     STRATA_RETURN_IF_ERROR(Advance());
     if (freq != 1000000000) return Err(StatusCode::kUnsupported, "metadata: clock frequency {} (expected 1 GHz)", freq);
-    md_.clock_offset_ns = off_s * 1000000000 + off;
+    // offset_s and offset are any int64 in the text: a sum outside int64 is a
+    // corrupt file, not a wrapped (undefined) clock offset.
+    int64_t ns;
+    if (__builtin_mul_overflow(off_s, int64_t{1000000000}, &ns) || __builtin_add_overflow(ns, off, &ns))
+      return Err(StatusCode::kCorrupt,
+                 "metadata: byte {}: clock offset out of range (offset_s = {}, offset = {}: more than 292 years in ns)",
+                 clock_off, off_s, off);
+    md_.clock_offset_ns = ns;
     return Expect(";");
   }
 

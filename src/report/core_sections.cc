@@ -292,10 +292,16 @@ class CollectorsSection : public Section {
     if (!t.manifest_json.empty()) {
       json m = json::parse(t.manifest_json, nullptr, false);
       if (m.is_object() && m.contains("collectors") && m["collectors"].is_array())
-        for (const auto& c : m["collectors"])
+        for (const auto& c : m["collectors"]) {
+          // (json::value() throws on a member of another type: the manifest is a file like any other.)
+          auto str = [&c](const char* key, const char* absent) {
+            auto it = c.find(key);
+            return it != c.end() && it->is_string() ? it->get<std::string>() : std::string(absent);
+          };
           // Entries the supervisor merged from the processes are already listed per process.
-          if (c.is_object() && c.value("source", "") != "process")
-            rows_.push_back({"supervisor", c.value("name", "?"), c.value("state", "?"), c.value("detail", "")});
+          if (c.is_object() && str("source", "") != "process")
+            rows_.push_back({"supervisor", str("name", "?"), str("state", "?"), str("detail", "")});
+        }
     }
   }
   void RenderText(std::string& out, const ReportOptions&) const override {

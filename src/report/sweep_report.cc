@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "report/section.h"
 
@@ -32,23 +33,55 @@ json SweepToJson(const analysis::SweepSummary& s) {
   return j;
 }
 
+namespace {
+
+// A member of the type asked for, or nothing: json::value() throws when the file
+// holds another type, and a float converted to an integer out of its range is
+// undefined behaviour. A sweep.json is a file like any other.
+std::string Str(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+double Num(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+template <typename T>
+T Int(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end()) return 0;
+  if (it->is_number_unsigned()) {
+    auto v = it->get<uint64_t>();
+    return v > static_cast<uint64_t>(std::numeric_limits<T>::max()) ? std::numeric_limits<T>::max() : static_cast<T>(v);
+  }
+  if (it->is_number_integer()) {
+    auto v = it->get<int64_t>();
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    if (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool SweepFromJson(const json& j, analysis::SweepSummary* s) {
   if (!j.is_object() || !j.contains("param") || !j.contains("points") || !j["points"].is_array()) return false;
-  s->param = j.value("param", "");
-  s->throughput_unit = j.value("throughput_unit", "");
+  s->param = Str(j, "param");
+  s->throughput_unit = Str(j, "throughput_unit");
   s->points.clear();
   for (const auto& o : j["points"]) {
     if (!o.is_object()) return false;
     analysis::SweepPoint p;
-    p.value = o.value("value", "");
+    p.value = Str(o, "value");
     p.numeric = o.contains("numeric") && o["numeric"].is_number() ? o["numeric"].get<double>() : NAN;
-    p.steps = o.value("steps", uint64_t{0});
-    p.step_p50_ns = o.value("step_p50_ns", int64_t{0});
-    p.step_p90_ns = o.value("step_p90_ns", int64_t{0});
-    p.samples_per_step = o.value("samples_per_step", 0.0);
-    p.throughput = o.value("throughput", 0.0);
-    p.exit_status = o.value("exit_status", 0);
-    p.error = o.value("error", "");
+    p.steps = Int<uint64_t>(o, "steps");
+    p.step_p50_ns = Int<int64_t>(o, "step_p50_ns");
+    p.step_p90_ns = Int<int64_t>(o, "step_p90_ns");
+    p.samples_per_step = Num(o, "samples_per_step");
+    p.throughput = Num(o, "throughput");
+    p.exit_status = Int<int>(o, "exit_status");
+    p.error = Str(o, "error");
     s->points.push_back(std::move(p));
   }
   analysis::SummarizeSweep(s);

@@ -885,7 +885,18 @@ class Builder : public JsonEventSink {
     if (unlinked) t_.warnings.push_back(fmt::format("{} device activities have no launching API call in the trace", unlinked));
     // Slices left open by B without E.
     for (auto& [trk, stack] : open_) {
-      if (!stack.empty()) Count("B events without a matching E (dropped)", stack.size());
+      if (!stack.empty()) Skip("B events without a matching E (dropped)", stack.size());
+    }
+    // A file whose every event was skipped holds no trace: saying "0 streams"
+    // and exiting 0 would pass a broken or foreign file off as an empty run.
+    if (t_.events_read > 0 && skipped_ >= t_.events_read) {
+      std::string why;
+      size_t shown = 0;
+      for (auto& [what, n] : skipped_reasons_)
+        if (shown++ < 3) why += fmt::format("{}{} {}", why.empty() ? "" : ", ", n, what);
+      if (shown > 3) why += fmt::format(" and {} more kinds", shown - 3);
+      return Err(StatusCode::kCorrupt, "no event could be imported: all {} events in \"traceEvents\" were skipped ({})",
+                 t_.events_read, why);
     }
     for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{} {}", n, what));
     DropLinkedLaunchFlows();
@@ -906,6 +917,14 @@ class Builder : public JsonEventSink {
   }
 
   void Count(const std::string& what, uint64_t n = 1) { counts_[what] += n; }
+  // An event left out of the model: counted as a warning, and against the file.
+  void Skip(const std::string& what, uint64_t n = 1) {
+    Count(what, n);
+    // The reason without its "(skipped)": the error that lists them says so once.
+    size_t paren = what.ends_with(')') ? what.rfind(" (") : std::string::npos;
+    skipped_reasons_[what.substr(0, paren)] += n;
+    skipped_ += n;
+  }
 
   // A pid or tid written as a string: "25738" is a number, anything else a name.
   static void IdFromString(std::string_view s, Id* id) {
@@ -1657,7 +1676,7 @@ class Builder : public JsonEventSink {
 
   void AddEvent() {
     if (ev_.bad_number) {
-      Count("events with a malformed number or string field (skipped)");
+      Skip("events with a malformed number or string field (skipped)");
       return;
     }
     if (!ev_.has_ts) t_.source_fractional_us = true;  // as HTA's loader sees it: a float column
@@ -1674,8 +1693,14 @@ class Builder : public JsonEventSink {
       case 't':
       case 'f': return AddFlow();
       case 'M': return AddMetadata();
-      case 0: Count("events without \"ph\" (skipped)"); return;
-      default: Count(fmt::format("events of phase '{}' (not imported)", ev_.ph)); return;
+      case 0: Skip("events without \"ph\" (skipped)"); return;
+      default: {
+        // (A phase is any one character, a control character included: the message stays one line.)
+        auto c = static_cast<unsigned char>(ev_.ph);
+        Skip(c >= 0x20 && c < 0x7f ? fmt::format("events of phase '{}' (not imported)", ev_.ph)
+                                   : fmt::format("events of phase 0x{:02x} (not imported)", c));
+        return;
+      }
     }
   }
 
@@ -1758,7 +1783,7 @@ class Builder : public JsonEventSink {
 
   void AddComplete() {
     if (!ev_.has_ts) {
-      Count("complete events without \"ts\" (skipped)");
+      Skip("complete events without \"ts\" (skipped)");
       return;
     }
     if (!ev_.has_dur) {
@@ -1776,7 +1801,7 @@ class Builder : public JsonEventSink {
 
   void AddBeginEnd() {
     if (!ev_.has_ts) {
-      Count("B/E events without \"ts\" (skipped)");
+      Skip("B/E events without \"ts\" (skipped)");
       return;
     }
     Cat cat = Classify(ev_.cat);
@@ -1791,7 +1816,7 @@ class Builder : public JsonEventSink {
       return;
     }
     if (stack.empty()) {
-      Count("E events without a matching B (skipped)");
+      Skip("E events without a matching B (skipped)");
       return;
     }
     OpenBE o = std::move(stack.back());
@@ -1819,7 +1844,7 @@ class Builder : public JsonEventSink {
 
   void AddInstant() {
     if (!ev_.has_ts) {
-      Count("instant events without \"ts\" (skipped)");
+      Skip("instant events without \"ts\" (skipped)");
       return;
     }
     uint32_t trk = Track(HostProcess(ev_.pid), TidKey(ev_.tid, t_.strings), model::TrackKind::kThread, model::kNone);
@@ -1841,7 +1866,7 @@ class Builder : public JsonEventSink {
 
   void AddCounter() {
     if (!ev_.has_ts) {
-      Count("counter events without \"ts\" (skipped)");
+      Skip("counter events without \"ts\" (skipped)");
       return;
     }
     uint32_t proc = HostProcess(ev_.pid);
@@ -1862,7 +1887,7 @@ class Builder : public JsonEventSink {
 
   void AddFlow() {
     if (!ev_.has_ts || ev_.id.empty()) {
-      Count("flow events without \"ts\" or \"id\" (skipped)");
+      Skip("flow events without \"ts\" or \"id\" (skipped)");
       return;
     }
     Cat cat = Classify(ev_.cat);
@@ -2025,6 +2050,8 @@ class Builder : public JsonEventSink {
   std::unordered_map<uint32_t, std::vector<SavedArg>> open_args_;
   std::vector<PendingFlow> flows_;
   std::map<std::string, uint64_t> counts_;
+  std::map<std::string, uint64_t> skipped_reasons_;
+  uint64_t skipped_ = 0;
 };
 
 StatusOr<model::Trace> Load(ByteSource& src, const std::string& path, const LoadOptions& opt) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/int_math.h"
 #include "format/schema.h"
 #include "format/schema_os.h"
 

@@ -13,6 +13,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/int_math.h"
 #include "format/schema_os.h"
 #include "importers/strata/os_events.h"
 
@@ -109,7 +110,7 @@ class Replay {
     std::map<int64_t, std::vector<std::pair<int64_t, uint32_t>>> recorded;
     for (uint32_t i = 0; i < t_.processes.size(); ++i) {
       const model::Process& p = t_.processes[i];
-      recorded[p.pid].emplace_back(p.start_realtime_ns - t_.clock_offset_ns, i);
+      recorded[p.pid].emplace_back(SatSub(p.start_realtime_ns, t_.clock_offset_ns), i);
     }
     for (auto& [pid, v] : recorded) std::sort(v.begin(), v.end());
     for (auto& [pid, seen] : pids_seen_) {
