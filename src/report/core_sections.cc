@@ -7,6 +7,7 @@
 #include "analysis/summary.h"
 #include "base/files.h"
 #include "base/units.h"
+#include "report/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -59,7 +60,7 @@ class OverviewSection : public Section {
     lost_ = o_.lost_events;
     if (manifest_.is_object() && manifest_.contains("loss") && manifest_["loss"].is_object()) {
       loss_ = manifest_["loss"];
-      lost_ = manifest_.value("lost_events", lost_);
+      lost_ = json_get::Int<uint64_t>(manifest_, "lost_events", lost_);
     }
     damaged_packets_ = t.damaged_packets;
     damaged_bytes_ = t.damaged_bytes;
@@ -81,12 +82,12 @@ class OverviewSection : public Section {
     out += fmt::format("  processes   {}   threads {}   streams {}\n", o_.processes, o_.threads, o_.streams.size());
     out += fmt::format("  events      {}   lost {}\n", o_.events, lost_);
     if (loss_.is_object()) {
-      auto n = [this](const char* k) { return loss_.contains(k) ? loss_[k].value("events", uint64_t{0}) : 0; };
+      auto n = [this](const char* k) { return loss_.contains(k) ? json_get::Int<uint64_t>(loss_[k], "events") : uint64_t{0}; };
       std::vector<std::string> why;
       if (n("dropped")) why.push_back(fmt::format("{} dropped (buffers full)", n("dropped")));
       if (n("write_failed"))
         why.push_back(fmt::format("{} not written ({})", n("write_failed"),
-                                  loss_["write_failed"].value("error", std::string("write failed"))));
+                                  json_get::Str(loss_["write_failed"], "error", "write failed")));
       if (n("unflushed_at_death")) why.push_back(fmt::format("{} unflushed when their process died", n("unflushed_at_death")));
       std::string line;
       for (const auto& w : why) line += (line.empty() ? "" : ", ") + w;
@@ -94,7 +95,7 @@ class OverviewSection : public Section {
       if (n("salvaged"))
         out += fmt::format("              {} events written by strata record from the buffers of processes that died\n",
                            n("salvaged"));
-      if (loss_.contains("note")) out += "              " + loss_.value("note", std::string()) + "\n";
+      if (loss_.contains("note")) out += "              " + json_get::Str(loss_, "note") + "\n";
     }
     if (damaged_packets_)
       out += fmt::format("  damaged     {} packet{} skipped by the reader ({} bytes, about {} events)\n", damaged_packets_,

@@ -5,6 +5,7 @@
 // (tests/matrix). Counted from the model alone, independently of the writers.
 #include <unordered_set>
 
+#include "report/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -69,7 +70,7 @@ class CountsSection : public Section {
     json m = json::parse(t.manifest_json, nullptr, /*allow_exceptions=*/false);
     if (m.is_object() && m.contains("collectors") && m["collectors"].is_array())
       for (const auto& c : m["collectors"])
-        if (c.is_object() && c.value("source", "") != "process" && c.contains("state") && c["state"] != "ok") ++n;
+        if (c.is_object() && json_get::Str(c, "source") != "process" && c.contains("state") && c["state"] != "ok") ++n;
     return n;
   }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "report/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {
@@ -38,30 +39,9 @@ namespace {
 // A member of the type asked for, or nothing: json::value() throws when the file
 // holds another type, and a float converted to an integer out of its range is
 // undefined behaviour. A sweep.json is a file like any other.
-std::string Str(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-double Num(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-template <typename T>
-T Int(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end()) return 0;
-  if (it->is_number_unsigned()) {
-    auto v = it->get<uint64_t>();
-    return v > static_cast<uint64_t>(std::numeric_limits<T>::max()) ? std::numeric_limits<T>::max() : static_cast<T>(v);
-  }
-  if (it->is_number_integer()) {
-    auto v = it->get<int64_t>();
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
-    if (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
-  }
-  return 0;
-}
+using json_get::Int;
+using json_get::Num;
+using json_get::Str;
 
 }  // namespace
 

@@ -110,6 +110,20 @@ def trace_multiprocess(ctx):
     return [("resnet18_workers", ctx.record(os.path.join(ctx.work, "resnet18_workers"), cmd, os_opts(ctx)))]
 
 
+def trace_workloads(ctx):
+    """The other ordinary programs of tests/workloads: an inference loop, hand-made numpy
+    loading from files, a GAN with two optimizers (small sizes, for CI)."""
+    torch_usable(ctx)
+    wl = os.path.join(ctx.source, "tests", "workloads")
+    out = []
+    for name, args in [("inference_loop", ["--iters", "4", "--batch", "4"]),
+                       ("numpy_loading", ["--iters", "4", "--batch", "16", "--features", "64"]),
+                       ("gan_two_optimizers", ["--iters", "3", "--batch", "8"])]:
+        cmd = [TORCH_PYTHON, os.path.join(wl, name + ".py"), "--quiet"] + args
+        out.append((name, ctx.record(os.path.join(ctx.work, name), cmd, os_opts(ctx))))
+    return out
+
+
 def trace_kineto(ctx):
     data = os.environ.get("STRATA_EXTERNAL_DATA") or os.path.join(ctx.source, "..", "shared", "data", "external")
     if not os.path.isdir(data):
@@ -133,6 +147,7 @@ TRACES = {
     "pytorch": trace_pytorch,            # own: a PyTorch training loop
     "opencl": trace_opencl,              # own: OpenCL on PoCL
     "multiprocess": trace_multiprocess,  # own: DataLoader worker processes
+    "workloads": trace_workloads,        # own: inference, numpy loading, a GAN
     "kineto": trace_kineto,              # every shared Kineto (PyTorch profiler) file
     "given": trace_given,                # $STRATA_MATRIX_TRACES (not run by ctest)
 }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <typeindex>
 #include <unordered_map>
@@ -73,6 +74,10 @@ class LoadContext {
   void Warn(std::string w) { trace_.warnings.push_back(std::move(w)); }
   void CountWarning(const std::string& what) { ++counted_warnings_[what]; }
 
+  // Pids strata record's manifest lists as exited: their threads were gone by the
+  // end of the recording even where the kernel's exit records were lost.
+  const std::set<int64_t>& ManifestExitedPids() const { return manifest_exited_pids_; }
+
   // Old -> new slice index of Trace::Finalize (valid in AfterFinalize hooks).
   const std::vector<int32_t>& SliceRemap() const { return slice_remap_; }
 
@@ -95,6 +100,7 @@ class LoadContext {
   uint64_t last_series_key_ = UINT64_MAX;
   uint32_t last_series_ = 0;
   std::map<std::string, uint64_t> counted_warnings_;
+  std::set<int64_t> manifest_exited_pids_;
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
   ProcessState os_process_{model::kNoProcess, {}};  // cpu streams: tracks of no process
   const std::vector<SliceHook>* slice_hooks_ = nullptr;

@@ -198,6 +198,14 @@ class Loader {
   // includes what never reached the file (a full disk, a killed process),
   // which the stream's events_discarded cannot carry.
   void ReadManifestLosses(simdjson::dom::element doc) {
+    simdjson::dom::array procs;
+    if (!doc["processes"].get_array().get(procs))
+      for (simdjson::dom::element e : procs) {
+        int64_t pid = 0;
+        std::string_view end;
+        if (!e["pid"].get_int64().get(pid) && !e["end"].get_string().get(end) && end == "exited")
+          ctx_.manifest_exited_pids_.insert(pid);
+      }
     simdjson::dom::array streams;
     if (doc["streams"].get_array().get(streams)) return;
     for (simdjson::dom::element e : streams) {

@@ -442,6 +442,9 @@ class Replay {
       int64_t round = r != rounds.end() ? next_after(r->second, seen) : INT64_MAX;
       if (round == INT64_MAX) round = next_after(all_rounds, seen);
       gone = std::min(gone, round);
+      // Its process exited before the recording ended (strata record saw it):
+      // the thread ended by then; when exactly is not known, so at its last sign.
+      if (gone == INT64_MAX && ctx_.ManifestExitedPids().count(th.pid)) gone = seen;
       if (gone == INT64_MAX) {
         ++alive;
         Close(th, end_, /*exited=*/false);
