@@ -138,7 +138,13 @@ void CheckGolden(const std::string& name, const json& got) {
   std::ifstream in(path);
   ASSERT_TRUE(in) << "missing golden file " << path << " (STRATA_UPDATE_GOLDEN=1 writes it)";
   json want = json::parse(in);
-  EXPECT_EQ(got, want) << "golden " << path << " differs; got:\n" << got.dump(2);
+  // The first five involved names, in any order: two ops of near-equal time
+  // trade places from run to run.
+  auto sorted = [](json j) {
+    if (j.contains("involved") && j["involved"].is_array()) std::sort(j["involved"].begin(), j["involved"].end());
+    return j;
+  };
+  EXPECT_EQ(sorted(got), sorted(want)) << "golden " << path << " differs; got:\n" << got.dump(2);
 }
 
 // Records until the measured speed-up is within a factor of 2 of the estimate

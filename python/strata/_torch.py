@@ -28,6 +28,7 @@ _torch = None
 _tls = threading.local()
 _names = {}  # id(module) -> (weakref to module, interned name id, scope name, is a ScriptModule, path)
 _graphs = set()
+_roots = {}  # class name -> weak references to the root modules of that class seen
 
 _ROOT = 1
 _TRAINING = 2
@@ -99,6 +100,9 @@ def attach(torch):
     lib.strata_torch_graph.restype = None
     lib.strata_torch_step_samples.argtypes = [ctypes.c_int64]
     lib.strata_torch_step_samples.restype = None
+    if hasattr(lib, "strata_torch_optimizer_step"):
+        lib.strata_torch_optimizer_step.argtypes = [ctypes.c_uint32]
+        lib.strata_torch_optimizer_step.restype = None
     lib.strata_torch_release_profiler_slot.restype = ctypes.c_int
     lib.strata_torch_reclaim_profiler_slot.restype = None
     if lib.strata_torch_start(b"python") != 0:
@@ -108,6 +112,7 @@ def attach(torch):
     if os.environ.get("STRATA_TORCH_MODULES", "1") != "0":
         _install_module_hooks(torch)
     _make_way_for_profilers(torch)
+    _mark_optimizer_steps(torch)
     return True
 
 
@@ -115,6 +120,65 @@ def step_samples(n):
     """The current step processes `n` samples (used by strata.step(samples=n))."""
     if _lib is not None and n:
         _lib.strata_torch_step_samples(int(n))
+
+
+# --- optimizer steps ---------------------------------------------------------------
+# Which optimizer object each step() belongs to: with several optimizers per
+# iteration (a GAN's generator and discriminator, both Adam), the observer's
+# "Optimizer.step#Adam.step" scopes look alike, and one iteration would count as
+# two steps. PyTorch 2.x has a global pre-hook for every optimizer's step; 1.x
+# wraps each optimizer class's step once (Optimizer._hook_for_profile), and the
+# mark is added around that wrapper. Never raises into the program.
+
+_optimizers = {}  # id(optimizer) -> number, in the order they first step
+
+
+def _optimizer_step(opt, *unused):
+    try:
+        n = _optimizers.get(id(opt))
+        if n is None:
+            n = _optimizers[id(opt)] = len(_optimizers)
+        _lib.strata_torch_optimizer_step(n)
+    except Exception:
+        pass
+
+
+def _mark_optimizer_steps(torch):
+    if not hasattr(_lib, "strata_torch_optimizer_step"):
+        return
+    try:
+        import importlib
+        optim = importlib.import_module("torch.optim.optimizer")
+        if hasattr(optim, "register_optimizer_step_pre_hook"):
+            optim.register_optimizer_step_pre_hook(_optimizer_step)
+            return
+        base = torch.optim.Optimizer
+        real_hook = getattr(base, "_hook_for_profile", None)
+        if real_hook is None or getattr(real_hook, "_strata_wrapped", False):
+            return
+
+        def hook_for_profile(self, *a, **kw):
+            out = real_hook(self, *a, **kw)
+            cls = self.__class__
+            step = cls.__dict__.get("step")
+            if step is not None and not getattr(step, "_strata_marked", False):
+                def marked(opt, *args, **kwargs):
+                    _optimizer_step(opt)
+                    return step(opt, *args, **kwargs)
+                for attr in ("hooked", "__doc__", "__name__", "__qualname__", "__wrapped__"):
+                    if hasattr(step, attr):
+                        try:
+                            setattr(marked, attr, getattr(step, attr))
+                        except (AttributeError, TypeError):
+                            pass
+                marked._strata_marked = True
+                cls.step = marked
+            return out
+
+        hook_for_profile._strata_wrapped = True
+        base._hook_for_profile = hook_for_profile
+    except Exception:
+        pass
 
 
 # --- module scopes ---------------------------------------------------------------
@@ -129,7 +193,16 @@ def _qualified_name(module, parent):
     and its scope's name, the path and the class ("Net.blocks.0 (Block)"; the root: "Net")."""
     cls = type(module).__name__
     if parent is None:
-        return cls, cls
+        # Several root models of one class alive together (a GAN's generator and
+        # discriminator, both Sequential) are told apart: "Sequential", "Sequential#2".
+        import weakref
+        alive = [r for r in _roots.get(cls, []) if r() is not None and r() is not module]
+        try:
+            _roots[cls] = alive + [weakref.ref(module)]
+        except TypeError:
+            pass
+        name = cls if not alive else "%s#%d" % (cls, len(alive) + 1)
+        return name, name
     pent = _names.get(id(parent))
     ppath = pent[4] if pent is not None else type(parent).__name__
     for attr, child in getattr(parent, "_modules", {}).items():

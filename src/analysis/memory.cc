@@ -105,7 +105,7 @@ std::map<uint32_t, std::vector<MemoryOptions::Window>> StepsByProcess(const mode
     // Nested or overlapping step slices (steps marked on two threads): keep the first.
     std::vector<MemoryOptions::Window> kept;
     for (const auto& x : w)
-      if (kept.empty() || x.start > kept.back().end) kept.push_back(x);
+      if (kept.empty() || x.start >= kept.back().end) kept.push_back(x);  // (steps tile: one starts where the last ended)
     w = std::move(kept);
   }
   return out;

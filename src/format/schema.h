@@ -133,6 +133,8 @@ enum FrameworkEvent : uint32_t {
   kMemOom = 70,
   kAutoStepBegin = 71,
   kAutoStepEnd = 72,
+  kModuleBatch = 73,
+  kOptimizerStep = 74,
 };
 
 enum ProcessEvent : uint32_t {

@@ -33,7 +33,9 @@
 //   ops_tier       {u32 tier, u32 mode}           the op tier now in effect in this process
 //                                                 (0 off, 1 ops, 2 ops+detail) and the configured
 //                                                 mode (0 off, 1 sampled, 2 all)
-//   step_batch     {u64 samples}                  the batch size of the step in progress
+//   step_batch     {u64 samples}                  samples the program says the step in progress
+//                                                 processes (strata.step(samples=N)); before
+//                                                 module_batch: the first root forward's batch
 //   graph          {u32 name, string nodes, string edges}
 //                                                 a whole graph (TorchScript IR): node kinds joined
 //                                                 by '\n'; edges "from>to" joined by ' '
@@ -41,6 +43,11 @@
 //   auto_step_begin {u64 step}                    a step found automatically may start here; a
 //                                                 later auto_step_begin replaces it
 //   auto_step_end  {u64 step}                     ...and ends here (optimizer.step, ProfilerStep#)
+//   module_batch   {u64 samples, u32 flags}       right after a root module's module_begin: the
+//                                                 leading dimension of its first tensor input (or
+//                                                 --batch-size); flags 2 = training mode
+//   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
+//                                                 (numbered in the order they first step)
 #include "format/schema.h"
 
 namespace strata::format {
@@ -68,6 +75,8 @@ constexpr F kOom[] = {{"bytes", T::kU64},
                       {"device_type", T::kU8},
                       {"device_index", T::kU8}};
 constexpr F kStep[] = {{"step", T::kU64}};
+constexpr F kModuleBatchFields[] = {{"samples", T::kU64}, {"flags", T::kU32}};
+constexpr F kOptimizer[] = {{"optimizer", T::kU32}};
 
 constexpr EventSpec kThreadEvents[] = {
     {kOpBegin, "op_begin", kName},
@@ -90,6 +99,8 @@ constexpr EventSpec kThreadEvents[] = {
     {kMemOom, "mem_oom", kOom},
     {kAutoStepBegin, "auto_step_begin", kStep},
     {kAutoStepEnd, "auto_step_end", kStep},
+    {kModuleBatch, "module_batch", kModuleBatchFields},
+    {kOptimizerStep, "optimizer_step", kOptimizer},
 };
 
 constexpr EventSet kSets[] = {{kThreadStream, kThreadEvents}};

@@ -487,7 +487,6 @@ void StepBoundary() {
 }
 
 void StepBegins(ThreadState& ts, uint64_t step) {
-  ts.batch_emitted = false;
   if (g->current_step.exchange(static_cast<int64_t>(step), std::memory_order_relaxed) == static_cast<int64_t>(step))
     return;  // the same step again (its begin moved to its first activity)
   StepBoundary();
@@ -873,15 +872,22 @@ STRATA_TORCH_API void strata_torch_module_begin(uint32_t name, uint32_t flags, i
   if (flags & kModuleRoot) {
     if (flags & kModuleTraining) ct::StepActivity(ts);
     else ts.step_activity = false;  // eval: the next activity re-places the pending begin
-    int64_t given = g->batch_size.load(std::memory_order_relaxed);
-    int64_t samples = given > 0 ? given : batch;
-    if ((flags & kModuleTraining) && samples > 0 && !ts.batch_emitted) {
-      ts.batch_emitted = true;
-      uint64_t v = static_cast<uint64_t>(samples);
-      strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
-    }
   }
   strata::recorder::EmitThreadEvent(sf::kModuleBegin, &name, 4);
+  // Every root forward's batch, inside its module slice: the importer counts a
+  // step's samples from them (every micro-batch of gradient accumulation; one
+  // model's forwards where several models run per iteration).
+  if (flags & kModuleRoot) {
+    int64_t given = g->batch_size.load(std::memory_order_relaxed);
+    int64_t samples = given > 0 ? given : batch;
+    if (samples > 0) {
+      struct {
+        uint64_t samples;
+        uint32_t flags;
+      } __attribute__((packed)) v{static_cast<uint64_t>(samples), flags};
+      strata::recorder::EmitThreadEvent(sf::kModuleBatch, &v, sizeof v);
+    }
+  }
 }
 
 STRATA_TORCH_API void strata_torch_module_end(uint32_t name) {
@@ -889,11 +895,17 @@ STRATA_TORCH_API void strata_torch_module_end(uint32_t name) {
   strata::recorder::EmitThreadEvent(sf::kModuleEnd, &name, 4);
 }
 
+// An optimizer's step() begins (from Python: which optimizer object it is, which
+// RecordFunction's "Optimizer.step#Adam.step" does not say). The importer tells
+// one training iteration from the next by it when several optimizers step in each.
+STRATA_TORCH_API void strata_torch_optimizer_step(uint32_t optimizer) {
+  if (!g) return;
+  strata::recorder::EmitThreadEvent(sf::kOptimizerStep, &optimizer, sizeof optimizer);
+}
+
 // The program says how many samples the current step processes (strata.step(samples=N)).
 STRATA_TORCH_API void strata_torch_step_samples(int64_t samples) {
   if (!g || samples <= 0) return;
-  ct::ThreadState& ts = ct::Thread();
-  ts.batch_emitted = true;
   uint64_t v = static_cast<uint64_t>(samples);
   strata::recorder::EmitThreadEvent(sf::kStepBatch, &v, sizeof v);
 }

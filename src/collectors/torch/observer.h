@@ -40,7 +40,6 @@ struct ThreadState {
   // Automatic steps on this thread (see observer.cc, "Steps").
   bool step_pending = false;   // an auto_step_begin is out and its step not ended
   bool step_activity = false;  // ...and it was placed at the step's first activity
-  bool batch_emitted = false;
   uint64_t step = 0;           // the pending step's number
 
   // Detail-tier scratch, reused per op.

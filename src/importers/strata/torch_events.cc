@@ -13,6 +13,7 @@
 #include "format/schema.h"
 #include "importers/strata/decoder.h"
 #include "importers/strata/torch_payloads.h"
+#include "importers/strata/torch_steps.h"
 
 namespace strata::importers::strata_ctf {
 namespace {
@@ -54,20 +55,10 @@ struct TorchState {
   std::map<const StreamState*, PendingStep> pending_steps;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> track_of_thread;  // (process, framework thread) -> track
   std::unordered_map<uint32_t, uint64_t> thread_of_track;
-  struct Batch {
-    uint32_t track;
-    int64_t ts;
-    uint64_t samples;
-  };
-  std::vector<Batch> batches;
-  // Steps found automatically (optimizer.step boundaries), added before
-  // Finalize only to processes that mark no steps themselves.
-  struct AutoStep {
-    int64_t ts, end;
-    uint32_t track, process;
-    uint64_t step;
-  };
-  std::vector<AutoStep> auto_steps;
+  std::vector<BatchMark> batches;
+  // Steps found automatically (optimizer.step boundaries): torch_steps.h.
+  std::vector<FoundStep> auto_steps;
+  std::vector<OptimizerMark> optimizer_marks;
   std::vector<TierChange> tiers;
   std::map<uint32_t, int64_t> process_end;  // last event of any stream of the process
   uint32_t mode = UINT32_MAX;
@@ -283,39 +274,6 @@ void BuildWindows(LoadContext& ctx, TorchState& st) {
   }
 }
 
-// A step_batch belongs to the step in progress on its thread.
-void AttachBatches(LoadContext& ctx, TorchState& st) {
-  model::Trace& t = ctx.trace();
-  if (st.batches.empty()) return;
-  model::StringId key = t.strings.Intern("batch_size");
-  std::map<int32_t, uint64_t> per_step;
-  for (const auto& b : st.batches) {
-    for (int32_t s = t.SliceAt(b.track, b.ts); s != kNone; s = t.slices.parent[static_cast<size_t>(s)]) {
-      if (t.slices.kind[static_cast<size_t>(s)] == SliceKind::kStep) {
-        per_step.try_emplace(s, b.samples);
-        break;
-      }
-    }
-  }
-  for (auto& [s, n] : per_step) {
-    t.args.slice.push_back(static_cast<uint32_t>(s));
-    t.args.key.push_back(key);
-    t.args.str.push_back(0);
-    t.args.num.push_back(static_cast<double>(n));
-  }
-  // Keep args sorted by slice (Finalize's invariant).
-  std::vector<uint32_t> order(t.args.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.args.slice[a] < t.args.slice[b]; });
-  auto permute = [&](auto& v) {
-    auto copy = v;
-    for (size_t i = 0; i < order.size(); ++i) v[i] = copy[order[i]];
-  };
-  permute(t.args.slice);
-  permute(t.args.key);
-  permute(t.args.str);
-  permute(t.args.num);
-}
 
 }  // namespace
 
@@ -430,7 +388,18 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     if (st.mode == UINT32_MAX) st.mode = mode;
   });
   r.On(kThreadStream, "step_batch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    ctx.Ext<TorchState>().batches.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint64_t>()});
+    BatchMark b{ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint64_t>()};
+    b.given = true;
+    ctx.Ext<TorchState>().batches.push_back(b);
+  });
+  r.On(kThreadStream, "optimizer_step", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    ctx.Ext<TorchState>().optimizer_marks.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>()});
+  });
+  r.On(kThreadStream, "module_batch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    PayloadReader p(ev);
+    BatchMark b{ss.track, static_cast<int64_t>(ev.ts), p.Get<uint64_t>()};
+    b.flags = p.Get<uint32_t>();
+    ctx.Ext<TorchState>().batches.push_back(b);
   });
   r.On(kThreadStream, "graph", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
@@ -459,24 +428,14 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     st.auto_steps.push_back({it->second.ts, static_cast<int64_t>(ev.ts), ss.track, ss.process->index, step});
     st.pending_steps.erase(it);
   });
-  // A program that marks its steps (strata.step, strata_step_begin) says what a
-  // step is: the observer stops finding steps once it does, and the ones it
-  // found before (warm-up iterations, typically) are dropped here, so that the
-  // steps are exactly the marked ones.
+  // Steps: torch_steps.h. A program that marks its steps (strata.step,
+  // strata_step_begin) says what a step is: the observer stops finding steps
+  // once it does, and the ones it found before (warm-up iterations, typically)
+  // are dropped, so that the steps are exactly the marked ones.
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& st = ctx.Ext<TorchState>();
-    if (st.auto_steps.empty()) return;
-    model::Trace& t = ctx.trace();
-    std::unordered_set<uint32_t> marked;
-    for (size_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.kind[i] == SliceKind::kStep && t.slices.track[i] < t.tracks.size())
-        marked.insert(t.tracks[t.slices.track[i]].process);
-    if (!st.step_name) st.step_name = t.strings.Intern("step");
-    for (const auto& a : st.auto_steps) {
-      if (marked.count(a.process)) continue;
-      OpenSlice o{a.ts, st.step_name, SliceKind::kStep, a.step};
-      ctx.AddSlice(o, a.end, a.track, 0);
-    }
+    if (!st.step_name) st.step_name = ctx.trace().strings.Intern("step");
+    AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name);
   });
 
   // Every op slice, however it was closed, gets its OpTable row.
@@ -522,7 +481,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     LinkBackward(ctx, st);
     BuildEdges(ctx, st);
     BuildWindows(ctx, st);
-    AttachBatches(ctx, st);
+    AttachStepSamples(t, st.batches);
     if (st.unmatched_ends) ctx.Warn(std::to_string(st.unmatched_ends) + " framework op/scope/module ends had no matching begin");
     if (st.orphan_details) ctx.Warn(std::to_string(st.orphan_details) + " op details arrived with no op open");
     if (st.bad_ids) ctx.Warn(std::to_string(st.bad_ids) + " malformed tensor ids skipped");

@@ -1,0 +1,269 @@
+#include "importers/strata/torch_steps.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace strata::importers::strata_ctf {
+namespace {
+
+using model::kNone;
+using model::SliceKind;
+
+// Root module forwards (module slices inside no other module slice of their
+// thread), per track, in time order: slice indices before Finalize.
+std::map<uint32_t, std::vector<uint32_t>> RootForwards(const model::Trace& t) {
+  std::map<uint32_t, std::vector<uint32_t>> by_track;
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kModule) by_track[t.slices.track[i]].push_back(i);
+  for (auto& [trk, v] : by_track) {
+    std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) {
+      if (t.slices.ts[a] != t.slices.ts[b]) return t.slices.ts[a] < t.slices.ts[b];
+      return t.slices.dur[a] > t.slices.dur[b];
+    });
+    std::vector<uint32_t> roots;
+    int64_t open_end = INT64_MIN;
+    for (uint32_t i : v) {
+      if (t.slices.ts[i] < open_end) continue;  // inside the root before it
+      roots.push_back(i);
+      open_end = t.slices.end(i);
+    }
+    v = std::move(roots);
+  }
+  return by_track;
+}
+
+void Add(LoadContext& ctx, model::StringId name, int64_t begin, int64_t end, uint32_t track, uint64_t n) {
+  OpenSlice o{begin, name, SliceKind::kStep, n};
+  ctx.AddSlice(o, std::max(begin, end), track, 0);
+}
+
+// Steps of a process that has no optimizer steps: one per forward of its main
+// root module (the root module with the most forward time on the thread with
+// the most, called at least twice), each ending where that forward ends.
+void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::StringId step_name) {
+  model::Trace& t = ctx.trace();
+  auto roots = RootForwards(t);
+  struct Best {
+    uint32_t track = 0;
+    int64_t time = -1;
+  };
+  std::map<uint32_t, Best> per_process;
+  for (const auto& [trk, v] : roots) {
+    if (trk >= t.tracks.size() || t.tracks[trk].kind != model::TrackKind::kThread) continue;
+    uint32_t p = t.tracks[trk].process;
+    if (skip.count(p)) continue;
+    int64_t time = 0;
+    for (uint32_t i : v) time += t.slices.dur[i];
+    Best& b = per_process[p];
+    if (time > b.time) b = {trk, time};
+  }
+  for (const auto& [p, best] : per_process) {
+    const std::vector<uint32_t>& v = roots[best.track];
+    std::unordered_map<model::StringId, std::pair<int64_t, size_t>> by_name;  // time, calls
+    for (uint32_t i : v) {
+      auto& [time, calls] = by_name[t.slices.name[i]];
+      time += t.slices.dur[i];
+      ++calls;
+    }
+    model::StringId main = 0;
+    std::pair<int64_t, size_t> top{-1, 0};
+    for (const auto& [name, tc] : by_name)
+      if (tc.second >= 2 && (tc.first > top.first || (tc.first == top.first && name < main))) {
+        main = name;
+        top = tc;
+      }
+    if (top.first < 0) continue;
+    int64_t prev = INT64_MIN;
+    uint64_t n = 0;
+    for (uint32_t i : v) {
+      if (t.slices.name[i] != main) continue;
+      // The first step begins with its forward (1 ns before it, so that the step
+      // holds the forward rather than the two nesting either way).
+      Add(ctx, step_name, prev == INT64_MIN ? t.slices.ts[i] - 1 : prev, t.slices.end(i), best.track, n++);
+      prev = t.slices.end(i);
+    }
+  }
+}
+
+// What tells one optimizer's step from another's: which optimizer object it was
+// (the Python side's optimizer_step mark before the step's end); without marks
+// (an older trace), the scope that ended the step (Optimizer.step#Adam.step,
+// ProfilerStep#7) and the number of ops it ran.
+using Signature = std::pair<model::StringId, size_t>;
+
+std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const std::vector<const FoundStep*>& v,
+                                  const std::vector<OptimizerMark>& all_marks) {
+  std::vector<std::pair<int64_t, uint32_t>> marks;
+  for (const OptimizerMark& m : all_marks)
+    if (m.track == track) marks.emplace_back(m.ts, m.optimizer);
+  std::sort(marks.begin(), marks.end());
+  std::vector<int64_t> ops;
+  std::vector<std::pair<int64_t, uint32_t>> scopes;  // (end, slice)
+  if (marks.empty())
+    for (uint32_t i = 0; i < t.slices.size(); ++i) {
+      if (t.slices.track[i] != track) continue;
+      if (t.slices.kind[i] == SliceKind::kOp) ops.push_back(t.slices.ts[i]);
+      else if (t.slices.kind[i] == SliceKind::kSpan) scopes.emplace_back(t.slices.end(i), i);
+    }
+  std::sort(ops.begin(), ops.end());
+  std::sort(scopes.begin(), scopes.end());
+  std::vector<Signature> out;
+  for (const FoundStep* f : v) {
+    if (!marks.empty()) {
+      auto m = std::upper_bound(marks.begin(), marks.end(), std::make_pair(f->end, UINT32_MAX));
+      out.emplace_back(0, m == marks.begin() ? 0 : size_t{std::prev(m)->second} + 1);
+      continue;
+    }
+    // The last scope to end at or before the step's end: the one whose end ended it.
+    auto it = std::upper_bound(scopes.begin(), scopes.end(), std::make_pair(f->end, UINT32_MAX));
+    if (it == scopes.begin()) {
+      out.emplace_back(0, 0);
+      continue;
+    }
+    uint32_t s = std::prev(it)->second;
+    auto lo = std::lower_bound(ops.begin(), ops.end(), t.slices.ts[s]);
+    auto hi = std::upper_bound(ops.begin(), ops.end(), t.slices.end(s));
+    out.emplace_back(t.slices.name[s], static_cast<size_t>(hi - lo));
+  }
+  return out;
+}
+
+// Several optimizers stepping in each iteration (a GAN's discriminator and
+// generator) repeat with a period of their number: the smallest period P (up
+// to 4) with which at least 80% of the signatures after the first two periods
+// equal the one P before (the first steps differ: Adam creates its state
+// then), else 1, each optimizer step a step (one optimizer; gradient
+// accumulation; signatures that vary because ops were sampled).
+size_t Period(const std::vector<Signature>& sig) {
+  for (size_t p = 2; p <= 4; ++p) {
+    size_t same = 0, compared = 0;
+    for (size_t k = 2 * p; k < sig.size(); ++k) {
+      ++compared;
+      same += sig[k] == sig[k - p];
+    }
+    bool differ = false;  // the optimizers within a period are told apart
+    for (size_t k = 2 * p; k + 1 < sig.size() && k < 3 * p; ++k) differ |= sig[k] != sig[k + 1];
+    if (compared >= 2 && differ && same * 5 >= compared * 4) {
+      // ...and not a period of one in disguise.
+      size_t one = 0;
+      for (size_t k = 2 * p; k < sig.size(); ++k) one += sig[k] == sig[k - 1];
+      if (one * 5 < compared * 4) return p;
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const std::vector<OptimizerMark>& marks,
+                   model::StringId step_name) {
+  model::Trace& t = ctx.trace();
+  // A program that marks its steps says what a step is.
+  std::set<uint32_t> marked;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kStep && t.slices.track[i] < t.tracks.size())
+      marked.insert(t.tracks[t.slices.track[i]].process);
+  std::map<uint32_t, std::vector<const FoundStep*>> by_track;
+  for (const FoundStep& f : found)
+    if (!marked.count(f.process)) by_track[f.track].push_back(&f);
+  std::set<uint32_t> with_steps = marked;
+  for (auto& [trk, v] : by_track) {
+    std::sort(v.begin(), v.end(), [](const FoundStep* a, const FoundStep* b) { return a->end < b->end; });
+    size_t period = Period(Signatures(t, trk, v, marks));
+    // The thread's other slices by begin: a step must not cross one (a
+    // record_function or strata.scope opened between two iterations and closed
+    // after later ones), or nesting breaks; such a step begins where it does.
+    std::vector<std::pair<int64_t, int64_t>> others;  // (ts, end)
+    for (uint32_t i = 0; i < t.slices.size(); ++i)
+      if (t.slices.track[i] == trk && t.slices.kind[i] != SliceKind::kStep) others.emplace_back(t.slices.ts[i], t.slices.end(i));
+    std::sort(others.begin(), others.end());
+    int64_t begin = v[0]->ts;
+    uint64_t n = 0;
+    for (size_t k = period - 1; k < v.size(); k += period) {
+      const FoundStep& first = *v[k + 1 - period];
+      int64_t end = v[k]->end;
+      for (auto it = std::upper_bound(others.begin(), others.end(), std::make_pair(begin, INT64_MAX));
+           it != others.end() && it->first < first.ts; ++it)
+        if (it->second > end) begin = it->first;
+      // (One boundary per step: its own number, ProfilerStep#N's N; several: counted.)
+      Add(ctx, step_name, begin, end, trk, period == 1 ? v[k]->step : n);
+      ++n;
+      begin = end;
+    }
+    with_steps.insert(v[0]->process);
+  }
+  InferenceSteps(ctx, with_steps, step_name);
+}
+
+void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks) {
+  if (marks.empty()) return;
+  struct PerStep {
+    uint64_t given = 0;
+    bool any_given = false, training = false;
+    std::map<std::pair<bool, model::StringId>, uint64_t> by_module;  // (training, root module) -> samples
+  };
+  std::map<int32_t, PerStep> steps;
+  // Each thread's steps by begin: a mark's step is found by time (a step need
+  // not be an ancestor of the mark's slice where user scopes cross iterations).
+  std::map<uint32_t, std::vector<std::pair<int64_t, int32_t>>> step_at;
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kStep) step_at[t.slices.track[i]].emplace_back(t.slices.ts[i], static_cast<int32_t>(i));
+  for (auto& [trk, v] : step_at) std::sort(v.begin(), v.end());
+  for (const BatchMark& b : marks) {
+    int32_t step = kNone, root = kNone;
+    auto st = step_at.find(b.track);
+    if (st != step_at.end()) {
+      auto it = std::upper_bound(st->second.begin(), st->second.end(), std::make_pair(b.ts, INT32_MAX));
+      if (it != st->second.begin() && b.ts <= t.slices.end(static_cast<size_t>(std::prev(it)->second)))
+        step = std::prev(it)->second;
+    }
+    if (step == kNone) continue;  // setup or teardown
+    for (int32_t s = t.SliceAt(b.track, b.ts); s != kNone; s = t.slices.parent[static_cast<size_t>(s)])
+      if (t.slices.kind[static_cast<size_t>(s)] == SliceKind::kModule) root = s;
+    PerStep& ps = steps[step];
+    if (b.given) {
+      ps.any_given = true;
+      ps.given += b.samples;
+    } else if (root != kNone) {
+      bool training = (b.flags & 2) != 0;
+      ps.training |= training;
+      ps.by_module[{training, t.slices.name[static_cast<size_t>(root)]}] += b.samples;
+    }
+  }
+  model::StringId key = t.strings.Intern("batch_size");
+  bool added = false;
+  for (const auto& [s, ps] : steps) {
+    uint64_t n = 0;
+    if (ps.any_given) {
+      n = ps.given;
+    } else {
+      for (const auto& [k, v] : ps.by_module)
+        if (k.first == ps.training) n = n == 0 ? v : std::min(n, v);
+    }
+    if (n == 0) continue;
+    t.args.slice.push_back(static_cast<uint32_t>(s));
+    t.args.key.push_back(key);
+    t.args.str.push_back(0);
+    t.args.num.push_back(static_cast<double>(n));
+    added = true;
+  }
+  if (!added) return;
+  // Keep args sorted by slice (Finalize's invariant).
+  std::vector<uint32_t> order(t.args.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return t.args.slice[a] < t.args.slice[b]; });
+  auto permute = [&](auto& v) {
+    auto copy = v;
+    for (size_t i = 0; i < order.size(); ++i) v[i] = copy[order[i]];
+  };
+  permute(t.args.slice);
+  permute(t.args.key);
+  permute(t.args.str);
+  permute(t.args.num);
+}
+
+}  // namespace strata::importers::strata_ctf

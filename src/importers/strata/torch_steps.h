@@ -1,0 +1,61 @@
+// Steps of a PyTorch program, found from what its loop repeats, and the samples
+// each step processed (framework level; torch_events.cc collects the marks).
+//
+// A step is one whole iteration of the program's loop, and consecutive steps
+// tile the loop: each runs from the previous step's boundary to its own, so
+// every nanosecond between the first step's begin and the last step's end
+// belongs to exactly one step (before: setup; after: teardown). Boundaries, in
+// order of preference:
+//  - the program's own marks (strata.step, torch.profiler's ProfilerStep#):
+//    not touched here;
+//  - the end of each optimizer.step() (the observer's auto_step_end): one step
+//    per optimizer step, so gradient accumulation gives one step per update;
+//  - without any optimizer step, the end of each forward of the program's main
+//    root module (inference loops under no_grad).
+// The first step begins at its first activity (a DataLoader fetch, a root
+// module's forward) or at the first forward.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "importers/strata/decoder.h"
+
+namespace strata::importers::strata_ctf {
+
+struct FoundStep {
+  int64_t ts = 0, end = 0;  // ts: the step's first activity (only the first step keeps it)
+  uint32_t track = 0, process = 0;
+  uint64_t step = 0;
+};
+
+// Which optimizer object began a step() on a thread (the Python side's mark).
+struct OptimizerMark {
+  uint32_t track = 0;
+  int64_t ts = 0;
+  uint32_t optimizer = 0;
+};
+
+// Adds kStep slices (before Finalize) for processes that mark no steps of their
+// own: `found` (optimizer-step boundaries) tiled per thread, one step per
+// iteration of all the optimizers that step in it (`marks`), or, for processes
+// with none, steps from root-module forwards.
+void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const std::vector<OptimizerMark>& marks,
+                   model::StringId step_name);
+
+struct BatchMark {
+  uint32_t track = 0;
+  int64_t ts = 0;
+  uint64_t samples = 0;
+  uint32_t flags = 0;    // module_batch: 2 = training mode
+  bool given = false;    // step_batch: the program's own count (strata.step(samples=N)), or an old trace's
+};
+
+// Gives each step a "batch_size" argument (after Finalize): the samples the
+// program says, else those of the root forwards inside the step (training-mode
+// ones if any), summed per root module and the least of those sums taken (every
+// micro-batch of gradient accumulation counts; a GAN's discriminator, run on
+// real and on generated batches, does not count twice).
+void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks);
+
+}  // namespace strata::importers::strata_ctf

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Records each ordinary workload of this folder with `strata record` and compares
+strata's step figures with the program's own, measured in the same run:
+
+  - steps found = iterations the program ran (no --step marker, no strata import);
+  - strata's median step within 5% of the program's median perf_counter time per
+    iteration (a step is one whole iteration: loading, copies, logging included);
+  - strata's samples per second within 5% of the program's own over the same
+    iterations (every micro-batch of gradient accumulation, one batch per GAN
+    iteration).
+
+Usage: check_steps.py --strata build/bin/strata [--python /usr/bin/python3] [--work DIR]
+                      [--only name,name]
+Exit 0 when every workload holds, 1 otherwise (one line per failed check), 77 when
+the Python given cannot import torch.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name, arguments (small sizes: CI), samples per iteration
+WORKLOADS = [
+    ("numpy_loading", ["--iters", "10", "--batch", "128", "--features", "256"], 128),
+    ("scratch_buffers", ["--iters", "10", "--batch", "64", "--features", "512"], 64),
+    ("grad_accumulation", ["--iters", "8", "--batch", "8", "--accum", "4"], 32),
+    ("gan_two_optimizers", ["--iters", "10", "--batch", "64"], 64),
+    ("inference_loop", ["--iters", "10", "--batch", "8"], 8),
+    ("transformer_lm", ["--iters", "8", "--batch", "8", "--seq", "32", "--d-model", "64", "--layers", "2"], 8),
+    ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("--work", default="/tmp/strata-check-steps")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    if subprocess.run([a.python, "-c", "import torch"], capture_output=True).returncode != 0:
+        print(f"check_steps: {a.python} cannot import torch: skipped")
+        return 77
+    only = set(x for x in a.only.split(",") if x)
+    os.makedirs(a.work, exist_ok=True)
+    failures = []
+    for name, args, per_iter in WORKLOADS:
+        if only and name not in only:
+            continue
+        out = os.path.join(a.work, name)
+        cmd = [a.strata, "record", "-q", "--force", "-o", out, "--", a.python, os.path.join(HERE, name + ".py")] + args
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            failures.append(f"{name}: record exited {r.returncode}: {r.stderr.strip()[-300:]}")
+            continue
+        iters = [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)$", r.stdout, re.M)]
+        rep = subprocess.run([a.strata, "report", "--json", "--full", out], capture_output=True, text=True)
+        if rep.returncode != 0:
+            failures.append(f"{name}: report exited {rep.returncode}: {rep.stderr.strip()[-300:]}")
+            continue
+        steps = json.loads(rep.stdout).get("framework", {}).get("steps", {})
+        found = steps.get("count", 0)
+        line = f"{name}: {len(iters)} iterations, {found} steps"
+        bad = []
+        if found != len(iters):
+            bad.append(f"steps {found} != iterations {len(iters)}")
+        durs = sorted(s["duration_ns"] / 1e6 for s in steps.get("steps", []) if not s.get("skipped"))
+        skipped = sum(1 for s in steps.get("steps", []) if s.get("skipped"))
+        if durs and iters:
+            med, own = statistics.median(durs), statistics.median(iters[skipped:])
+            line += f"; median step {med:.1f} ms vs the program's {own:.1f} ms"
+            if abs(med - own) > 0.05 * own:
+                bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
+            own_sps = per_iter * len(iters[skipped:]) / (sum(iters[skipped:]) / 1e3)
+            sps = steps.get("samples_per_s", 0.0)
+            line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
+            if abs(sps - own_sps) > 0.05 * own_sps:
+                bad.append(f"throughput {sps:.1f} samples/s vs the program's {own_sps:.1f} (more than 5% apart)")
+        print(line + ("" if not bad else "  FAIL: " + "; ".join(bad)), flush=True)
+        failures += [f"{name}: {b}" for b in bad]
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
