@@ -46,6 +46,7 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     if (StartsWith(t.strings.Get(static_cast<model::StringId>(i)), "enumerate(DataLoader)#"))
       loader_names.insert(static_cast<model::StringId>(i));
   model::StringId batch_key = t.strings.Find("batch_size");
+  model::StringId partial_key = t.strings.Find("partial_step");
   MemoryTimelines mem = BuildMemoryTimelines(t);
   std::vector<TimelineMax> maxes;
   maxes.reserve(mem.devices.size());
@@ -65,6 +66,12 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     auto [lo, hi] = SlicesStartingIn(t, s.track[i], s.ts[i], s.end(i));
     for (size_t j = lo; j < hi; ++j)
       if (s.kind[j] == SliceKind::kSpan && loader_names.count(s.name[j]) && s.end(j) <= s.end(i)) st.data_wait_ns = SatAdd(st.data_wait_ns, s.dur[j]);
+    // A found first step begins at its first activity, not where the loop's
+    // first iteration began: partial, so left out of the figures like warm-up.
+    if (partial_key != model::StringPool::kNotFound)
+      for (auto a = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
+           a != t.args.slice.end() && *a == i; ++a)
+        if (t.args.key[static_cast<size_t>(a - t.args.slice.begin())] == partial_key) st.skipped = st.partial = true;
     if (opt.batch_size > 0) {
       st.samples = opt.batch_size;
     } else if (batch_key != model::StringPool::kNotFound) {

@@ -29,7 +29,8 @@ struct TrainingStep {
   int64_t samples = 0;       // 0 unknown
   int64_t mem_peak = -1;     // highest host memory allocated through the framework during the step, bytes
   uint64_t allocs = 0;       // allocations made during the step
-  bool skipped = false;      // a warm-up step (FrameworkOptions::skip_steps)
+  bool skipped = false;      // a warm-up step (FrameworkOptions::skip_steps), or partial
+  bool partial = false;      // a found first step: from its first activity, not the loop's start
 };
 
 struct TrainingSteps {

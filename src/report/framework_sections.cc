@@ -44,9 +44,14 @@ class TrainingSection : public Section {
     if (s_.steps.empty()) return;
     const auto& d = s_.duration;
     out += fmt::format("Training steps: {} counted", d.count);
-    if (s_.skipped)
-      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped, s_.skipped == 1 ? "" : "s",
-                         opt_.skip_steps);
+    size_t partial = 0;
+    for (const auto& st : s_.steps) partial += st.partial;
+    if (s_.skipped > partial)
+      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped - partial,
+                         s_.skipped - partial == 1 ? "" : "s", opt_.skip_steps);
+    if (partial)
+      out += fmt::format(" (the first step left out: found steps begin at the first batch or forward, not where the "
+                         "loop's first iteration began)");
     out += fmt::format("   mean {}   p50 {}   p90 {}\n", FormatDuration(static_cast<int64_t>(d.mean)),
                        FormatDuration(d.p50), FormatDuration(d.p90));
     if (s_.samples_per_s > 0)
@@ -67,7 +72,7 @@ class TrainingSection : public Section {
       out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}{}\n", st.number, FormatDuration(st.dur),
                          FormatDuration(st.data_wait_ns), st.samples ? std::to_string(st.samples) : "-",
                          st.mem_peak >= 0 ? FormatBytes(static_cast<double>(st.mem_peak)) : "-", st.allocs,
-                         st.skipped ? "  (warm-up)" : "");
+                         st.partial ? "  (partial)" : st.skipped ? "  (warm-up)" : "");
     }
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
@@ -84,7 +89,8 @@ class TrainingSection : public Section {
       return json{{"number", st.number},   {"ts_ns", st.ts},
                   {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
                   {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
-                  {"allocs", st.allocs},   {"skipped", st.skipped}};
+                  {"allocs", st.allocs},   {"skipped", st.skipped},
+                  {"partial", st.partial}};
     });
     const auto& d = s_.duration;
     Framework(root)["steps"] = {{"count", d.count},

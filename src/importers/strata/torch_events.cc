@@ -59,6 +59,7 @@ struct TorchState {
   // Steps found automatically (optimizer.step boundaries): torch_steps.h.
   std::vector<FoundStep> auto_steps;
   std::vector<OptimizerMark> optimizer_marks;
+  std::vector<std::pair<uint32_t, int64_t>> partial_steps;  // (track, begin) of first found steps
   std::vector<TierChange> tiers;
   std::map<uint32_t, int64_t> process_end;  // last event of any stream of the process
   uint32_t mode = UINT32_MAX;
@@ -435,7 +436,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& st = ctx.Ext<TorchState>();
     if (!st.step_name) st.step_name = ctx.trace().strings.Intern("step");
-    AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name);
+    st.partial_steps = AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name);
   });
 
   // Every op slice, however it was closed, gets its OpTable row.
@@ -466,7 +467,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     auto& st = ctx.Ext<TorchState>();
     model::Trace& t = ctx.trace();
     if (st.mode != UINT32_MAX) t.ops_mode = st.mode == 0 ? "off" : st.mode == 1 ? "sampled" : "all";
-    if (st.ops.empty() && st.tiers.empty() && st.batches.empty()) return;
+    if (st.ops.empty() && st.tiers.empty() && st.batches.empty() && st.partial_steps.empty()) return;
     // Pending ops hold pre-Finalize slice indices.
     const std::vector<int32_t>& remap = ctx.SliceRemap();
     for (PendingOp& op : st.ops) {
@@ -481,7 +482,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     LinkBackward(ctx, st);
     BuildEdges(ctx, st);
     BuildWindows(ctx, st);
-    AttachStepSamples(t, st.batches);
+    AttachStepSamples(t, st.batches, st.partial_steps);
     if (st.unmatched_ends) ctx.Warn(std::to_string(st.unmatched_ends) + " framework op/scope/module ends had no matching begin");
     if (st.orphan_details) ctx.Warn(std::to_string(st.orphan_details) + " op details arrived with no op open");
     if (st.bad_ids) ctx.Warn(std::to_string(st.bad_ids) + " malformed tensor ids skipped");

@@ -44,7 +44,8 @@ void Add(LoadContext& ctx, model::StringId name, int64_t begin, int64_t end, uin
 // Steps of a process that has no optimizer steps: one per forward of its main
 // root module (the root module with the most forward time on the thread with
 // the most, called at least twice), each ending where that forward ends.
-void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::StringId step_name) {
+void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::StringId step_name,
+                    std::vector<std::pair<uint32_t, int64_t>>* partial) {
   model::Trace& t = ctx.trace();
   auto roots = RootForwards(t);
   struct Best {
@@ -83,6 +84,7 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
       if (t.slices.name[i] != main) continue;
       // The first step begins with its forward (1 ns before it, so that the step
       // holds the forward rather than the two nesting either way).
+      if (prev == INT64_MIN) partial->emplace_back(best.track, t.slices.ts[i] - 1);
       Add(ctx, step_name, prev == INT64_MIN ? t.slices.ts[i] - 1 : prev, t.slices.end(i), best.track, n++);
       prev = t.slices.end(i);
     }
@@ -132,6 +134,16 @@ std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const s
   return out;
 }
 
+// A torch.profiler ProfilerStep#N scope begins at `ts` on the track: its steps
+// begin where the program's own marks do (not partial).
+bool ProfilerStepAt(const model::Trace& t, uint32_t track, int64_t ts) {
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.track[i] == track && t.slices.ts[i] == ts && t.slices.kind[i] == SliceKind::kSpan &&
+        t.strings.Get(t.slices.name[i]).starts_with("ProfilerStep#"))
+      return true;
+  return false;
+}
+
 // Several optimizers stepping in each iteration (a GAN's discriminator and
 // generator) repeat with a period of their number: the smallest period P (up
 // to 4) with which at least 80% of the signatures after the first two periods
@@ -159,8 +171,10 @@ size_t Period(const std::vector<Signature>& sig) {
 
 }  // namespace
 
-void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const std::vector<OptimizerMark>& marks,
-                   model::StringId step_name) {
+std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
+                                                        const std::vector<OptimizerMark>& marks,
+                                                        model::StringId step_name) {
+  std::vector<std::pair<uint32_t, int64_t>> partial;
   model::Trace& t = ctx.trace();
   // A program that marks its steps says what a step is.
   std::set<uint32_t> marked;
@@ -182,6 +196,7 @@ void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const 
       if (t.slices.track[i] == trk && t.slices.kind[i] != SliceKind::kStep) others.emplace_back(t.slices.ts[i], t.slices.end(i));
     std::sort(others.begin(), others.end());
     int64_t begin = v[0]->ts;
+    if (!ProfilerStepAt(t, trk, begin)) partial.emplace_back(trk, begin);
     uint64_t n = 0;
     for (size_t k = period - 1; k < v.size(); k += period) {
       const FoundStep& first = *v[k + 1 - period];
@@ -196,11 +211,13 @@ void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const 
     }
     with_steps.insert(v[0]->process);
   }
-  InferenceSteps(ctx, with_steps, step_name);
+  InferenceSteps(ctx, with_steps, step_name, &partial);
+  return partial;
 }
 
-void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks) {
-  if (marks.empty()) return;
+void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
+                       const std::vector<std::pair<uint32_t, int64_t>>& partial) {
+  if (marks.empty() && partial.empty()) return;
   struct PerStep {
     uint64_t given = 0;
     bool any_given = false, training = false;
@@ -249,6 +266,18 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks) {
     t.args.key.push_back(key);
     t.args.str.push_back(0);
     t.args.num.push_back(static_cast<double>(n));
+    added = true;
+  }
+  model::StringId partial_key = t.strings.Intern("partial_step");
+  for (const auto& [trk, ts] : partial) {
+    auto st = step_at.find(trk);
+    if (st == step_at.end()) continue;
+    auto it = std::lower_bound(st->second.begin(), st->second.end(), std::make_pair(ts, INT32_MIN));
+    if (it == st->second.end() || it->first != ts) continue;
+    t.args.slice.push_back(static_cast<uint32_t>(it->second));
+    t.args.key.push_back(partial_key);
+    t.args.str.push_back(0);
+    t.args.num.push_back(1);
     added = true;
   }
   if (!added) return;

@@ -40,8 +40,12 @@ struct OptimizerMark {
 // own: `found` (optimizer-step boundaries) tiled per thread, one step per
 // iteration of all the optimizers that step in it (`marks`), or, for processes
 // with none, steps from root-module forwards.
-void AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found, const std::vector<OptimizerMark>& marks,
-                   model::StringId step_name);
+// Returns the (track, begin) of each thread's first found step: it begins at its
+// first activity, not where the loop's first iteration began (unknown), so it is
+// partial and the statistics leave it out (AttachStepSamples marks it).
+std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
+                                                        const std::vector<OptimizerMark>& marks,
+                                                        model::StringId step_name);
 
 struct BatchMark {
   uint32_t track = 0;
@@ -56,6 +60,8 @@ struct BatchMark {
 // ones if any), summed per root module and the least of those sums taken (every
 // micro-batch of gradient accumulation counts; a GAN's discriminator, run on
 // real and on generated batches, does not count twice).
-void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks);
+// Also gives the partial first steps (AddFoundSteps) a "partial_step" argument of 1.
+void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
+                       const std::vector<std::pair<uint32_t, int64_t>>& partial);
 
 }  // namespace strata::importers::strata_ctf
