@@ -159,7 +159,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   // its dispatch). The calls of one scope (a module's forward, a span, the step
   // itself) form a loop; its time runs from its first tiny call to its last,
   // host code between the calls included (vectorizing removes that too), less
-  // the larger ops that ran in between.
+  // the larger ops of the thread that ran in between, in any scope.
   const auto& sl = c.t.slices;
   constexpr int64_t kTiny = 20000;  // ns: an op this short does little math
   constexpr double kMinLoop = 8;    // tiny calls in a scope before it counts as a loop
@@ -167,7 +167,6 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     int64_t first = INT64_MAX, last = INT64_MIN;
     uint32_t track = 0;
     double calls = 0, ns = 0;
-    std::vector<std::pair<int64_t, int64_t>> large;  // other outermost ops in the scope
   };
   // Outermost op calls in the steps, with their enclosing non-op scope.
   struct Call {
@@ -206,13 +205,17 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     if (d[d.size() / 2] < kTiny) tiny.insert(name);
   }
   std::map<std::tuple<int, uint32_t, int32_t>, Loop> loops;  // (window, thread, enclosing non-op scope)
+  // The larger ops of each step's thread, whatever scope they ran in (a
+  // module's forward between two tiny calls of the step's own code): their
+  // time is the ops' work, never dispatch overhead.
+  std::map<std::pair<int, uint32_t>, std::vector<std::pair<int64_t, int64_t>>> large;
   double ops = static_cast<double>(calls.size());
   std::map<std::string, double> by_name;
   for (const Call& k : calls) {
     size_t i = k.slice;
     Loop& l = loops[{k.window, sl.track[i], k.scope}];
     if (!tiny.count(sl.name[i])) {
-      l.large.emplace_back(sl.ts[i], sl.end(i));
+      large[{k.window, sl.track[i]}].emplace_back(sl.ts[i], sl.end(i));
       continue;
     }
     l.first = std::min(l.first, sl.ts[i]);
@@ -226,8 +229,8 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   for (auto& [key, l] : loops) {
     if (l.calls < kMinLoop) continue;
     double span = static_cast<double>(l.last - l.first);
-    for (auto [b, e] : l.large)
-      if (b >= l.first && e <= l.last) span -= static_cast<double>(e - b);
+    for (auto [b, e] : large[{std::get<0>(key), std::get<1>(key)}])
+      span -= static_cast<double>(std::max<int64_t>(0, std::min(e, l.last) - std::max(b, l.first)));
     span = std::max(span, l.ns);
     // What the loop costs the step: the share of it on the step's critical
     // path (all of it when the host is the bottleneck; little when the host
