@@ -70,11 +70,12 @@ Built Build(const model::Trace& t) {
     DeviceMemory& d = out.tl.devices[k];
     // Without the allocator's totals a dip below zero is memory allocated before
     // the trace began and freed in it: at least that much was live all along.
-    int64_t shift = d.allocator_totals ? 0 : -lowest[k];
+    // (SatSub: a trace's sizes can sum to INT64_MIN, whose negation overflows.)
+    int64_t shift = d.allocator_totals ? 0 : SatSub(0, lowest[k]);
     d.peak_bytes = INT64_MIN;
     for (size_t j = 0; j < d.timeline.size(); ++j) {
       MemoryPoint& p = d.timeline[j];
-      if (!d.allocator_totals) p.bytes = sums[k][j] + shift;
+      if (!d.allocator_totals) p.bytes = SatAdd(sums[k][j], shift);
       if (p.bytes > d.peak_bytes) {
         d.peak_bytes = p.bytes;
         d.peak_ts = p.ts;
