@@ -4,6 +4,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "base/int_math.h"
+
 namespace strata::analysis {
 
 const char* SegmentTypeName(SegmentType t) {
@@ -386,8 +388,11 @@ std::vector<PathItem> AggregatePathItems(const std::vector<StepCriticalPath>& pa
   std::map<std::pair<std::string, std::string>, int64_t> by;
   int64_t total = 0;
   for (const auto& p : paths) {
-    total += p.end - p.start;
-    for (const auto& it : p.items) by[{it.kind, it.name}] += it.on_path_ns;
+    total = SatAdd(total, SatSub(p.end, p.start));
+    for (const auto& it : p.items) {
+      int64_t& v = by[{it.kind, it.name}];
+      v = SatAdd(v, it.on_path_ns);
+    }
   }
   std::vector<PathItem> out;
   double n = static_cast<double>(std::max<size_t>(1, paths.size()));

@@ -335,7 +335,7 @@ std::vector<KernelStats> KernelNameTable(const model::Trace& t, const std::vecto
       Acc& a = by[{static_cast<int>(w.type), t.slices.name[w.slice]}];
       int64_t dur = w.end - w.ts;
       ++a.n;
-      a.sum += dur;
+      a.sum = SatAdd(a.sum, dur);
       a.mn = std::min(a.mn, dur);
       a.mx = std::max(a.mx, dur);
       double delta = static_cast<double>(dur) - a.mean;

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "analysis/summary.h"
+#include "base/int_math.h"
 
 namespace strata::analysis {
 namespace {
@@ -251,7 +252,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   for (size_t i = 0; i < sc.size(); ++i) {
     ThreadOs& x = thread(sc.track[i]);
     ++x.syscalls;
-    x.syscall_ns += sc.dur[i];
+    x.syscall_ns = SatAdd(x.syscall_ns, sc.dur[i]);
     if (is_own(sc.track[i])) continue;
     SyscallStats& s = calls[sc.name[i]];
     ++s.count;
@@ -262,7 +263,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
     }
     if (!sc.returned[i]) ++s.unfinished;
     else if (sc.ret[i] < 0 && sc.ret[i] >= -4095) ++s.errors;
-    s.total_ns += sc.dur[i];
+    s.total_ns = SatAdd(s.total_ns, sc.dur[i]);
     durs[sc.name[i]].push_back(sc.dur[i]);
   }
   for (auto& [name, s] : calls) {

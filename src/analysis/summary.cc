@@ -70,8 +70,8 @@ std::vector<SpanStats> SpanTable(const model::Trace& t) {
       continue;
     auto& st = by[{static_cast<int>(s.kind[i]), s.name[i]}];
     st.count++;
-    st.total_ns += s.dur[i];
-    st.self_ns += self[i];
+    st.total_ns = SatAdd(st.total_ns, s.dur[i]);
+    st.self_ns = SatAdd(st.self_ns, self[i]);
     st.max_ns = std::max(st.max_ns, s.dur[i]);
   }
   std::vector<SpanStats> out;
