@@ -6,6 +6,7 @@
 
 #include "analysis/summary.h"
 #include "base/files.h"
+#include "base/int_math.h"
 #include "base/units.h"
 #include "report/json_get.h"
 #include "report/section.h"
@@ -217,7 +218,7 @@ class SpansSection : public Section {
     int64_t self_sum = 0;
     for (const auto& s : spans_) {
       by_self.push_back(&s);
-      self_sum += s.self_ns;
+      self_sum = SatAdd(self_sum, s.self_ns);
     }
     std::sort(by_self.begin(), by_self.end(), [](auto* a, auto* b) { return a->self_ns > b->self_ns; });
     out += fmt::format("\nTop spans by self time\n  {:<40} {:<7} {:>9} {:>12} {:>8}\n", "name", "kind", "count", "self", "share");
