@@ -20,7 +20,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace format = strata::format;
   static const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
   format::StreamWriter w(format::Uuid{}, *spec, 1, {0}), w1(format::Uuid{}, *spec, 2, {1});
-  if (!w.Open("/dev/null").ok() || !w1.Open("/dev/null").ok()) return 0;
+  // /dev/null through Resume: Open creates a new file only (O_EXCL), which
+  // /dev/null is not. A writer that cannot open would make this target a no-op
+  // (it was, silently, for a while): stop loudly instead.
+  if (!w.Resume("/dev/null", {}).ok() || !w1.Resume("/dev/null", {}).ok()) __builtin_trap();
   EncoderOptions opt;
   opt.python = false;  // no process to read
   OsEncoder enc(opt, {&w, &w1});
