@@ -61,6 +61,21 @@ fi
 mkdir -p fuzz-crashes
 scratch=$(mktemp -d /tmp/strata-fuzz-run.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
+# Seeds for the targets that parse Kineto files, cut from the shared traces
+# ($STRATA_EXTERNAL_DATA, else ../shared/data/external beside the checkout) at
+# each run: those files are not ours to copy into the repository (see their
+# MANIFEST.md), so the committed corpora hold only our own inputs.
+EXTERNAL="${STRATA_EXTERNAL_DATA:-../shared/data/external}"
+KINETO_SEEDS="$scratch/kineto-seeds"
+if [ -d "$EXTERNAL" ] && command -v python3 >/dev/null; then
+  mkdir -p "$KINETO_SEEDS"
+  while IFS= read -r -d '' f; do
+    out="$KINETO_SEEDS/$(basename "$f")"
+    gz=(); [[ "$f" == *.gz ]] && gz=(--gzip)
+    python3 fuzz/cut_kineto.py "$f" "$out" 20 "${gz[@]}" >/dev/null 2>&1 || rm -f "$out"
+  done < <(find "$EXTERNAL" \( -name '*.json' -o -name '*.json.gz' \) -print0)
+fi
+
 # Sanitizers: stop at the first report (UBSan is also built non-recoverable),
 # with a stack trace; libFuzzer then saves the input as fuzz-crashes/<target>-crash-*.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}halt_on_error=1:detect_leaks=1"
@@ -76,16 +91,19 @@ run_target() {
   mkdir -p "$committed"
   if [ -n "$KEEP" ]; then work="$KEEP/$corpus_name"; else work="$scratch/$corpus_name"; fi
   mkdir -p "$work"
-  local result=ok dict=()
+  local result=ok dict=() seeds=()
   [ -f "fuzz/dict/$corpus_name.dict" ] && dict=(-dict="fuzz/dict/$corpus_name.dict")
+  case "$corpus_name" in
+    kineto_json|roofline) [ -n "$(ls -A "$KINETO_SEEDS" 2>/dev/null)" ] && seeds=("$KINETO_SEEDS") ;;
+  esac
   # 1. The committed corpus, each input once (-runs=0: no mutation).
-  if ! "$bin" "${FLAGS[@]}" -runs=0 -artifact_prefix="fuzz-crashes/$name-" "$committed" >"$log.replay" 2>&1; then
+  if ! "$bin" "${FLAGS[@]}" -runs=0 -artifact_prefix="fuzz-crashes/$name-" "$committed" "${seeds[@]}" >"$log.replay" 2>&1; then
     result="FAILED on the committed corpus"
   fi
   # 2. Fuzzing: new inputs go to $work, the first corpus directory.
   if [ "$result" = ok ]; then
     if ! "$bin" "${FLAGS[@]}" "${dict[@]}" -max_total_time="$SECONDS_EACH" -artifact_prefix="fuzz-crashes/$name-" \
-        "$work" "$committed" >"$log" 2>&1; then
+        "$work" "$committed" "${seeds[@]}" >"$log" 2>&1; then
       result=FAILED
     fi
   else
