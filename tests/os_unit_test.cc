@@ -277,26 +277,42 @@ TEST(Symbolizer, ResolvesAFunctionOfThisProgram) {
   EXPECT_EQ(sym.Symbolize(as, 16).function, "[unknown]");
 }
 
-// Records -> OsEncoder -> cpu stream file -> importer -> model.
-TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
-  std::string dir = testing::TempDir("os_encoder");
-  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
-  format::TraceIdentity id;
-  id.uuid = format::NewRandomUuid();
-  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
-  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
-  format::StreamWriter w(id.uuid, *spec, 1, {0});
-  ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
-  OsEncoder enc({}, {&w});
-  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+// A trace directory with the metadata of a fresh identity, for stream files
+// the tests write through OsEncoder.
+void NewTraceDir(const std::string& name, std::string* dir, format::TraceIdentity* id) {
+  *dir = testing::TempDir(name);
+  ASSERT_TRUE(MakeDirs(*dir + "/ctf").ok());
+  id->uuid = format::NewRandomUuid();
+  ASSERT_TRUE(WriteFileAtomic(*dir + "/ctf/metadata", format::GenerateMetadata(*id)).ok());
+}
+
+constexpr uint64_t kRawSample =
+    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+
+// The leader and the two syscall tracepoints, with the field layout Records
+// writes; returns the fields for the caller to add to before SetTracepoints.
+TracepointFields RegisterSyscalls(OsEncoder& enc) {
   enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
-  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
-  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
-  enc.RegisterEvent(Records::kSwitchTp, {EventKind::kSchedSwitch, raw, 0});
+  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, kRawSample, 0});
+  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, kRawSample, 0});
   TracepointFields f;
   f.enter_id = {"id", 8, 8, true};
   f.exit_id = {"id", 8, 8, true};
   f.exit_ret = {"ret", 16, 8, true};
+  return f;
+}
+
+// Records -> OsEncoder -> cpu stream file -> importer -> model.
+TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
+  std::string dir;
+  format::TraceIdentity id;
+  ASSERT_NO_FATAL_FAILURE(NewTraceDir("os_encoder", &dir, &id));
+  const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
+  format::StreamWriter w(id.uuid, *spec, 1, {0});
+  ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
+  OsEncoder enc({}, {&w});
+  TracepointFields f = RegisterSyscalls(enc);
+  enc.RegisterEvent(Records::kSwitchTp, {EventKind::kSchedSwitch, kRawSample, 0});
   f.switch_prev_state = {"prev_state", 32, 8, true};
   f.switch_next_pid = {"next_pid", 56, 4, true};
   enc.SetTracepoints(f);
@@ -357,11 +373,9 @@ TEST(OsEncoder, ReplaysHandMadeRecordsIntoThreadStatesAndSyscalls) {
 // samples that need them). Records younger than the caller's cutoff wait until
 // a later call brings what is older, then everything goes out in time order.
 TEST(OsEncoder, RecordsYoungerThanTheCutoffWaitForOlderOnesFromOtherRings) {
-  std::string dir = testing::TempDir("os_encoder_order");
-  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  std::string dir;
   format::TraceIdentity id;
-  id.uuid = format::NewRandomUuid();
-  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  ASSERT_NO_FATAL_FAILURE(NewTraceDir("os_encoder_order", &dir, &id));
   const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
   format::StreamWriter w0(id.uuid, *spec, 1, {0}), w1(id.uuid, *spec, 2, {1});
   ASSERT_TRUE(w0.Open(dir + "/ctf/cpu-0").ok());
@@ -402,26 +416,16 @@ TEST(OsEncoder, RecordsYoungerThanTheCutoffWaitForOlderOnesFromOtherRings) {
 // gap are not one call (a getpid "lasting" a second), threads whose exit record
 // was lost are not "still running", and the report says figures are incomplete.
 TEST(OsEncoder, LostRecordsLeaveGapsNotWrongFigures) {
-  std::string dir = testing::TempDir("os_encoder_lost");
-  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  std::string dir;
   format::TraceIdentity id;
-  id.uuid = format::NewRandomUuid();
-  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  ASSERT_NO_FATAL_FAILURE(NewTraceDir("os_encoder_lost", &dir, &id));
   const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
   format::StreamWriter w(id.uuid, *spec, 1, {0});
   ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
   format::StreamWriter proc(id.uuid, *spec, 2, {format::kSupervisorCpuId});
   ASSERT_TRUE(proc.Open(dir + "/ctf/os-proc").ok());
   OsEncoder enc({}, {&w});
-  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
-  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
-  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
-  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
-  TracepointFields f;
-  f.enter_id = {"id", 8, 8, true};
-  f.exit_id = {"id", 8, 8, true};
-  f.exit_ret = {"ret", 16, 8, true};
-  enc.SetTracepoints(f);
+  enc.SetTracepoints(RegisterSyscalls(enc));
 
   const uint32_t pid = 500, main_tid = 500, worker = 501, joined = 502;
   constexpr int64_t kMs = 1000000;
@@ -491,24 +495,14 @@ TEST(OsEncoder, LostRecordsLeaveGapsNotWrongFigures) {
 // strata's own threads (named strata-... by strata) are kept out of the
 // program's tables, and shown apart.
 TEST(OsEncoder, StrataThreadsAreKeptApart) {
-  std::string dir = testing::TempDir("os_encoder_own");
-  ASSERT_TRUE(MakeDirs(dir + "/ctf").ok());
+  std::string dir;
   format::TraceIdentity id;
-  id.uuid = format::NewRandomUuid();
-  ASSERT_TRUE(WriteFileAtomic(dir + "/ctf/metadata", format::GenerateMetadata(id)).ok());
+  ASSERT_NO_FATAL_FAILURE(NewTraceDir("os_encoder_own", &dir, &id));
   const format::StreamSpec* spec = format::FindStream(format::kCpuStream);
   format::StreamWriter w(id.uuid, *spec, 1, {0});
   ASSERT_TRUE(w.Open(dir + "/ctf/cpu-0").ok());
   OsEncoder enc({}, {&w});
-  uint64_t raw = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
-  enc.RegisterEvent(Records::kLeader, {EventKind::kLeader, 0, 0});
-  enc.RegisterEvent(Records::kEnter, {EventKind::kSysEnter, raw, 0});
-  enc.RegisterEvent(Records::kExit, {EventKind::kSysExit, raw, 0});
-  TracepointFields f;
-  f.enter_id = {"id", 8, 8, true};
-  f.exit_id = {"id", 8, 8, true};
-  f.exit_ret = {"ret", 16, 8, true};
-  enc.SetTracepoints(f);
+  enc.SetTracepoints(RegisterSyscalls(enc));
   const uint32_t pid = 600, flusher = 601;
   Records r;
   r.Comm(pid, pid, 1000, "prog", true);
