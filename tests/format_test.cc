@@ -166,6 +166,31 @@ class CtfFile : public ::testing::Test {
     return out;
   }
 
+  // A stream file's packets as the reader sees them.
+  struct Scan {
+    std::vector<uint64_t> seqs, discarded;
+    int events = 0;
+    uint64_t damaged_packets = 0, trailing_bytes = 0;
+  };
+  Scan ScanPackets() { return ScanPackets(path_); }
+  Scan ScanPackets(const std::string& path) {
+    Scan out;
+    auto map = MappedFile::Open(path);
+    EXPECT_TRUE(map.ok());
+    if (!map.ok()) return out;
+    StreamFileReader r(md_, map->data(), map->size(), path);
+    Packet pk;
+    EventView ev;
+    while (r.NextPacket(&pk)) {
+      out.seqs.push_back(pk.seq);
+      out.discarded.push_back(pk.discarded);
+      while (r.NextEvent(&ev)) ++out.events;
+    }
+    out.damaged_packets = r.damaged_packets();
+    out.trailing_bytes = r.trailing_bytes();
+    return out;
+  }
+
   std::string dir_, path_;
   TraceIdentity id_;
   ParsedMetadata md_;
@@ -451,22 +476,12 @@ TEST_F(CtfFile, AFailedWriteLeavesWholePacketsAndCountsItsEvents) {
   WriteSpans(w, 1, 3);
   ASSERT_TRUE(w.Close(0).ok());
 
-  auto map = MappedFile::Open(path_);
-  StreamFileReader r(md_, map->data(), map->size(), path_);
-  Packet pk;
-  EventView ev;
-  std::vector<uint64_t> seqs, discarded;
-  int events = 0;
-  while (r.NextPacket(&pk)) {
-    seqs.push_back(pk.seq);
-    discarded.push_back(pk.discarded);
-    while (r.NextEvent(&ev)) ++events;
-  }
-  EXPECT_EQ(events, 300);
-  EXPECT_EQ(r.damaged_packets(), 0u);
-  EXPECT_EQ(r.trailing_bytes(), 0u);
-  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2}));
-  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 0, 100}));
+  Scan sc = ScanPackets();
+  EXPECT_EQ(sc.events, 300);
+  EXPECT_EQ(sc.damaged_packets, 0u);
+  EXPECT_EQ(sc.trailing_bytes, 0u);
+  EXPECT_EQ(sc.seqs, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(sc.discarded, (std::vector<uint64_t>{0, 0, 100}));
   // The disk was full before the first packet: a leading empty packet makes
   // the loss a difference between packets, as for drops.
   std::string second = dir_ + "/second";
@@ -478,11 +493,7 @@ TEST_F(CtfFile, AFailedWriteLeavesWholePacketsAndCountsItsEvents) {
   });
   EXPECT_EQ(std::filesystem::file_size(second), 0u);
   ASSERT_TRUE(w2.Close(0).ok());  // nothing new, but the count changed: an empty packet carries it
-  auto map2 = MappedFile::Open(second);
-  StreamFileReader r2(md_, map2->data(), map2->size(), second);
-  discarded.clear();
-  while (r2.NextPacket(&pk)) discarded.push_back(pk.discarded);
-  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 50}));
+  EXPECT_EQ(ScanPackets(second).discarded, (std::vector<uint64_t>{0, 50}));
 }
 
 // The supervisor continues a dead process's stream file: after its last
@@ -510,21 +521,11 @@ TEST_F(CtfFile, ResumeContinuesAStreamAfterItsLastCompletePacket) {
   w.set_discarded(9);
   WriteSpans(w, 1, 2);
   ASSERT_TRUE(w.Close(0).ok());
-  auto map = MappedFile::Open(path_);
-  StreamFileReader r(md_, map->data(), map->size(), path_);
-  Packet pk;
-  EventView ev;
-  std::vector<uint64_t> seqs, discarded;
-  int events = 0;
-  while (r.NextPacket(&pk)) {
-    seqs.push_back(pk.seq);
-    discarded.push_back(pk.discarded);
-    while (r.NextEvent(&ev)) ++events;
-  }
-  EXPECT_EQ(events, 300);
-  EXPECT_EQ(r.damaged_packets(), 0u);
-  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
-  EXPECT_EQ(discarded, (std::vector<uint64_t>{0, 5, 5, 9}));
+  Scan sc = ScanPackets();
+  EXPECT_EQ(sc.events, 300);
+  EXPECT_EQ(sc.damaged_packets, 0u);
+  EXPECT_EQ(sc.seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(sc.discarded, (std::vector<uint64_t>{0, 5, 5, 9}));
 }
 
 }  // namespace
