@@ -97,8 +97,8 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
 // ProfilerStep#7) and the number of ops it ran.
 using Signature = std::pair<model::StringId, size_t>;
 
-std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const std::vector<const FoundStep*>& v,
-                                  const std::vector<OptimizerMark>& all_marks) {
+std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const std::vector<uint32_t>& slices,
+                                  const std::vector<const FoundStep*>& v, const std::vector<OptimizerMark>& all_marks) {
   std::vector<std::pair<int64_t, uint32_t>> marks;
   for (const OptimizerMark& m : all_marks)
     if (m.track == track) marks.emplace_back(m.ts, m.optimizer);
@@ -106,8 +106,7 @@ std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const s
   std::vector<int64_t> ops;
   std::vector<std::pair<int64_t, uint32_t>> scopes;  // (end, slice)
   if (marks.empty())
-    for (uint32_t i = 0; i < t.slices.size(); ++i) {
-      if (t.slices.track[i] != track) continue;
+    for (uint32_t i : slices) {
       if (t.slices.kind[i] == SliceKind::kOp) ops.push_back(t.slices.ts[i]);
       else if (t.slices.kind[i] == SliceKind::kSpan) scopes.emplace_back(t.slices.end(i), i);
     }
@@ -134,11 +133,11 @@ std::vector<Signature> Signatures(const model::Trace& t, uint32_t track, const s
   return out;
 }
 
-// A torch.profiler ProfilerStep#N scope begins at `ts` on the track: its steps
-// begin where the program's own marks do (not partial).
-bool ProfilerStepAt(const model::Trace& t, uint32_t track, int64_t ts) {
-  for (uint32_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices.track[i] == track && t.slices.ts[i] == ts && t.slices.kind[i] == SliceKind::kSpan &&
+// A torch.profiler ProfilerStep#N scope among `slices` begins at `ts`: its
+// steps begin where the program's own marks do (not partial).
+bool ProfilerStepAt(const model::Trace& t, const std::vector<uint32_t>& slices, int64_t ts) {
+  for (uint32_t i : slices)
+    if (t.slices.ts[i] == ts && t.slices.kind[i] == SliceKind::kSpan &&
         t.strings.Get(t.slices.name[i]).starts_with("ProfilerStep#"))
       return true;
   return false;
@@ -184,19 +183,23 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
   std::map<uint32_t, std::vector<const FoundStep*>> by_track;
   for (const FoundStep& f : found)
     if (!marked.count(f.process)) by_track[f.track].push_back(&f);
+  // The slices (steps aside) of the threads that have found steps, in one pass.
+  std::map<uint32_t, std::vector<uint32_t>> slices_of;
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] != SliceKind::kStep && by_track.count(t.slices.track[i])) slices_of[t.slices.track[i]].push_back(i);
   std::set<uint32_t> with_steps = marked;
   for (auto& [trk, v] : by_track) {
     std::sort(v.begin(), v.end(), [](const FoundStep* a, const FoundStep* b) { return a->end < b->end; });
-    size_t period = Period(Signatures(t, trk, v, marks));
+    const std::vector<uint32_t>& slices = slices_of[trk];
+    size_t period = Period(Signatures(t, trk, slices, v, marks));
     // The thread's other slices by begin: a step must not cross one (a
     // record_function or strata.scope opened between two iterations and closed
     // after later ones), or nesting breaks; such a step begins where it does.
     std::vector<std::pair<int64_t, int64_t>> others;  // (ts, end)
-    for (uint32_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.track[i] == trk && t.slices.kind[i] != SliceKind::kStep) others.emplace_back(t.slices.ts[i], t.slices.end(i));
+    for (uint32_t i : slices) others.emplace_back(t.slices.ts[i], t.slices.end(i));
     std::sort(others.begin(), others.end());
     int64_t begin = v[0]->ts;
-    if (!ProfilerStepAt(t, trk, begin)) partial.emplace_back(trk, begin);
+    if (!ProfilerStepAt(t, slices, begin)) partial.emplace_back(trk, begin);
     uint64_t n = 0;
     for (size_t k = period - 1; k < v.size(); k += period) {
       const FoundStep& first = *v[k + 1 - period];
