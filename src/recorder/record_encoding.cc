@@ -23,23 +23,19 @@ void AppendNarrowed(format::StreamWriter& w, const Record* r, uint64_t ts) {
       }
       break;
     case format::kStepBegin:
-    case format::kStepEnd: {
-      uint64_t step;
-      std::memcpy(&step, payload, 8);
-      if (step <= UINT32_MAX) {
-        auto s32 = static_cast<uint32_t>(step);
-        w.Append(r->event_id == format::kStepBegin ? format::kStepBegin32 : format::kStepEnd32, ts, &s32, 4);
-        return;
-      }
-      break;
-    }
+    case format::kStepEnd:
     case format::kFlowOut:
     case format::kFlowIn: {
-      uint64_t flow;
-      std::memcpy(&flow, payload, 8);
-      if (flow <= UINT32_MAX) {
-        auto f32 = static_cast<uint32_t>(flow);
-        w.Append(r->event_id == format::kFlowOut ? format::kFlowOut32 : format::kFlowIn32, ts, &f32, 4);
+      // A step or flow number that fits 32 bits: the event's narrow form.
+      uint64_t v;
+      std::memcpy(&v, payload, 8);
+      if (v <= UINT32_MAX) {
+        auto v32 = static_cast<uint32_t>(v);
+        uint32_t narrow = r->event_id == format::kStepBegin ? format::kStepBegin32
+                          : r->event_id == format::kStepEnd ? format::kStepEnd32
+                          : r->event_id == format::kFlowOut ? format::kFlowOut32
+                                                            : format::kFlowIn32;
+        w.Append(narrow, ts, &v32, 4);
         return;
       }
       break;
