@@ -9,6 +9,7 @@
 
 #include "analysis/device_peaks.h"
 #include "base/int_math.h"
+#include "base/json_get.h"
 #include "opcost/cost_model.h"
 #include "opcost/profiler_args.h"
 
@@ -314,11 +315,7 @@ class Builder {
     if (!m.is_object() || !m.contains("host") || !m["host"].is_object()) return;
     const auto& h = m["host"];
     // (json::value() throws on a member of another type: the manifest is a file like any other.)
-    auto num = [&h](const char* key) {
-      auto it = h.find(key);
-      return it != h.end() && it->is_number() ? it->get<double>() : 0.0;
-    };
-    double peak = num("peak_flops_f32"), bw = num("memory_bandwidth");
+    double peak = json_get::Num(h, "peak_flops_f32"), bw = json_get::Num(h, "memory_bandwidth");
     r_.device = "host";
     if (h.contains("cpu_model") && h["cpu_model"].is_string()) r_.device = "host: " + h["cpu_model"].get<std::string>();
     host_roof_ = AddRoof("host fp32", peak, bw);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
+#include "base/json_get.h"
 
 namespace strata::cli {
 namespace {
@@ -133,12 +134,10 @@ HostPeaks ProbeHost(const std::string& cpu_model, unsigned cpus) {
   if (auto text = ReadFile(cache); text.ok()) {
     auto j = nlohmann::json::parse(*text, nullptr, false);
     // (A cache file of other types than strata writes is ignored, not thrown on.)
-    auto num = [&j](const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : 0.0; };
-    auto str = [&j](const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
-    if (j.is_object() && str("key") == key) {
-      p.flops_f32 = num("peak_flops_f32");
-      p.memory_bandwidth = num("memory_bandwidth");
-      p.isa = str("isa");
+    if (json_get::Str(j, "key") == key) {
+      p.flops_f32 = json_get::Num(j, "peak_flops_f32");
+      p.memory_bandwidth = json_get::Num(j, "memory_bandwidth");
+      p.isa = json_get::Str(j, "isa");
       p.cached = true;
       if (p.flops_f32 > 0 && p.memory_bandwidth > 0) return p;
     }

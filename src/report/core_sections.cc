@@ -8,7 +8,7 @@
 #include "base/files.h"
 #include "base/int_math.h"
 #include "base/units.h"
-#include "report/json_get.h"
+#include "base/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {

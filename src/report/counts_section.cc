@@ -5,7 +5,7 @@
 // (tests/matrix). Counted from the model alone, independently of the writers.
 #include <unordered_set>
 
-#include "report/json_get.h"
+#include "base/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "report/json_get.h"
+#include "base/json_get.h"
 #include "report/section.h"
 
 namespace strata::report {

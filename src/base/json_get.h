@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace strata::report::json_get {
+namespace strata::json_get {
 
 inline std::string Str(const nlohmann::json& o, const char* key, std::string def = {}) {
   if (!o.is_object()) return def;
@@ -43,4 +43,4 @@ T Int(const nlohmann::json& o, const char* key, T def = 0) {
   return def;
 }
 
-}  // namespace strata::report::json_get
+}  // namespace strata::json_get
