@@ -66,23 +66,19 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     auto [lo, hi] = SlicesStartingIn(t, s.track[i], s.ts[i], s.end(i));
     for (size_t j = lo; j < hi; ++j)
       if (s.kind[j] == SliceKind::kSpan && loader_names.count(s.name[j]) && s.end(j) <= s.end(i)) st.data_wait_ns = SatAdd(st.data_wait_ns, s.dur[j]);
-    // A found first step begins at its first activity, not where the loop's
-    // first iteration began: partial, so left out of the figures like warm-up.
-    if (partial_key != model::StringPool::kNotFound)
-      for (auto a = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
-           a != t.args.slice.end() && *a == i; ++a)
-        if (t.args.key[static_cast<size_t>(a - t.args.slice.begin())] == partial_key) st.skipped = st.partial = true;
-    if (opt.batch_size > 0) {
-      st.samples = opt.batch_size;
-    } else if (batch_key != model::StringPool::kNotFound) {
-      auto a = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
-      for (; a != t.args.slice.end() && *a == i; ++a) {
-        size_t r = static_cast<size_t>(a - t.args.slice.begin());
-        // (A number from the trace: converting one outside int64 would be undefined.)
-        if (t.args.key[r] == batch_key && t.args.num[r] >= 0 && t.args.num[r] < 9.2e18)
-          st.samples = static_cast<int64_t>(t.args.num[r]);
-      }
+    // The step's arguments: its batch size, and whether it is partial (a found
+    // first step begins at its first activity, not where the loop's first
+    // iteration began: left out of the figures like warm-up).
+    for (auto a = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
+         a != t.args.slice.end() && *a == i; ++a) {
+      size_t r = static_cast<size_t>(a - t.args.slice.begin());
+      if (partial_key != model::StringPool::kNotFound && t.args.key[r] == partial_key) st.skipped = st.partial = true;
+      // (A number from the trace: converting one outside int64 would be undefined.)
+      if (batch_key != model::StringPool::kNotFound && t.args.key[r] == batch_key && t.args.num[r] >= 0 &&
+          t.args.num[r] < 9.2e18)
+        st.samples = static_cast<int64_t>(t.args.num[r]);
     }
+    if (opt.batch_size > 0) st.samples = opt.batch_size;
     uint32_t process = s.track[i] < t.tracks.size() ? t.tracks[s.track[i]].process : 0;
     if (const DeviceMemory* d = mem.Find(process, kNone)) {
       const TimelineMax& mx = maxes[static_cast<size_t>(d - mem.devices.data())];
