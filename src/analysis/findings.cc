@@ -19,6 +19,20 @@ namespace strata::analysis {
 
 // --- context ------------------------------------------------------------------
 
+namespace {
+
+uint32_t MainHostThread(const model::Trace& t) {
+  std::vector<uint64_t> count(t.tracks.size(), 0);
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    model::SliceKind k = t.slices.kind[i];
+    if (k == model::SliceKind::kOp || k == model::SliceKind::kRuntime) ++count[t.slices.track[i]];
+  }
+  auto it = std::max_element(count.begin(), count.end());
+  return it == count.end() || *it == 0 ? UINT32_MAX : static_cast<uint32_t>(it - count.begin());
+}
+
+}  // namespace
+
 FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptions& options) : t(trace), opt(options) {
   CriticalPathOptions cpo;
   cpo.max_steps = 1u << 30;
@@ -35,6 +49,14 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
   steps = windows.size();
   step_ns = steps ? static_cast<double>(total_step_ns) / static_cast<double>(steps) : 0;
   self = SelfTimes(t);
+  std::vector<StepWindow> w;
+  for (size_t k = 0; k < windows.size(); ++k) {
+    uint32_t track = windows[k].track;
+    // No steps: the thread that ran the most framework ops and launches stands for the program.
+    if (track == UINT32_MAX) track = MainHostThread(t);
+    w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true});
+  }
+  breakdown = BreakdownWindows(t, w);
 }
 
 int FindingsContext::WindowOf(int64_t ts) const {
@@ -82,17 +104,6 @@ namespace {
 
 bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-bool IsDataLoading(std::string_view n) {
-  return Contains(n, "DataLoader") || Contains(n, "_next_data") || Contains(n, "data_wait") ||
-         Contains(n, "load_batch") || Contains(n, "next_batch") || Contains(n, "fetch_batch") ||
-         n == "strata::data_wait" || Contains(n, "input_pipeline");
-}
-
-bool IsSyncCall(std::string_view n) {
-  return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
-         Contains(n, "hsa_signal_wait") || n == "aten::item" || n == "aten::_local_scalar_dense";
-}
-
 // Durations, sizes and counts as people read them (base/units.h).
 std::string Ms(double ns) { return HumanDuration(ns); }
 std::string Us(double ns) { return HumanDuration(ns); }
@@ -105,14 +116,14 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   double wait = 0;
   std::map<std::string, double> by_name;
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (model::IsDeviceKind(sl.kind[i]) || !IsDataLoading(c.Name(i))) continue;
+    if (model::IsDeviceKind(sl.kind[i]) || !IsDataLoadingName(c.Name(i))) continue;
     int w = c.WindowOf(sl.ts[i]);
     if (w < 0) continue;
     if (c.windows[static_cast<size_t>(w)].track != UINT32_MAX && sl.track[i] != c.windows[static_cast<size_t>(w)].track) continue;
     // Outermost data-loading scope only.
     bool nested = false;
     for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
-      if (IsDataLoading(c.Name(static_cast<size_t>(p)))) nested = true;
+      if (IsDataLoadingName(c.Name(static_cast<size_t>(p)))) nested = true;
     if (nested) continue;
     int64_t end = std::min(sl.end(i), c.windows[static_cast<size_t>(w)].end);
     wait += static_cast<double>(end - sl.ts[i]);
@@ -192,7 +203,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     if (step_track != UINT32_MAX && sl.track[i] != step_track) continue;
     bool loading = false;
     for (int32_t p = scope; p != model::kNone && !loading; p = sl.parent[static_cast<size_t>(p)])
-      loading = IsDataLoading(c.Name(static_cast<size_t>(p)));
+      loading = IsDataLoadingName(c.Name(static_cast<size_t>(p)));
     if (loading) continue;
     calls.push_back({i, w, scope});
     durations[sl.name[i]].push_back(sl.dur[i]);
@@ -247,6 +258,10 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   double per_step_count = c.PerStep(tiny_count);
   double per_step_ops_ns = c.PerStep(tiny_ns);
   double per_step_loop_ns = c.PerStep(loop_ns);
+  // The loops' time is claimed only as far as the step's thread really spent it
+  // on framework overhead (tiny ops, the gaps between calls): never the work of
+  // the larger ops around them, nor the program's own code.
+  if (c.breakdown.counted > 0) per_step_loop_ns = std::min(per_step_loop_ns, c.breakdown.PerStep(StepPart::kDispatch));
   double pct = c.Pct(per_step_loop_ns);
   if (per_step_count < 100 || pct < 10) return;
   // Vectorizing turns each loop into a few large ops: the per-call costs go,
@@ -305,7 +320,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   double count = 0, blocked = 0, drained_idle = 0, counted = 0;
   std::map<std::string, double> by_name;
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncCall(c.Name(i))) continue;
+    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncName(c.Name(i))) continue;
     int w = c.WindowOf(sl.ts[i]);
     if (w < 0) continue;
     count += 1;
@@ -552,32 +567,81 @@ void Communication(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
+// The device idle in the steps is a symptom; its cause is what the step's
+// thread was doing meanwhile (the breakdown puts each idle nanosecond on it).
+// The largest such part becomes the finding of its own category; when that
+// category's own rule fired already (with better evidence), the idle share is
+// added to its evidence instead.
 void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
-  AnalysisOptions ao = c.opt.analysis;
-  GpuWorkSet ws = CollectGpuWork(c.t, ao);
-  for (const GpuGroup& g : ws.groups) {
-    TimeBreakdown b = TemporalBreakdown(g);
-    if (!b.valid) continue;
-    double idle_pct = b.Pct(b.idle_ns);
-    if (idle_pct < 30) continue;
-    IdleBreakdown ib = IdleTimeBreakdown(g, ao);
-    Finding f;
-    f.category = "gpu_idle";
-    f.title = fmt::format("{} is idle {:.0f}% of the time", g.label, idle_pct);
-    f.evidence = fmt::format("Over {} of device activity, {} are busy. Of the idle time between kernels, {:.0f}% is host "
-                             "wait (the next kernel was launched after the previous ended), {:.0f}% kernel wait, {:.0f}% "
-                             "other.",
-                             Ms(static_cast<double>(b.span_ns)), Ms(static_cast<double>(b.busy_ns)),
-                             ib.Pct(ib.host_wait_ns), ib.Pct(ib.kernel_wait_ns), ib.Pct(ib.other_ns));
-    f.metrics = {{"idle_pct", idle_pct}, {"host_wait_pct", ib.Pct(ib.host_wait_ns)}, {"kernel_wait_pct", ib.Pct(ib.kernel_wait_ns)}};
-    f.involved.push_back(g.label);
-    // A symptom more than a cause: when the host is the bottleneck, making it
-    // launch faster (larger batches, CUDA graphs) recovers part of the idle time.
-    f.estimated_gain_pct = 0.5 * idle_pct * ib.Pct(ib.host_wait_ns) / 100.0;
-    f.suggestion = "The device waits for the host: give each launch more work (larger batch), capture the step in a "
-                   "CUDA graph, or move host work (data preparation, Python logic) off the step's critical path.";
-    out->push_back(std::move(f));
+  const StepBreakdowns& b = c.breakdown;
+  if (b.device_busy < 0 || b.counted_ns <= 0) return;
+  double idle_pct = 100.0 * static_cast<double>(b.counted_ns - b.device_busy) / static_cast<double>(b.counted_ns);
+  if (idle_pct < 30) return;
+  size_t top = 0;
+  for (size_t k = 1; k < kStepParts; ++k)
+    if (b.device_idle[k] > b.device_idle[top]) top = k;
+  auto part = static_cast<StepPart>(top);
+  double part_pct = 100.0 * static_cast<double>(b.device_idle[top]) / static_cast<double>(b.counted_ns);
+  struct Cause {
+    const char* category;
+    const char* doing;
+    const char* suggestion;
+  };
+  static const Cause kCauses[kStepParts] = {
+      {"input_pipeline", "produces the next batch",
+       "Produce batches ahead of the device: a DataLoader with workers and pin_memory, prefetching to the device on a "
+       "side stream, or preprocessing on the device."},
+      {"placement", "runs framework ops on the CPU",
+       "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device)."},
+      {"dispatch_overhead", "launches work (per-op framework overhead and kernel launches)",
+       "Give each launch more work (larger batches, fused ops), capture the step in a CUDA graph "
+       "(torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), or fuse small ops with torch.compile."},
+      {"memory_allocation", "allocates memory",
+       "Allocate once and reuse: keep buffers across steps, use the framework's caching allocator, avoid "
+       "cudaMalloc/cudaFree in the loop."},
+      {"host_sync", "waits in synchronizations",
+       "Remove synchronizations from the step: no .item(), .cpu() or printing of device tensors each step; "
+       "accumulate on the device and read once per N steps."},
+      {"memcpy", "copies data",
+       "Copy from pinned memory asynchronously (pin_memory=True, .to(device, non_blocking=True)) so copies overlap "
+       "with compute."},
+      {"io_syscalls", "reads or writes files",
+       "Move file I/O off the step's thread (a DataLoader with workers, a background writer) and read in large blocks."},
+      {"host_bound", "runs the program's own Python code",
+       "Move this Python work off the step's critical path (precompute it, vectorize it on the device, or run it "
+       "in a background thread), or launch the next step's work before it (CUDA graphs, asynchronous logging)."},
+      {"cpu_contention", "is off CPU (sleeping, waiting on a lock, or preempted)",
+       "Find what the thread waits for (record with --sched for wake-ups and sleep states) and take it off the "
+       "step's thread."},
+  };
+  const Cause& cause = kCauses[top];
+  std::string split;
+  for (size_t k = 0; k < kStepParts; ++k) {
+    double p = 100.0 * static_cast<double>(b.device_idle[k]) / static_cast<double>(b.counted_ns);
+    if (p >= 0.5) split += fmt::format("{}{} {:.0f}%", split.empty() ? "" : ", ", StepPartName(static_cast<StepPart>(k)), p);
   }
+  std::string idle_words = fmt::format("The device idles {:.0f}% of the step; while it idles, the step's thread is in: {} "
+                                       "(of the step).",
+                                       idle_pct, split);
+  for (Finding& f : *out)
+    if (f.category == cause.category) {
+      f.evidence += " " + idle_words;
+      return;
+    }
+  if (part_pct < 5) return;
+  Finding f;
+  f.category = cause.category;
+  f.title = fmt::format("The device idles {:.0f}% of the step while the host {}", part_pct, cause.doing);
+  f.evidence = idle_words + fmt::format(" Device busy {} of a {} step ({} steps measured).",
+                                        Ms(static_cast<double>(b.device_busy) / static_cast<double>(b.counted)),
+                                        Ms(c.step_ns), b.counted);
+  f.metrics = {{"device_idle_pct", idle_pct}, {"idle_pct_while_" + std::string(StepPartName(part)), part_pct}};
+  f.involved.push_back(StepPartName(part));
+  // Until the step is replayed with the fix (what-if), half of that idle time:
+  // the host work moved off the critical path still has to run somewhere.
+  f.estimated_gain_pct = 0.5 * part_pct;
+  f.suggestion = cause.suggestion;
+  out->push_back(std::move(f));
 }
 
 void Placement(FindingsContext& c, std::vector<Finding>* out) {
@@ -625,13 +689,14 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   AllocationOps(c, &out);
   Memcpy(c, &out);
   Communication(c, &out);
-  GpuIdle(c, &out);
   Placement(c, &out);
   ComputeBound(c, &out);
   MemoryBound(c, &out);
+  UnoptimizedLibrary(c, &out);
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   Straggler(c, &out);
+  GpuIdle(c, &out);  // after the rules it may add its evidence to
   std::erase_if(out, [&](const Finding& f) { return f.estimated_gain_pct < opt.min_gain_pct; });
   for (auto& f : out) f.estimated_gain_pct = std::min(f.estimated_gain_pct, 95.0);
   std::stable_sort(out.begin(), out.end(),

@@ -22,8 +22,8 @@ namespace strata::analysis {
 // The categories of findings (the words used in JSON).
 inline constexpr const char* kFindingCategories[] = {
     "input_pipeline", "dispatch_overhead", "host_sync",   "memory_allocation", "memcpy",
-    "io_syscalls",    "cpu_contention",    "gpu_idle",    "communication",     "straggler",
-    "placement",      "compute_bound",     "memory_bound"};
+    "io_syscalls",    "cpu_contention",    "communication",     "straggler",
+    "placement",      "compute_bound",     "memory_bound", "unoptimized_library", "host_bound"};
 
 struct Finding {
   std::string category;   // one of kFindingCategories

@@ -9,6 +9,7 @@
 
 #include "analysis/critical_path.h"
 #include "analysis/findings.h"
+#include "analysis/step_breakdown.h"
 #include "model/trace.h"
 
 namespace strata::analysis {
@@ -31,6 +32,9 @@ struct FindingsContext {
   int64_t total_step_ns = 0;
   double step_ns = 0;  // mean
   std::vector<int64_t> self;  // SelfTimes(t)
+  // The measured steps' time by part (analysis/step_breakdown.h): what a rule
+  // may claim of its part.
+  StepBreakdowns breakdown;
 
   // Index of the window containing ts, or -1.
   int WindowOf(int64_t ts) const;
@@ -47,6 +51,7 @@ struct FindingsContext {
 // Rules in their own files (rules_<topic>.cc).
 void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roofline.cc
 void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
+void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out);  // rules_library.cc
 // Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).
 void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
 void CpuContention(FindingsContext& c, std::vector<Finding>* out);

@@ -60,6 +60,7 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
     size_t i = steps[k];
     TrainingStep st;
     st.number = s.arg[i];
+    st.slice = static_cast<int32_t>(i);
     st.ts = s.ts[i];
     st.dur = s.dur[i];
     st.skipped = static_cast<int64_t>(k) < opt.skip_steps;

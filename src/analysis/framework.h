@@ -23,6 +23,7 @@ struct FrameworkOptions {
 
 struct TrainingStep {
   uint64_t number = 0;
+  int32_t slice = model::kNone;  // its kStep slice (the thread that ran it: its track)
   int64_t ts = 0;
   int64_t dur = 0;
   int64_t data_wait_ns = 0;  // inside DataLoader __next__ (waiting for the batch)

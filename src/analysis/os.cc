@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -511,5 +512,16 @@ std::string FoldedStacks(const model::Trace& t, const FoldedOptions& opt) {
   for (auto& [line, n] : lines) out += line + " " + std::to_string(n) + "\n";
   return out;
 }
+
+// A frame of the read/write path: the libc wrappers, the kernel's entry points.
+bool IsIoFrame(std::string_view f) {
+  static const std::set<std::string_view> kFrames = {
+      "read",       "__read",      "__libc_read", "pread64",   "__pread64", "__libc_pread64", "readv",   "__readv",
+      "write",      "__write",     "__libc_write", "pwrite64", "__pwrite64", "writev", "__writev", "ksys_read",
+      "vfs_read",   "ksys_write",  "vfs_write",   "ksys_pread64", "ksys_pwrite64", "do_iter_readv_writev",
+      "__x64_sys_read", "__x64_sys_write", "__x64_sys_pread64"};
+  return kFrames.count(f) > 0;
+}
+
 
 }  // namespace strata::analysis

@@ -28,6 +28,8 @@ std::string SyscallCategory(std::string_view name);
 // Whether a thread track is one of strata's own (the recorder's flusher, the
 // PyTorch observer's thread: named "strata-..." by strata): not the program's.
 bool IsStrataThread(const model::Trace& t, uint32_t track);
+// A frame of the read/write path (libc wrappers, the kernel's entry points).
+bool IsIoFrame(std::string_view function);
 
 struct ThreadOs {
   uint32_t track = 0;

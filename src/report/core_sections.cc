@@ -67,7 +67,7 @@ class OverviewSection : public Section {
     damaged_bytes_ = t.damaged_bytes;
     damaged_events_ = t.damaged_events_estimate;
   }
-  void RenderText(std::string& out, const ReportOptions& opt) const override {
+  void RenderText(std::string& out, const ReportOptions&) const override {
     out += fmt::format("strata report: {} ({})\n", path_, source_);
     if (manifest_.is_object()) {
       if (manifest_.contains("command") && manifest_["command"].is_array()) {
@@ -102,19 +102,6 @@ class OverviewSection : public Section {
       out += fmt::format("  damaged     {} packet{} skipped by the reader ({} bytes, about {} events)\n", damaged_packets_,
                          damaged_packets_ == 1 ? "" : "s", damaged_bytes_, damaged_events_);
     if (!manifest_error_.empty()) out += "  manifest    could not be read: the command, exit status and losses are unknown\n";
-    out += "\nStreams                                                                   events     lost\n";
-    size_t shown = 0;
-    for (const auto& s : o_.streams) {
-      if (shown++ >= opt.top) {
-        out += fmt::format("  ... {} more\n", o_.streams.size() - opt.top);
-        break;
-      }
-      // Only a thread's stream has a thread id (the CPU streams' is the CPU's
-      // number, the /proc sampler's a sentinel that printed as 4294967295).
-      std::string tid = s.kind == "thread" && s.tid >= 0 && s.tid < UINT32_MAX ? std::to_string(s.tid) : "-";
-      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, tid,
-                         Truncate(s.name, 20), s.events, s.lost);
-    }
   }
   void RenderJson(json& j, const ReportOptions& opt) const override {
     // Every stream that lost events, then the others up to the row limit.
@@ -343,8 +330,36 @@ class WarningsSection : public Section {
   std::vector<std::string> w_;
 };
 
+// The recording's streams with their event and loss counts: text only, at the
+// end of the report (the JSON has them in the overview's keys).
+class StreamsSection : public Section {
+ public:
+  void Build(const model::Trace& t, const ReportOptions&) override { streams_ = analysis::Overview(t).streams; }
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
+    if (streams_.empty()) return;
+    out += "Streams                                                                   events     lost\n";
+    size_t shown = 0;
+    for (const auto& s : streams_) {
+      if (shown++ >= opt.top) {
+        out += fmt::format("  ... {} more\n", streams_.size() - opt.top);
+        break;
+      }
+      // Only a thread's stream has a thread id (the CPU streams' is the CPU's
+      // number, the /proc sampler's a sentinel that printed as 4294967295).
+      std::string tid = s.kind == "thread" && s.tid >= 0 && s.tid < UINT32_MAX ? std::to_string(s.tid) : "-";
+      out += fmt::format("  {:<28} {:<7} tid {:<8} {:<20} {:>10} {:>8}\n", Truncate(s.process, 28), s.kind, tid,
+                         Truncate(s.name, 20), s.events, s.lost);
+    }
+  }
+  void RenderJson(json&, const ReportOptions&) const override {}
+
+ private:
+  std::vector<analysis::StreamStats> streams_;
+};
+
 }  // namespace
 
+std::unique_ptr<Section> MakeStreamsSection() { return std::make_unique<StreamsSection>(); }
 std::unique_ptr<Section> MakeOverviewSection() { return std::make_unique<OverviewSection>(); }
 std::unique_ptr<Section> MakeStepsSection() { return std::make_unique<StepsSection>(); }
 std::unique_ptr<Section> MakeSpansSection() { return std::make_unique<SpansSection>(); }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/framework.h"
+#include "analysis/step_breakdown.h"
 #include "base/units.h"
 #include "report/section.h"
 
@@ -29,6 +30,12 @@ analysis::FrameworkOptions FrameworkOptionsFor(const model::Trace& t, const Repo
   return o;
 }
 
+std::string ThreadLabel(const model::Trace& t, uint32_t track) {
+  if (track >= t.tracks.size()) return "?";
+  std::string_view name = t.strings.Get(t.tracks[track].name);
+  return fmt::format("{} {}", name.empty() ? "tid" : name, t.tracks[track].tid);
+}
+
 json& Framework(json& root) {
   if (!root.contains("framework")) root["framework"] = json::object();
   return root["framework"];
@@ -39,6 +46,9 @@ class TrainingSection : public Section {
   void Build(const model::Trace& t, const ReportOptions& ro) override {
     opt_ = FrameworkOptionsFor(t, ro);
     s_ = analysis::Training(t, opt_);
+    b_ = analysis::BreakdownSteps(t, s_);
+    if (!s_.steps.empty() && s_.steps.front().slice != model::kNone)
+      thread_ = ThreadLabel(t, t.slices.track[static_cast<size_t>(s_.steps.front().slice)]);
   }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (s_.steps.empty()) return;
@@ -61,6 +71,7 @@ class TrainingSection : public Section {
       out += fmt::format("  throughput  {} (no batch size: pass --batch-size or strata.step(samples=N) for samples/s)\n",
                          HumanRate(s_.duration.mean > 0 ? 1e9 / s_.duration.mean : 0, "steps"));
     out += fmt::format("  data wait   {:.1f}% of step time inside DataLoader __next__\n", s_.data_wait_pct);
+    RenderBreakdown(out);
     out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", "step", "time", "data wait", "samples", "mem peak",
                        "allocs");
     size_t shown = 0;
@@ -90,7 +101,7 @@ class TrainingSection : public Section {
                   {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
                   {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
                   {"allocs", st.allocs},   {"skipped", st.skipped},
-                  {"partial", st.partial}};
+                  {"partial", st.partial}, {"breakdown", BreakdownJson(b_.steps[order[k]])}};
     });
     const auto& d = s_.duration;
     Framework(root)["steps"] = {{"count", d.count},
@@ -102,6 +113,7 @@ class TrainingSection : public Section {
                                 {"batch_size", s_.batch_size},
                                 {"samples_per_s", s_.samples_per_s},
                                 {"data_wait_pct", s_.data_wait_pct},
+                                {"breakdown", TotalsJson()},
                                 {"steps_order", opt.full ? "time" : "slowest first"},
                                 {"steps", steps}};
     // The one throughput of the report: the steps section shows this too.
@@ -112,8 +124,78 @@ class TrainingSection : public Section {
   }
 
  private:
+  // Where the counted steps' time went, largest part first; parts under 0.05% are left out.
+  void RenderBreakdown(std::string& out) const {
+    if (b_.counted == 0 || b_.counted_ns <= 0) return;
+    out += fmt::format("  where the step's time goes (mean of {} counted step{}, thread {}; the parts sum to the step):\n",
+                       b_.counted, b_.counted == 1 ? "" : "s", thread_);
+    std::vector<size_t> order;
+    for (size_t k = 0; k < analysis::kStepParts; ++k) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return b_.host[a] > b_.host[b]; });
+    for (size_t k : order) {
+      auto p = static_cast<analysis::StepPart>(k);
+      if (b_.Pct(p) < 0.05) continue;
+      out += fmt::format("    {:<11} {:>11} {:>6.1f}%  {}\n", analysis::StepPartName(p),
+                         FormatDuration(static_cast<int64_t>(b_.PerStep(p))), b_.Pct(p), PartMeaning(p));
+    }
+    if (b_.device_busy < 0) return;
+    double busy = 100.0 * static_cast<double>(b_.device_busy) / static_cast<double>(b_.counted_ns);
+    out += fmt::format("  device busy {:.1f}% of the step; idle {:.1f}% while the thread was in:", busy, 100 - busy);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return b_.device_idle[a] > b_.device_idle[b]; });
+    for (size_t k : order) {
+      double pct = 100.0 * static_cast<double>(b_.device_idle[k]) / static_cast<double>(b_.counted_ns);
+      if (pct >= 0.05) out += fmt::format(" {} {:.1f}%", analysis::StepPartName(static_cast<analysis::StepPart>(k)), pct);
+    }
+    out += "\n";
+  }
+
+  static const char* PartMeaning(analysis::StepPart p) {
+    switch (p) {
+      case analysis::StepPart::kInput: return "producing the batch (loader waits, code before the forward, its reads)";
+      case analysis::StepPart::kCompute: return "inside framework ops";
+      case analysis::StepPart::kDispatch: return "framework overhead (tiny ops, gaps between ops, module code, launches)";
+      case analysis::StepPart::kAllocation: return "allocating and filling new tensors";
+      case analysis::StepPart::kSync: return "waiting for the device (.item(), synchronize)";
+      case analysis::StepPart::kCopy: return "copies (.to(), copy_, memcpy)";
+      case analysis::StepPart::kIo: return "system calls and I/O outside ops";
+      case analysis::StepPart::kPython: return "the program's own code outside ops";
+      case analysis::StepPart::kIdle: return "off CPU, not in I/O (sleeping, locks, preempted)";
+    }
+    return "";
+  }
+
+  static json PartsJson(const analysis::StepParts& parts) {
+    json j = json::object();
+    for (size_t k = 0; k < analysis::kStepParts; ++k) j[analysis::StepPartName(static_cast<analysis::StepPart>(k))] = parts[k];
+    return j;
+  }
+
+  static json BreakdownJson(const analysis::StepBreakdown& b) {
+    json j = {{"host_ns", PartsJson(b.host)}};
+    if (b.device_busy >= 0) {
+      j["device_busy_ns"] = b.device_busy;
+      j["device_idle_ns"] = PartsJson(b.device_idle);
+    }
+    return j;
+  }
+
+  json TotalsJson() const {
+    json j = {{"counted_steps", b_.counted}, {"counted_ns", b_.counted_ns}, {"thread", thread_}, {"host_ns", PartsJson(b_.host)}};
+    json pct = json::object();
+    for (size_t k = 0; k < analysis::kStepParts; ++k)
+      pct[analysis::StepPartName(static_cast<analysis::StepPart>(k))] = b_.Pct(static_cast<analysis::StepPart>(k));
+    j["host_pct"] = pct;
+    if (b_.device_busy >= 0) {
+      j["device_busy_ns"] = b_.device_busy;
+      j["device_idle_ns"] = PartsJson(b_.device_idle);
+    }
+    return j;
+  }
+
   analysis::FrameworkOptions opt_;
   analysis::TrainingSteps s_;
+  analysis::StepBreakdowns b_;
+  std::string thread_;
 };
 
 class FrameworkOpsSection : public Section {

@@ -32,6 +32,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeCollectorsSection());
   s.push_back(MakeWarningsSection());
   s.push_back(MakeCountsSection());
+  s.push_back(MakeStreamsSection());
   return s;
 }
 

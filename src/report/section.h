@@ -47,6 +47,7 @@ std::vector<std::unique_ptr<Section>> MakeSections();
 
 // Core sections (core_sections.cc).
 std::unique_ptr<Section> MakeOverviewSection();
+std::unique_ptr<Section> MakeStreamsSection();  // text: the streams table, last
 std::unique_ptr<Section> MakeStepsSection();
 std::unique_ptr<Section> MakeSpansSection();
 std::unique_ptr<Section> MakeCountersSection();

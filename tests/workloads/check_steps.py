@@ -7,7 +7,11 @@ strata's step figures with the program's own, measured in the same run:
     iteration (a step is one whole iteration: loading, copies, logging included);
   - strata's samples per second within 5% of the program's own over the same
     iterations (every micro-batch of gradient accumulation, one batch per GAN
-    iteration).
+    iteration);
+  - every step's breakdown (where the step thread's time went) sums to the step's
+    duration within 1%;
+  - compute-bound programs (ResNet-18, the Transformer LM: their steps are matrix
+    products and convolutions) get no dispatch, input or allocation finding above 5%.
 
 Usage: check_steps.py --strata build/bin/strata [--python /usr/bin/python3] [--work DIR]
                       [--only name,name]
@@ -23,6 +27,11 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Programs whose steps are bound by their ops' arithmetic: no finding may blame
+# framework overhead, input or allocation for more than 5% of them.
+COMPUTE_BOUND = {"transformer_lm", "resnet18_train"}
+NOT_CAUSES = {"dispatch_overhead", "input_pipeline", "memory_allocation"}
 
 # name, arguments (small sizes: CI), samples per iteration
 WORKLOADS = [
@@ -66,7 +75,8 @@ def main():
         if rep.returncode != 0:
             failures.append(f"{name}: report exited {rep.returncode}: {rep.stderr.strip()[-300:]}")
             continue
-        steps = json.loads(rep.stdout).get("framework", {}).get("steps", {})
+        report = json.loads(rep.stdout)
+        steps = report.get("framework", {}).get("steps", {})
         found = len(steps.get("steps", []))  # every step, the partial first one included
         line = f"{name}: {len(iters)} iterations, {found} steps"
         bad = []
@@ -84,6 +94,20 @@ def main():
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if abs(sps - own_sps) > 0.05 * own_sps:
                 bad.append(f"throughput {sps:.1f} samples/s vs the program's {own_sps:.1f} (more than 5% apart)")
+        for s in steps.get("steps", []):
+            parts = s.get("breakdown", {}).get("host_ns", {})
+            total = sum(parts.values())
+            if not parts or abs(total - s["duration_ns"]) > 0.01 * s["duration_ns"]:
+                bad.append(f"step {s['number']}: breakdown sums to {total} ns of {s['duration_ns']} ns")
+                break
+        pct = steps.get("breakdown", {}).get("host_pct", {})
+        if pct:
+            top = sorted(pct.items(), key=lambda kv: -kv[1])[:3]
+            line += "; " + ", ".join(f"{k} {v:.0f}%" for k, v in top)
+        if name in COMPUTE_BOUND:
+            for f in report.get("findings", []):
+                if f["category"] in NOT_CAUSES and f["estimated_gain_pct"] > 5:
+                    bad.append(f"compute-bound, yet {f['category']} claims {f['estimated_gain_pct']:.1f}%")
         print(line + ("" if not bad else "  FAIL: " + "; ".join(bad)), flush=True)
         failures += [f"{name}: {b}" for b in bad]
     for f in failures:

@@ -1,0 +1,457 @@
+#include "analysis/step_breakdown.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+
+#include "analysis/os.h"
+#include "base/int_math.h"
+
+namespace strata::analysis {
+namespace {
+
+using model::kNone;
+using model::SliceKind;
+
+bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// An op this short does little work: its time is the framework's per-call cost.
+constexpr int64_t kTinyOp = 20'000;
+// Host time between two framework calls shorter than this is the framework's
+// (argument parsing, the interpreter's step to the next call); longer, the
+// program's own code.
+constexpr int64_t kDispatchGap = 50'000;
+
+bool IsRootForward(const model::Trace& t, size_t i) {
+  return t.slices.kind[i] == SliceKind::kModule;
+}
+
+// The part a slice's own time belongs to, given the part of the slice it is
+// nested in. `launches`: the slice launched device work (itself or nested).
+StepPart PartOf(const model::Trace& t, size_t i, int parent_part, bool launches) {
+  // Nested work belongs to what the program asked for: the batch's loading,
+  // the wait, the copy, the allocation (with its filling).
+  if (parent_part == static_cast<int>(StepPart::kInput) || parent_part == static_cast<int>(StepPart::kSync) ||
+      parent_part == static_cast<int>(StepPart::kCopy) || parent_part == static_cast<int>(StepPart::kAllocation))
+    return static_cast<StepPart>(parent_part);
+  std::string_view n = t.strings.Get(t.slices.name[i]);
+  SliceKind k = t.slices.kind[i];
+  if (IsDataLoadingName(n)) return StepPart::kInput;
+  if (IsSyncName(n)) return StepPart::kSync;
+  if (IsCopyName(n)) return StepPart::kCopy;
+  if (IsAllocationName(n)) return StepPart::kAllocation;
+  if (k == SliceKind::kModule || k == SliceKind::kRuntime || k == SliceKind::kDriver) return StepPart::kDispatch;
+  // An op whose work runs on the device spends its host time preparing and launching it.
+  if (launches) return StepPart::kDispatch;
+  return t.slices.dur[i] < kTinyOp ? StepPart::kDispatch : StepPart::kCompute;
+}
+
+// Slices the breakdown sees through: their time is that of what they contain,
+// or the program's code when they contain nothing.
+bool Transparent(const model::Trace& t, size_t i) {
+  SliceKind k = t.slices.kind[i];
+  if (k == SliceKind::kSpan) return !IsDataLoadingName(t.strings.Get(t.slices.name[i]));
+  return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
+         model::IsDeviceKind(k);
+}
+
+// Rows [first, last) of a table sorted by (track, ts) that belong to `track`.
+template <typename Table>
+std::pair<size_t, size_t> TrackRows(const Table& tb, uint32_t track) {
+  auto r = std::equal_range(tb.track.begin(), tb.track.end(), track);
+  return {static_cast<size_t>(r.first - tb.track.begin()), static_cast<size_t>(r.second - tb.track.begin())};
+}
+
+// The first row of rows [lo, hi) (sorted by ts, not overlapping) that ends after `at`.
+template <typename Table>
+size_t FirstEndingAfter(const Table& tb, size_t lo, size_t hi, int64_t at) {
+  auto b = tb.ts.begin();
+  size_t r = static_cast<size_t>(std::upper_bound(b + static_cast<std::ptrdiff_t>(lo), b + static_cast<std::ptrdiff_t>(hi), at) - b);
+  if (r > lo && tb.ts[r - 1] + tb.dur[r - 1] > at) --r;
+  return r;
+}
+
+struct Interval {
+  int64_t start, end;
+  StepPart part;
+};
+
+class StepSweep {
+ public:
+  StepSweep(const model::Trace& t, uint32_t track, const std::vector<bool>* launches,
+            const std::vector<Interval>* elsewhere)
+      : t_(t), track_(track), launches_(launches), elsewhere_(elsewhere) {
+    states_ = TrackRows(t.thread_states, track);
+    syscalls_ = TrackRows(t.syscalls, track);
+    samples_ = TrackRows(t.cpu_samples, track);
+  }
+
+  // Splits [start, end) of the thread into intervals, in time order, covering it.
+  std::vector<Interval> Run(int64_t start, int64_t end) {
+    out_.clear();
+    const auto& s = t_.slices;
+    if (track_ >= t_.track_slices.size()) {
+      Uncovered(start, end, StepPart::kPython);
+      return out_;
+    }
+    auto [first, last] = t_.track_slices[track_];
+    auto b = s.ts.begin();
+    size_t lo = static_cast<size_t>(std::lower_bound(b + first, b + last, start) - b);
+    size_t hi = static_cast<size_t>(std::lower_bound(b + first, b + last, end) - b);
+    struct Open {
+      size_t slice;
+      int64_t end;
+      StepPart part;
+    };
+    std::vector<Open> stack;
+    int64_t cursor = start;
+    int64_t last_end = INT64_MIN;  // where the last framework slice closed (a gap after it is dispatch)
+    auto close_until = [&](int64_t at) {
+      while (!stack.empty() && stack.back().end <= at) {
+        Open o = stack.back();
+        stack.pop_back();
+        if (o.end > cursor) Emit(cursor, o.end, o.part);
+        cursor = std::max(cursor, o.end);
+        if (stack.empty()) last_end = o.end;
+      }
+    };
+    for (size_t j = lo; j < hi; ++j) {
+      if (Transparent(t_, j)) continue;
+      int64_t j0 = std::max(s.ts[j], start), j1 = std::min(s.end(j), end);
+      close_until(j0);
+      if (cursor < j0) {
+        if (!stack.empty()) {
+          Emit(cursor, j0, stack.back().part);
+        } else {
+          bool between_calls = last_end == cursor && j0 - cursor < kDispatchGap;
+          StepPart base = between_calls ? StepPart::kDispatch : (ProducesBatchNext(j) ? StepPart::kInput : StepPart::kPython);
+          Uncovered(cursor, j0, base);
+        }
+        cursor = j0;
+      }
+      StepPart part = PartOf(t_, j, stack.empty() ? -1 : static_cast<int>(stack.back().part),
+                             launches_ != nullptr && (*launches_)[j]);
+      // A slice that ends after its parent (imported traces may overlap) ends with it.
+      if (!stack.empty()) j1 = std::min(j1, stack.back().end);
+      stack.push_back({j, std::max(j0, j1), part});
+    }
+    close_until(end);
+    if (cursor < end) Uncovered(cursor, end, StepPart::kPython);
+    return out_;
+  }
+
+ private:
+  // What follows a stretch of the program's own code tells what it was for:
+  // the code just before a model's forward, a loader or a copy produces its batch.
+  bool ProducesBatchNext(size_t j) const {
+    std::string_view n = t_.strings.Get(t_.slices.name[j]);
+    return IsRootForward(t_, j) || IsDataLoadingName(n) || IsCopyName(n);
+  }
+
+  void Emit(int64_t a, int64_t b, StepPart p) {
+    if (b <= a) return;
+    if (!out_.empty() && out_.back().part == p && out_.back().end == a) {
+      out_.back().end = b;
+      return;
+    }
+    out_.push_back({a, b, p});
+  }
+
+  // Time outside any framework slice: the program's code (`base`), split by
+  // what the OS saw the thread do: off CPU in I/O or waiting, on CPU in read or
+  // write calls (system-call trace, or the read path in its CPU samples).
+  void Uncovered(int64_t a, int64_t b, StepPart base) {
+    if (base == StepPart::kDispatch) {
+      Emit(a, b, base);
+      return;
+    }
+    // The step's own backward pass run by the autograd engine on another
+    // thread (CUDA): the step's thread waits for it, and the step's time is its.
+    if (elsewhere_ != nullptr) {
+      auto it = std::lower_bound(elsewhere_->begin(), elsewhere_->end(), a,
+                                 [](const Interval& iv, int64_t at) { return iv.end <= at; });
+      int64_t cursor = a;
+      for (; it != elsewhere_->end() && it->start < b; ++it) {
+        int64_t x = std::max(a, it->start), y = std::min(b, it->end);
+        if (y <= x) continue;
+        if (x > cursor) OwnCode(cursor, x, base);
+        Emit(x, y, it->part);
+        cursor = y;
+      }
+      if (cursor < b) OwnCode(cursor, b, base);
+      return;
+    }
+    OwnCode(a, b, base);
+  }
+
+  void OwnCode(int64_t a, int64_t b, StepPart base) {
+    const auto& st = t_.thread_states;
+    int64_t cursor = a;
+    for (size_t r = FirstEndingAfter(st, states_.first, states_.second, a); r < states_.second && st.ts[r] < b; ++r) {
+      int64_t x = std::max(a, st.ts[r]), y = std::min(b, st.ts[r] + st.dur[r]);
+      if (x > cursor) OnCpu(cursor, x, base);
+      model::ThreadState state = st.state[r];
+      if (state == model::ThreadState::kRunning || state == model::ThreadState::kUnknown) {
+        OnCpu(x, y, base);
+      } else {
+        bool io = state == model::ThreadState::kDiskSleep;
+        int32_t sc = st.syscall[r];
+        if (sc >= 0 && static_cast<size_t>(sc) < t_.syscalls.size())
+          io = io || SyscallCategory(t_.strings.Get(t_.syscalls.name[static_cast<size_t>(sc)])) == "io";
+        Emit(x, y, io ? StepPart::kIo : base == StepPart::kInput ? StepPart::kInput : StepPart::kIdle);
+      }
+      cursor = std::max(cursor, y);
+    }
+    if (cursor < b) OnCpu(cursor, b, base);
+  }
+
+  void OnCpu(int64_t a, int64_t b, StepPart base) {
+    const auto& sc = t_.syscalls;
+    int64_t cursor = a;
+    for (size_t r = FirstEndingAfter(sc, syscalls_.first, syscalls_.second, a); r < syscalls_.second && sc.ts[r] < b; ++r) {
+      if (SyscallCategory(t_.strings.Get(sc.name[r])) != "io") continue;
+      int64_t x = std::max(a, sc.ts[r]), y = std::min(b, sc.ts[r] + sc.dur[r]);
+      if (y <= x) continue;
+      if (x > cursor) Sampled(cursor, x, base);
+      Emit(x, y, StepPart::kIo);
+      cursor = y;
+    }
+    if (cursor < b) Sampled(cursor, b, base);
+  }
+
+  // The share of the CPU samples in [a, b) whose stack is in the read/write
+  // path is that share of the time in I/O.
+  void Sampled(int64_t a, int64_t b, StepPart base) {
+    const auto& cs = t_.cpu_samples;
+    auto first = cs.ts.begin() + static_cast<std::ptrdiff_t>(samples_.first);
+    auto last = cs.ts.begin() + static_cast<std::ptrdiff_t>(samples_.second);
+    size_t r0 = static_cast<size_t>(std::lower_bound(first, last, a) - cs.ts.begin());
+    size_t r1 = static_cast<size_t>(std::lower_bound(first, last, b) - cs.ts.begin());
+    size_t n = r1 - r0, io = 0;
+    for (size_t r = r0; r < r1; ++r)
+      for (int32_t k = cs.callsite[r]; k >= 0; k = t_.callsites.parent[static_cast<size_t>(k)]) {
+        uint32_t fr = t_.callsites.frame[static_cast<size_t>(k)];
+        if (t_.frames.kind[fr] != model::FrameKind::kPython && IsIoFrame(t_.strings.Get(t_.frames.function[fr]))) {
+          ++io;
+          break;
+        }
+      }
+    if (io == 0) {
+      Emit(a, b, base);
+      return;
+    }
+    int64_t mid = b - static_cast<int64_t>(static_cast<double>(b - a) * static_cast<double>(io) / static_cast<double>(n));
+    Emit(a, mid, base);
+    Emit(mid, b, StepPart::kIo);
+  }
+
+  const model::Trace& t_;
+  uint32_t track_;
+  const std::vector<bool>* launches_;
+  const std::vector<Interval>* elsewhere_;  // merged, sorted: backward ops on the process's other threads
+  std::pair<size_t, size_t> states_, syscalls_, samples_;
+  std::vector<Interval> out_;
+};
+
+// Device activity (kernels, copies, fills) merged per process of the thread
+// that launched it; activity of unknown origin counts for every process.
+struct DeviceBusy {
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> by_process;  // index: process, last: unknown origin
+  bool Has(uint32_t process) const {
+    return (process < by_process.size() - 1 && !by_process[process].empty()) || !by_process.back().empty();
+  }
+};
+
+DeviceBusy BuildDeviceBusy(const model::Trace& t) {
+  DeviceBusy d;
+  d.by_process.resize(t.processes.size() + 1);
+  const auto& s = t.slices;
+  for (size_t r = 0; r < t.device.size(); ++r) {
+    size_t i = t.device.slice[r];
+    SliceKind k = s.kind[i];
+    if (k != SliceKind::kKernel && k != SliceKind::kMemcpy && k != SliceKind::kMemset) continue;
+    size_t p = t.processes.size();
+    int32_t l = t.device.launch[r];
+    if (l != kNone) {
+      uint32_t trk = s.track[static_cast<size_t>(l)];
+      if (trk < t.tracks.size() && t.tracks[trk].process < t.processes.size()) p = t.tracks[trk].process;
+    }
+    d.by_process[p].emplace_back(s.ts[i], s.end(i));
+  }
+  for (auto& v : d.by_process) {
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<int64_t, int64_t>> merged;
+    for (auto [a, b] : v) {
+      if (!merged.empty() && a <= merged.back().second) merged.back().second = std::max(merged.back().second, b);
+      else merged.emplace_back(a, b);
+    }
+    v = std::move(merged);
+  }
+  return d;
+}
+
+// Device busy time in [a, b) and its idle time by the host part running meanwhile.
+void DeviceSplit(const DeviceBusy& d, uint32_t process, const std::vector<Interval>& host, StepBreakdown* out) {
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  auto add = [&](const std::vector<std::pair<int64_t, int64_t>>& v) {
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(out->ts, INT64_MIN));
+    if (it != v.begin() && std::prev(it)->second > out->ts) --it;
+    for (; it != v.end() && it->first < out->ts + out->dur; ++it)
+      busy.emplace_back(std::max(it->first, out->ts), std::min(it->second, out->ts + out->dur));
+  };
+  if (process < d.by_process.size() - 1) add(d.by_process[process]);
+  add(d.by_process.back());
+  std::sort(busy.begin(), busy.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (auto [a, b] : busy) {
+    if (!merged.empty() && a <= merged.back().second) merged.back().second = std::max(merged.back().second, b);
+    else merged.emplace_back(a, b);
+  }
+  out->device_busy = 0;
+  for (auto [a, b] : merged) out->device_busy += b - a;
+  // Idle stretches between busy ones, walked with the host intervals.
+  size_t h = 0;
+  int64_t cursor = out->ts;
+  auto idle = [&](int64_t a, int64_t b) {
+    while (h < host.size() && host[h].end <= a) ++h;
+    for (size_t k = h; k < host.size() && host[k].start < b; ++k) {
+      int64_t x = std::max(a, host[k].start), y = std::min(b, host[k].end);
+      if (y > x) out->device_idle[static_cast<size_t>(host[k].part)] += y - x;
+    }
+  };
+  for (auto [a, b] : merged) {
+    if (a > cursor) idle(cursor, a);
+    cursor = std::max(cursor, b);
+  }
+  if (cursor < out->ts + out->dur) idle(cursor, out->ts + out->dur);
+}
+
+}  // namespace
+
+const char* StepPartName(StepPart p) {
+  switch (p) {
+    case StepPart::kInput: return "input";
+    case StepPart::kCompute: return "compute";
+    case StepPart::kDispatch: return "dispatch";
+    case StepPart::kAllocation: return "allocation";
+    case StepPart::kSync: return "sync";
+    case StepPart::kCopy: return "copy";
+    case StepPart::kIo: return "io";
+    case StepPart::kPython: return "python";
+    case StepPart::kIdle: return "idle";
+  }
+  return "?";
+}
+
+bool IsDataLoadingName(std::string_view n) {
+  return Contains(n, "DataLoader") || Contains(n, "_next_data") || Contains(n, "data_wait") ||
+         Contains(n, "load_batch") || Contains(n, "next_batch") || Contains(n, "fetch_batch") ||
+         n == "strata::data_wait" || Contains(n, "input_pipeline");
+}
+
+bool IsSyncName(std::string_view n) {
+  return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
+         Contains(n, "hsa_signal_wait") || n == "aten::item" || n == "aten::_local_scalar_dense";
+}
+
+bool IsCopyName(std::string_view n) {
+  return n == "aten::copy_" || n == "aten::to" || n == "aten::_to_copy" || n == "aten::pin_memory" ||
+         n == "aten::_pin_memory" || Contains(n, "Memcpy") || StartsWith(n, "clEnqueueRead") ||
+         StartsWith(n, "clEnqueueWrite") || StartsWith(n, "clEnqueueCopy");
+}
+
+bool IsAllocationName(std::string_view n) {
+  static constexpr std::string_view kOps[] = {
+      "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided",
+      "aten::zeros", "aten::zeros_like", "aten::new_zeros", "aten::ones", "aten::ones_like", "aten::new_ones",
+      "aten::full", "aten::full_like", "aten::new_full", "aten::resize_"};
+  for (std::string_view o : kOps)
+    if (n == o) return true;
+  return Contains(n, "Malloc") || Contains(n, "MemAlloc") || Contains(n, "HostAlloc") || Contains(n, "cudaFree") ||
+         Contains(n, "cuMemFree") || Contains(n, "hipFree") || n == "clCreateBuffer";
+}
+
+double StepBreakdowns::PerStep(StepPart p) const {
+  return counted ? static_cast<double>(host[static_cast<size_t>(p)]) / static_cast<double>(counted) : 0;
+}
+
+double StepBreakdowns::Pct(StepPart p) const {
+  return counted_ns > 0 ? 100.0 * static_cast<double>(host[static_cast<size_t>(p)]) / static_cast<double>(counted_ns) : 0;
+}
+
+StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows) {
+  StepBreakdowns out;
+  DeviceBusy device = BuildDeviceBusy(t);
+  // Host slices that launched device work, themselves or nested.
+  std::vector<bool> launches(t.slices.size(), false);
+  for (size_t r = 0; r < t.device.size(); ++r)
+    for (int32_t s = t.device.launch[r]; s != kNone && !launches[static_cast<size_t>(s)];
+         s = t.slices.parent[static_cast<size_t>(s)])
+      launches[static_cast<size_t>(s)] = true;
+  // Outermost backward ops per thread (autograd's engine threads run them
+  // while the thread that called backward() waits).
+  std::map<uint32_t, std::vector<Interval>> backward;
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.kind[i] != SliceKind::kOp) continue;
+    // Backward nodes (strata's observer), or the engine's wrapper of them (PyTorch profiler).
+    int32_t row = t.OpRow(static_cast<uint32_t>(i));
+    bool backward_node = row != kNone && t.ops.scope[static_cast<size_t>(row)] == model::OpScope::kBackward;
+    if (!backward_node && !StartsWith(t.strings.Get(t.slices.name[i]), "autograd::engine::evaluate_function")) continue;
+    bool outermost = true;
+    for (int32_t p = t.slices.parent[i]; p != kNone && outermost; p = t.slices.parent[static_cast<size_t>(p)])
+      outermost = t.slices.kind[static_cast<size_t>(p)] != SliceKind::kOp;
+    if (outermost)
+      backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), launches[i] ? StepPart::kDispatch : StepPart::kCompute});
+  }
+  bool any_device = false;
+  for (const StepWindow& w : windows) {
+    StepBreakdown b;
+    b.number = w.number;
+    b.ts = w.ts;
+    b.dur = w.dur;
+    b.counted = w.counted;
+    uint32_t proc = w.track < t.tracks.size() ? t.tracks[w.track].process : model::kNoProcess;
+    std::vector<Interval> elsewhere;
+    if (proc != model::kNoProcess)
+      for (const auto& [trk, ivs] : backward)
+        if (trk != w.track && t.tracks[trk].process == proc) elsewhere.insert(elsewhere.end(), ivs.begin(), ivs.end());
+    std::sort(elsewhere.begin(), elsewhere.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+    std::vector<Interval> merged;
+    for (const Interval& iv : elsewhere) {
+      if (!merged.empty() && iv.start < merged.back().end) merged.back().end = std::max(merged.back().end, iv.end);
+      else merged.push_back(iv);
+    }
+    StepSweep sweep(t, w.track, &launches, merged.empty() ? nullptr : &merged);
+    std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);
+    for (const Interval& iv : host) b.host[static_cast<size_t>(iv.part)] += iv.end - iv.start;
+    uint32_t process = w.track < t.tracks.size() ? t.tracks[w.track].process : model::kNoProcess;
+    if (device.Has(process)) {
+      DeviceSplit(device, process, host, &b);
+      any_device = true;
+    }
+    if (b.counted) {
+      ++out.counted;
+      out.counted_ns = SatAdd(out.counted_ns, b.dur);
+      for (size_t k = 0; k < kStepParts; ++k) {
+        out.host[k] = SatAdd(out.host[k], b.host[k]);
+        out.device_idle[k] = SatAdd(out.device_idle[k], b.device_idle[k]);
+      }
+      if (b.device_busy >= 0) out.device_busy = SatAdd(std::max<int64_t>(out.device_busy, 0), b.device_busy);
+    }
+    out.steps.push_back(b);
+  }
+  if (!any_device) out.device_busy = -1;
+  return out;
+}
+
+StepBreakdowns BreakdownSteps(const model::Trace& t, const TrainingSteps& steps) {
+  std::vector<StepWindow> windows;
+  windows.reserve(steps.steps.size());
+  for (const TrainingStep& st : steps.steps)
+    windows.push_back({st.number, st.ts, st.dur,
+                       st.slice != kNone ? t.slices.track[static_cast<size_t>(st.slice)] : UINT32_MAX, !st.skipped});
+  return BreakdownWindows(t, windows);
+}
+
+}  // namespace strata::analysis

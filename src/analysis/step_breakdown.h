@@ -1,0 +1,76 @@
+// Where each step's time went: the thread that ran the step, split instant by
+// instant into exhaustive parts that sum to the step's duration (input, op
+// compute, dispatch overhead, allocation, synchronization, copies, I/O, Python
+// outside ops, idle), and for programs with device activity, the device's busy
+// time with each idle interval put on what that thread was doing meanwhile.
+//
+// A step is a kStep slice (analysis/framework.h: Training); consecutive found
+// steps tile the loop, so the breakdowns of all steps cover the loop entirely.
+// Pure functions over the model.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analysis/framework.h"
+#include "model/trace.h"
+
+namespace strata::analysis {
+
+enum class StepPart : uint8_t {
+  kInput,       // producing the batch: DataLoader waits, Python/numpy work before a forward, its file reads
+  kCompute,     // inside framework ops doing their work
+  kDispatch,    // framework overhead: tiny ops (all dispatch), gaps between ops, module glue, kernel launches
+  kAllocation,  // allocating and filling new tensors (aten::empty, zeros...), device allocations
+  kSync,        // waiting for the device (.item(), synchronize calls)
+  kCopy,        // copies between devices or dtypes (.to(), copy_, memcpy calls)
+  kIo,          // system calls and I/O outside ops: read/write calls, disk waits, read paths in CPU samples
+  kPython,      // the program's own code outside ops, on CPU
+  kIdle,        // off CPU outside I/O: sleeping, waiting on locks, preempted
+};
+inline constexpr size_t kStepParts = 9;
+using StepParts = std::array<int64_t, kStepParts>;
+// The word used for a part in text and JSON ("input", "compute", ...).
+const char* StepPartName(StepPart p);
+
+struct StepBreakdown {
+  uint64_t number = 0;
+  int64_t ts = 0, dur = 0;
+  bool counted = false;  // not a warm-up or partial step
+  StepParts host{};      // the step thread's time by part; sums to dur
+  int64_t device_busy = -1;  // ns of the step with device work running (-1: no device activity in the process)
+  StepParts device_idle{};   // device idle ns by what the step thread was doing; sums to dur - device_busy
+};
+
+struct StepBreakdowns {
+  std::vector<StepBreakdown> steps;  // as TrainingSteps::steps
+  size_t counted = 0;
+  int64_t counted_ns = 0;
+  StepParts host{};          // summed over the counted steps
+  int64_t device_busy = -1;  // summed over the counted steps (-1: no device activity)
+  StepParts device_idle{};
+  // Counted steps' time by part, per step (mean), for findings.
+  double PerStep(StepPart p) const;
+  double Pct(StepPart p) const;  // of the counted steps' time
+};
+
+StepBreakdowns BreakdownSteps(const model::Trace& t, const TrainingSteps& steps);
+
+// The same for any windows of a thread's time (the diagnosis's measured steps).
+struct StepWindow {
+  uint64_t number = 0;
+  int64_t ts = 0, dur = 0;
+  uint32_t track = UINT32_MAX;  // the thread; UINT32_MAX: none (all of it is the program's code)
+  bool counted = true;
+};
+StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows);
+
+// What slice names mean to the breakdown and to the rules that cite it.
+bool IsDataLoadingName(std::string_view n);
+bool IsSyncName(std::string_view n);
+bool IsCopyName(std::string_view n);
+bool IsAllocationName(std::string_view n);
+
+}  // namespace strata::analysis
