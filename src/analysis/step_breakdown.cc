@@ -254,6 +254,17 @@ class StepSweep {
   std::vector<Interval> out_;
 };
 
+// Sorts intervals and merges those that touch or overlap.
+void SortAndMerge(std::vector<std::pair<int64_t, int64_t>>& v) {
+  std::sort(v.begin(), v.end());
+  size_t n = 0;
+  for (auto [a, b] : v) {
+    if (n > 0 && a <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, b);
+    else v[n++] = {a, b};
+  }
+  v.resize(n);
+}
+
 // Device activity (kernels, copies, fills) merged per process of the thread
 // that launched it; activity of unknown origin counts for every process.
 struct DeviceBusy {
@@ -279,15 +290,7 @@ DeviceBusy BuildDeviceBusy(const model::Trace& t) {
     }
     d.by_process[p].emplace_back(s.ts[i], s.end(i));
   }
-  for (auto& v : d.by_process) {
-    std::sort(v.begin(), v.end());
-    std::vector<std::pair<int64_t, int64_t>> merged;
-    for (auto [a, b] : v) {
-      if (!merged.empty() && a <= merged.back().second) merged.back().second = std::max(merged.back().second, b);
-      else merged.emplace_back(a, b);
-    }
-    v = std::move(merged);
-  }
+  for (auto& v : d.by_process) SortAndMerge(v);
   return d;
 }
 
@@ -302,12 +305,8 @@ void DeviceSplit(const DeviceBusy& d, uint32_t process, const std::vector<Interv
   };
   if (process < d.by_process.size() - 1) add(d.by_process[process]);
   add(d.by_process.back());
-  std::sort(busy.begin(), busy.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;
-  for (auto [a, b] : busy) {
-    if (!merged.empty() && a <= merged.back().second) merged.back().second = std::max(merged.back().second, b);
-    else merged.emplace_back(a, b);
-  }
+  SortAndMerge(busy);
+  const auto& merged = busy;
   out->device_busy = 0;
   for (auto [a, b] : merged) out->device_busy += b - a;
   // Idle stretches between busy ones, walked with the host intervals.
@@ -404,6 +403,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     if (outermost)
       backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), launches[i] ? StepPart::kDispatch : StepPart::kCompute});
   }
+  std::map<uint32_t, std::vector<Interval>> elsewhere_of;
   bool any_device = false;
   for (const StepWindow& w : windows) {
     StepBreakdown b;
@@ -411,16 +411,19 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     b.ts = w.ts;
     b.dur = w.dur;
     b.counted = w.counted;
+    // The backward ops beside each step thread, gathered once per thread (steps share their thread).
+    auto [slot, fresh] = elsewhere_of.try_emplace(w.track);
+    std::vector<Interval>& merged = slot->second;
     uint32_t proc = w.track < t.tracks.size() ? t.tracks[w.track].process : model::kNoProcess;
-    std::vector<Interval> elsewhere;
-    if (proc != model::kNoProcess)
+    if (fresh && proc != model::kNoProcess) {
+      std::vector<Interval> elsewhere;
       for (const auto& [trk, ivs] : backward)
         if (trk != w.track && t.tracks[trk].process == proc) elsewhere.insert(elsewhere.end(), ivs.begin(), ivs.end());
-    std::sort(elsewhere.begin(), elsewhere.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
-    std::vector<Interval> merged;
-    for (const Interval& iv : elsewhere) {
-      if (!merged.empty() && iv.start < merged.back().end) merged.back().end = std::max(merged.back().end, iv.end);
-      else merged.push_back(iv);
+      std::sort(elsewhere.begin(), elsewhere.end(), [](const Interval& x, const Interval& y) { return x.start < y.start; });
+      for (const Interval& iv : elsewhere) {
+        if (!merged.empty() && iv.start < merged.back().end) merged.back().end = std::max(merged.back().end, iv.end);
+        else merged.push_back(iv);
+      }
     }
     StepSweep sweep(t, w.track, &launches, merged.empty() ? nullptr : &merged);
     std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);
