@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "base/clock.h"
@@ -102,10 +103,12 @@ BENCHMARK(BM_LttngUstTracepoint)->ThreadRange(1, 2);
 
 int main(int argc, char** argv) {
   // Record into a private directory unless run under `strata record` already.
+  std::string own_dir;
   if (!strata_enabled()) {
     char tmpl[] = "/tmp/strata-bench-XXXXXX";
     char* dir = ::mkdtemp(tmpl);
     if (!dir) return 1;
+    own_dir = dir;
     strata::recorder::Config cfg;
     cfg.dir = dir;
     cfg.chunk_bytes = 1 << 20;
@@ -129,5 +132,10 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   strata::recorder::Finalize();
+  // The recording only loads the hot path; it is up to 3 GiB and nobody reads it.
+  if (!own_dir.empty() && !std::getenv("STRATA_BENCH_KEEP")) {
+    std::error_code ec;
+    std::filesystem::remove_all(own_dir, ec);
+  }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -29,9 +30,39 @@ std::string ExternalDataDir() {
   return IsDirectory(d) ? d : "";
 }
 
-std::string TempDir(const std::string& name) {
+namespace {
+
+std::string TempRoot() {
   const char* base = std::getenv("TMPDIR");
-  std::string root = std::string(base ? base : "/tmp") + "/strata-tests-" + std::to_string(::getpid());
+  return std::string(base ? base : "/tmp") + "/strata-tests-" + std::to_string(::getpid());
+}
+
+// Removes this process's test directories once every test has run (traces of a
+// few hundred MB per test binary would otherwise pile up in /tmp run after run),
+// but keeps them when a test failed, for the post-mortem, or when asked to.
+class TempRootCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::string root = TempRoot();
+    if (!std::filesystem::exists(root)) return;
+    const char* keep = std::getenv("STRATA_KEEP_TEST_DIRS");
+    if ((keep && *keep && std::string(keep) != "0") || ::testing::UnitTest::GetInstance()->Failed()) {
+      std::fprintf(stderr, "test directories kept in %s\n", root.c_str());
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+};
+
+// Registered when the test binary loads (gtest owns and deletes it).
+[[maybe_unused]] ::testing::Environment* const kTempRootCleanup =
+    ::testing::AddGlobalTestEnvironment(new TempRootCleanup);
+
+}  // namespace
+
+std::string TempDir(const std::string& name) {
+  std::string root = TempRoot();
   std::string d = root + "/" + name;
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(root);
