@@ -39,8 +39,9 @@ TEST(StepBreakdown, EveryPartOfATrainingIterationOnTheCpu) {
   b.Add(320'000, 100'000, "aten::empty", SliceKind::kOp);         // allocation 100 us
   // module self time: 105-110, 314-320, 420-500 = 5 + 6 + 80 us of dispatch
   b.Add(510'000, 300'000, "aten::mm", SliceKind::kOp);            // compute 300 us (10 us gap before: dispatch)
-  b.Add(900'000, 50'000, "aten::item", SliceKind::kOp);           // sync 50 us
+  b.Add(900'000, 50'000, "aten::item", SliceKind::kOp);           // sync 50 us: a device value's read
   b.Add(905'000, 40'000, "aten::_local_scalar_dense", SliceKind::kOp);  // inside the sync: sync
+  b.Add(910'000, 30'000, "cudaMemcpyAsync", SliceKind::kRuntime);  // the read: a runtime call
   // 810-900 us: the program's own code (90 us, longer than a dispatch gap, before no forward)
   // 950-1000 us: 50 us of its own code at the end.
   auto r = b.Run();
@@ -57,6 +58,19 @@ TEST(StepBreakdown, EveryPartOfATrainingIterationOnTheCpu) {
   for (int64_t v : s.host) sum += v;
   EXPECT_EQ(sum, s.dur);
   EXPECT_EQ(s.device_busy, -1) << "no device activity";
+}
+
+TEST(StepBreakdown, ACpuTensorsItemWaitsForNothing) {
+  // AdamW reads its CPU step counters with .item() for every parameter: no
+  // runtime call, no wait for a device, so the op's time is not sync.
+  Builder b;
+  b.Add(0, 100'000, "step", SliceKind::kStep);
+  b.Add(10'000, 30'000, "aten::item", SliceKind::kOp);
+  b.Add(12'000, 25'000, "aten::_local_scalar_dense", SliceKind::kOp);
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kSync), 0);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kCompute), 30'000);
 }
 
 TEST(StepBreakdown, DeviceIdleIsPutOnWhatTheHostDidMeanwhile) {

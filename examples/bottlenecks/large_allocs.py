@@ -13,6 +13,7 @@ on top of the zero fill.
 and reuse it in place (zero_() then add_) each step.
 """
 import argparse
+import time
 
 import torch
 import torch.nn as nn
@@ -48,6 +49,7 @@ def main():
     y = torch.randint(0, 10, (64,))
     buf = torch.empty(n) if a.fixed else None
     total = 0.0
+    t0 = time.perf_counter()
     for i in range(a.steps):
         with strata.step(samples=64) if strata else _Null():
             loss = nn.functional.cross_entropy(model(x), y)
@@ -60,6 +62,9 @@ def main():
                 acc = torch.zeros(n)  # a fresh 64 MiB tensor every step
             acc.add_(features)
             total += float(acc[:1024].sum())
+        t = time.perf_counter()
+        print(f"iter_ms={1e3 * (t - t0):.3f}", flush=True)  # the program's own time per iteration
+        t0 = t
     print(f"steps={a.steps} fixed={a.fixed} total={total:.3f}")
 
 

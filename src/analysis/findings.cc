@@ -317,16 +317,28 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
     else merged.push_back(b);
   }
+  std::vector<uint8_t> flags = HostCallFlags(c.t);
   double count = 0, blocked = 0, drained_idle = 0, counted = 0;
   std::map<std::string, double> by_name;
+  // Each step's last sync (by its return): the one a step needs to hand its
+  // result to the host (loss.item() for the log); the others are removable.
+  std::vector<std::pair<int64_t, int64_t>> last(c.windows.size(), {INT64_MIN, 0});  // (return, blocked)
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncName(c.Name(i))) continue;
+    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncSlice(c.t, i, flags)) continue;
     int w = c.WindowOf(sl.ts[i]);
     if (w < 0) continue;
+    // One sync point of the program per outermost sync: .item() is aten::item
+    // around aten::_local_scalar_dense around the runtime's copy and stream
+    // synchronization, one wait.
+    bool nested = false;
+    for (int32_t p = sl.parent[i]; p != model::kNone && !nested; p = sl.parent[static_cast<size_t>(p)])
+      nested = IsSyncSlice(c.t, static_cast<size_t>(p), flags);
+    if (nested) continue;
     count += 1;
     blocked += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
     int64_t ret = sl.end(i);
+    if (ret > last[static_cast<size_t>(w)].first) last[static_cast<size_t>(w)] = {ret, sl.dur[i]};
     // The device is idle at the return when no activity spans it; it ran dry
     // when the last one before it ended (or when the sync began, if later).
     auto it = std::upper_bound(merged.begin(), merged.end(), ret,
@@ -346,10 +358,12 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     counted += 1;
   }
   if (count == 0) return;
+  double needed = 0;
+  for (const auto& [ret, d] : last)
+    if (ret != INT64_MIN) needed += static_cast<double>(d);
+  double removable = blocked - needed;
   double per_step_syncs = c.PerStep(count);
   double idle = c.PerStep(drained_idle);
-  // Without the syncs, host and device overlap: the step still takes at least
-  // the device's busy time and the host's own (unblocked) time.
   double device_busy = 0;
   for (const auto& win : c.windows) {
     auto it = std::upper_bound(merged.begin(), merged.end(), win.start,
@@ -358,20 +372,32 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     for (; it != merged.end() && it->first < win.end; ++it)
       device_busy += static_cast<double>(std::max<int64_t>(0, std::min(it->second, win.end) - std::max(it->first, win.start)));
   }
-  double floor_ns = std::max(c.PerStep(device_busy), c.step_ns - c.PerStep(blocked));
+  // What-if without the removable syncs: the host no longer waits in them, so
+  // it needs the step less that time, and the device no longer runs dry after
+  // them (what the host does next, launching, producing the next stage's input,
+  // then overlaps with the device's work); the device still needs its busy
+  // time. The step takes the longer of the host's and the device's time, and
+  // gains at most the idle the syncs left: a host-bound step gains the host's
+  // blocked time, a device-bound one the device's idle after the syncs.
+  double host_floor = c.step_ns - c.PerStep(removable);
+  double device_floor = c.PerStep(device_busy);
+  double floor_ns = std::max(host_floor, device_floor);
   double gain = c.Pct(std::min(idle, std::max(0.0, c.step_ns - floor_ns)));
   if (gain < 1) return;
   Finding f;
   f.category = "host_sync";
   f.title = fmt::format("{} host synchronizations per step leave the device idle {:.0f}% of the step", N(per_step_syncs),
                         gain);
-  f.evidence = fmt::format("The host blocks {} per step in synchronization calls; {} of them per step drain the "
-                           "device, which then has nothing queued until the host has woken up and launched again: {} "
-                           "of device idle per step of {}.",
-                           Ms(c.PerStep(blocked)), N(c.PerStep(counted)), Ms(idle), Ms(c.step_ns));
+  f.evidence = fmt::format("The host blocks {} per step in synchronization calls, {} of it in syncs other than the "
+                           "step's last; {} of them per step drain the device, which then has nothing queued until the "
+                           "host has woken up and launched again: {} of device idle per step of {}. Without them the "
+                           "step would take the longer of the host's unblocked time ({}) and the device's ({}).",
+                           Ms(c.PerStep(blocked)), Ms(c.PerStep(removable)), N(c.PerStep(counted)), Ms(idle),
+                           Ms(c.step_ns), Ms(host_floor), Ms(device_floor));
   f.metrics = {{"syncs_per_step", per_step_syncs},
                {"draining_syncs_per_step", c.PerStep(counted)},
                {"blocked_ns_per_step", c.PerStep(blocked)},
+               {"removable_blocked_ns_per_step", c.PerStep(removable)},
                {"device_idle_after_sync_ns_per_step", idle},
                {"device_busy_ns_per_step", c.PerStep(device_busy)}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
@@ -516,6 +542,30 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
+// What a host-device copy from pinned memory achieves on this machine: the
+// median bandwidth of the trace's own pinned copies of that direction (1 MiB and
+// larger), else the link's typical figure: PCIe 5.0 x16 for Hopper and later
+// (compute capability 9+), PCIe 4.0 x16 before. 0 when unknown.
+double PinnedBandwidth(const model::Trace& t, model::CopyKind kind, bool* measured) {
+  std::vector<double> bw;
+  for (size_t r = 0; r < t.device.size(); ++r) {
+    size_t s = t.device.slice[r];
+    if (t.slices.kind[s] != model::SliceKind::kMemcpy || t.device.copy_kind[r] != kind || t.device.pinned[r] != 1 ||
+        t.device.bytes[r] < (1u << 20) || t.slices.dur[s] <= 0)
+      continue;
+    bw.push_back(static_cast<double>(t.device.bytes[r]) / (static_cast<double>(t.slices.dur[s]) * 1e-9));
+  }
+  *measured = !bw.empty();
+  if (!bw.empty()) {
+    std::nth_element(bw.begin(), bw.begin() + static_cast<ptrdiff_t>(bw.size() / 2), bw.end());
+    return bw[bw.size() / 2];
+  }
+  uint32_t major = 0;
+  for (const auto& d : t.devices) major = std::max(major, d.compute_major);
+  if (major == 0) return 0;
+  return major >= 9 ? 50e9 : 25e9;
+}
+
 void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   double on_path = c.PathTime([&](const PathSegment& s) {
     return s.type == SegmentType::kDevice && c.t.slices.kind[static_cast<size_t>(s.slice)] == model::SliceKind::kMemcpy;
@@ -523,24 +573,51 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   double per_step = c.PerStep(on_path);
   double pct = c.Pct(per_step);
   if (pct < 3) return;
-  double bytes = 0, pageable = 0, copies = 0;
+  double bytes = 0, pageable = 0, copies = 0, pageable_ns = 0, pageable_bytes = 0, saved = 0;
+  bool measured = true;
+  std::map<model::CopyKind, double> pinned_bw;
   for (size_t r = 0; r < c.t.device.size(); ++r) {
     size_t s = c.t.device.slice[r];
     if (c.t.slices.kind[s] != model::SliceKind::kMemcpy || !c.InSteps(s)) continue;
     copies += 1;
     bytes += static_cast<double>(c.t.device.bytes[r]);
-    if (c.t.device.pinned[r] == 0) pageable += 1;
+    if (c.t.device.pinned[r] != 0) continue;
+    pageable += 1;
+    double d = static_cast<double>(c.t.slices.dur[s]), b = static_cast<double>(c.t.device.bytes[r]);
+    pageable_ns += d;
+    pageable_bytes += b;
+    auto kind = c.t.device.copy_kind[r];
+    auto it = pinned_bw.find(kind);
+    if (it == pinned_bw.end()) {
+      bool m = false;
+      it = pinned_bw.emplace(kind, PinnedBandwidth(c.t, kind, &m)).first;
+      measured = measured && m;
+    }
+    // What-if: the same bytes from pinned memory, at the pinned bandwidth (a
+    // copy already faster than that saves nothing).
+    if (it->second > 0) saved += std::max(0.0, d - b / it->second * 1e9);
   }
   Finding f;
   f.category = "memcpy";
   f.title = fmt::format("Copies between host and device are on the critical path: {:.0f}% of the step", pct);
   f.evidence = fmt::format("{} per step of copies sit on the critical path; {} copies per step move {}, {} "
-                           "of them from pageable host memory.",
+                           "of them from pageable host memory",
                            Ms(per_step), N(c.PerStep(copies)), MiB(c.PerStep(bytes)), N(c.PerStep(pageable)));
+  double pageable_bw = pageable_ns > 0 ? pageable_bytes / (pageable_ns * 1e-9) : 0;
+  double pinned = 0;
+  for (auto& [k, v] : pinned_bw) pinned = std::max(pinned, v);
+  if (pageable > 0)
+    f.evidence += fmt::format(" ({} per step at {:.1f} GB/s; pinned copies {} {:.1f} GB/s)", MiB(c.PerStep(pageable_bytes)),
+                              pageable_bw / 1e9, measured ? "reach" : "typically reach, on this link,", pinned / 1e9);
+  f.evidence += ".";
   f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
-               {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)}};
-  // Pinned, asynchronous copies overlap with compute: what is on the path can hide.
-  f.estimated_gain_pct = pageable > 0 ? 0.7 * pct : 0.5 * pct;
+               {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)},
+               {"pageable_bandwidth_bytes_per_s", pageable_bw}, {"pinned_bandwidth_bytes_per_s", pinned}};
+  // Pageable copies: what pinning saves, capped by the copies' time on the path.
+  // Pinned ones already: asynchronous copies on a side stream can hide about
+  // half of what is on the path behind compute.
+  if (pageable > 0 && saved > 0) f.estimated_gain_pct = c.Pct(std::min(c.PerStep(saved), per_step));
+  else f.estimated_gain_pct = 0.5 * pct;
   f.suggestion = "Use pinned host memory (pin_memory=True) and non-blocking copies (tensor.to(device, non_blocking=True)) "
                  "on a separate stream so that transfers overlap with compute; keep data resident on the device across "
                  "steps; copy fewer, larger buffers.";

@@ -28,8 +28,8 @@ bool IsRootForward(const model::Trace& t, size_t i) {
 }
 
 // The part a slice's own time belongs to, given the part of the slice it is
-// nested in. `launches`: the slice launched device work (itself or nested).
-StepPart PartOf(const model::Trace& t, size_t i, int parent_part, bool launches) {
+// nested in. `flags`: HostCallFlags of the slice.
+StepPart PartOf(const model::Trace& t, size_t i, int parent_part, uint8_t flags) {
   // Nested work belongs to what the program asked for: the batch's loading,
   // the wait, the copy, the allocation (with its filling).
   if (parent_part == static_cast<int>(StepPart::kInput) || parent_part == static_cast<int>(StepPart::kSync) ||
@@ -38,12 +38,12 @@ StepPart PartOf(const model::Trace& t, size_t i, int parent_part, bool launches)
   std::string_view n = t.strings.Get(t.slices.name[i]);
   SliceKind k = t.slices.kind[i];
   if (IsDataLoadingName(n)) return StepPart::kInput;
-  if (IsSyncName(n)) return StepPart::kSync;
+  if (IsSyncName(n) && (!IsDeviceReadName(n) || (flags & kCallsRuntime))) return StepPart::kSync;
   if (IsCopyName(n)) return StepPart::kCopy;
   if (IsAllocationName(n)) return StepPart::kAllocation;
   if (k == SliceKind::kModule || k == SliceKind::kRuntime || k == SliceKind::kDriver) return StepPart::kDispatch;
   // An op whose work runs on the device spends its host time preparing and launching it.
-  if (launches) return StepPart::kDispatch;
+  if (flags & kLaunches) return StepPart::kDispatch;
   return t.slices.dur[i] < kTinyOp ? StepPart::kDispatch : StepPart::kCompute;
 }
 
@@ -79,9 +79,9 @@ struct Interval {
 
 class StepSweep {
  public:
-  StepSweep(const model::Trace& t, uint32_t track, const std::vector<bool>* launches,
+  StepSweep(const model::Trace& t, uint32_t track, const std::vector<uint8_t>* flags,
             const std::vector<Interval>* elsewhere)
-      : t_(t), track_(track), launches_(launches), elsewhere_(elsewhere) {
+      : t_(t), track_(track), flags_(flags), elsewhere_(elsewhere) {
     states_ = TrackRows(t.thread_states, track);
     syscalls_ = TrackRows(t.syscalls, track);
     samples_ = TrackRows(t.cpu_samples, track);
@@ -131,7 +131,7 @@ class StepSweep {
         cursor = j0;
       }
       StepPart part = PartOf(t_, j, stack.empty() ? -1 : static_cast<int>(stack.back().part),
-                             launches_ != nullptr && (*launches_)[j]);
+                             flags_ != nullptr ? (*flags_)[j] : uint8_t{0});
       // A slice that ends after its parent (imported traces may overlap) ends with it.
       if (!stack.empty()) j1 = std::min(j1, stack.back().end);
       stack.push_back({j, std::max(j0, j1), part});
@@ -248,7 +248,7 @@ class StepSweep {
 
   const model::Trace& t_;
   uint32_t track_;
-  const std::vector<bool>* launches_;
+  const std::vector<uint8_t>* flags_;
   const std::vector<Interval>* elsewhere_;  // merged, sorted: backward ops on the process's other threads
   std::pair<size_t, size_t> states_, syscalls_, samples_;
   std::vector<Interval> out_;
@@ -351,7 +351,27 @@ bool IsDataLoadingName(std::string_view n) {
 
 bool IsSyncName(std::string_view n) {
   return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
-         Contains(n, "hsa_signal_wait") || n == "aten::item" || n == "aten::_local_scalar_dense";
+         Contains(n, "hsa_signal_wait") || IsDeviceReadName(n);
+}
+
+bool IsDeviceReadName(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
+
+std::vector<uint8_t> HostCallFlags(const model::Trace& t) {
+  std::vector<uint8_t> flags(t.slices.size(), 0);
+  auto mark = [&](int32_t s, uint8_t bit) {
+    for (; s != kNone && !(flags[static_cast<size_t>(s)] & bit); s = t.slices.parent[static_cast<size_t>(s)])
+      flags[static_cast<size_t>(s)] |= bit;
+  };
+  for (size_t r = 0; r < t.device.size(); ++r) mark(t.device.launch[r], kLaunches);
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kRuntime || t.slices.kind[i] == SliceKind::kDriver)
+      mark(static_cast<int32_t>(i), kCallsRuntime);
+  return flags;
+}
+
+bool IsSyncSlice(const model::Trace& t, size_t i, const std::vector<uint8_t>& flags) {
+  std::string_view n = t.strings.Get(t.slices.name[i]);
+  return IsSyncName(n) && (!IsDeviceReadName(n) || (flags[i] & kCallsRuntime));
 }
 
 bool IsCopyName(std::string_view n) {
@@ -382,12 +402,7 @@ double StepBreakdowns::Pct(StepPart p) const {
 StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows) {
   StepBreakdowns out;
   DeviceBusy device = BuildDeviceBusy(t);
-  // Host slices that launched device work, themselves or nested.
-  std::vector<bool> launches(t.slices.size(), false);
-  for (size_t r = 0; r < t.device.size(); ++r)
-    for (int32_t s = t.device.launch[r]; s != kNone && !launches[static_cast<size_t>(s)];
-         s = t.slices.parent[static_cast<size_t>(s)])
-      launches[static_cast<size_t>(s)] = true;
+  std::vector<uint8_t> flags = HostCallFlags(t);
   // Outermost backward ops per thread (autograd's engine threads run them
   // while the thread that called backward() waits).
   std::map<uint32_t, std::vector<Interval>> backward;
@@ -401,7 +416,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     for (int32_t p = t.slices.parent[i]; p != kNone && outermost; p = t.slices.parent[static_cast<size_t>(p)])
       outermost = t.slices.kind[static_cast<size_t>(p)] != SliceKind::kOp;
     if (outermost)
-      backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), launches[i] ? StepPart::kDispatch : StepPart::kCompute});
+      backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute});
   }
   std::map<uint32_t, std::vector<Interval>> elsewhere_of;
   bool any_device = false;
@@ -425,7 +440,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
         else merged.push_back(iv);
       }
     }
-    StepSweep sweep(t, w.track, &launches, merged.empty() ? nullptr : &merged);
+    StepSweep sweep(t, w.track, &flags, merged.empty() ? nullptr : &merged);
     std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);
     for (const Interval& iv : host) b.host[static_cast<size_t>(iv.part)] += iv.end - iv.start;
     uint32_t process = w.track < t.tracks.size() ? t.tracks[w.track].process : model::kNoProcess;

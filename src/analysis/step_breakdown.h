@@ -69,7 +69,16 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
 
 // What slice names mean to the breakdown and to the rules that cite it.
 bool IsDataLoadingName(std::string_view n);
-bool IsSyncName(std::string_view n);
+bool IsSyncName(std::string_view n);         // waits for a device, by name (runtime syncs, .item())
+bool IsDeviceReadName(std::string_view n);   // aten::item and its _local_scalar_dense
+
+// Per host slice: kLaunches when it launched device work (itself or nested),
+// kCallsRuntime when it contains a call into the accelerator's runtime or driver.
+inline constexpr uint8_t kLaunches = 1, kCallsRuntime = 2;
+std::vector<uint8_t> HostCallFlags(const model::Trace& t);
+// A wait for the device: a runtime synchronization, or a read of a device value
+// (aten::item) that called the runtime (a CPU tensor's .item() waits for nothing).
+bool IsSyncSlice(const model::Trace& t, size_t i, const std::vector<uint8_t>& flags);
 bool IsCopyName(std::string_view n);
 bool IsAllocationName(std::string_view n);
 

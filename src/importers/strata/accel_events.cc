@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -530,6 +531,18 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     d.peak_flops_f32 = p.Get<double>();
     d.peak_flops_f16 = p.Get<double>();
     d.properties = std::string(p.Str());
+    // The CUDA collector writes "compute capability M.m; ..." (the event has no
+    // field of its own for it).
+    if (d.api == "cuda") {
+      constexpr std::string_view kCc = "compute capability ";
+      if (auto at = d.properties.find(kCc); at != std::string::npos) {
+        unsigned major = 0, minor = 0;
+        if (std::sscanf(d.properties.c_str() + at + kCc.size(), "%u.%u", &major, &minor) == 2) {
+          d.compute_major = major;
+          d.compute_minor = minor;
+        }
+      }
+    }
     for (model::Device& e : ctx.trace().devices)
       if (e.process == d.process && e.id == d.id) {
         e = std::move(d);

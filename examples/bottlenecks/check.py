@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Records each planted-bottleneck program of this folder as written and with
+--fixed, and checks strata's diagnosis against what the fix really gained:
+
+  - strata's steps = the program's iterations, median step within 5% of the
+    program's own perf_counter time per iteration;
+  - the top finding is the planted cause (its category), with the evidence the
+    program implies (e.g. the number of syncs per step);
+  - its estimated gain within 25% (relative) of the measured speed-up:
+    1 - median fixed iteration / median slow iteration, the program's own times;
+  - a program without a planted cause (compute-bound) gets no dispatch, input or
+    allocation finding above 5%.
+
+Usage: check.py --strata build/bin/strata --set gpu|cpu [--python python3]
+                [--work DIR] [--only a,b] [--summary FILE.json]
+Exit 0 when every program holds, 1 otherwise, 77 when the set cannot run here
+(no torch, or no GPU for the gpu set).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOT_CAUSES = {"dispatch_overhead", "input_pipeline", "memory_allocation"}
+
+# name, planted category (None: no planted cause), record options, program arguments,
+# expected metrics of the top finding {name: (low, high)}, has --fixed
+PROGRAMS = {
+    "gpu": [
+        ("gpu_pageable_copies", "memcpy", [], ["--steps", "20"], {"pageable_copies_per_step": (1, 2)}, True),
+        ("gpu_item_sync", "host_sync", [], ["--steps", "30"], {"syncs_per_step": (8, 9)}, True),
+        ("gpu_tiny_kernels", "dispatch_overhead", [], ["--steps", "30"], {}, True),
+        ("gpu_compute_bound", None, [], ["--steps", "12"], {}, False),
+    ],
+    "cpu": [
+        ("tiny_reads", "io_syscalls", [], ["--steps", "400"], {}, True),  # without --syscalls: from samples
+        ("large_allocs", "memory_allocation", [], [], {}, True),
+        ("slow_data_loading", "input_pipeline", [], [], {}, True),
+        ("tiny_ops", "dispatch_overhead", [], [], {}, True),
+    ],
+}
+
+
+def record(a, name, opts, args, fixed):
+    out = os.path.join(a.work, name + ("-fixed" if fixed else ""))
+    cmd = [a.strata, "record", "-q", "--force", "-o", out] + opts + ["--", a.python, os.path.join(HERE, name + ".py")]
+    cmd += args + (["--fixed"] if fixed else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        raise RuntimeError(f"record exited {r.returncode}: {(r.stderr or r.stdout).strip()[-400:]}")
+    iters = [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)$", r.stdout, re.M)]
+    rep = subprocess.run([a.strata, "report", "--json", "--full", out], capture_output=True, text=True, timeout=600)
+    if rep.returncode != 0:
+        raise RuntimeError(f"report exited {rep.returncode}: {rep.stderr.strip()[-400:]}")
+    return iters, json.loads(rep.stdout), out
+
+
+def steady(xs):
+    return xs[2:] if len(xs) > 4 else xs  # the first iterations warm up caches and allocators
+
+
+def check(a, name, planted, opts, args, expect, has_fixed, summary):
+    bad = []
+    iters, rep, _ = record(a, name, opts, args, False)
+    steps = rep.get("framework", {}).get("steps", {}).get("steps", [])
+    findings = rep.get("findings", [])
+    top = findings[0] if findings else None
+    row = {"program": name, "planted": planted, "iterations": len(iters), "steps": len(steps),
+           "findings": [(f["category"], round(f["estimated_gain_pct"], 1)) for f in findings[:3]]}
+    line = f"{name}: {len(iters)} iterations, {len(steps)} steps"
+    if iters and len(steps) != len(iters):
+        bad.append(f"steps {len(steps)} != iterations {len(iters)}")
+    durs = [s["duration_ns"] / 1e6 for s in steps if not s.get("skipped")]
+    if durs and iters:
+        med, own = statistics.median(steady(durs)), statistics.median(steady(iters))
+        row.update(median_step_ms=med, median_iter_ms=own)
+        line += f"; median step {med:.2f} ms vs the program's {own:.2f} ms"
+        if abs(med - own) > 0.05 * own:
+            bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
+    bd = rep.get("framework", {}).get("steps", {}).get("breakdown", {})
+    if bd.get("host_pct"):
+        parts = sorted(bd["host_pct"].items(), key=lambda kv: -kv[1])[:4]
+        line += "; host " + ", ".join(f"{k} {v:.0f}%" for k, v in parts)
+        row["host_pct"] = bd["host_pct"]
+    if bd.get("device_busy_ns") is not None and bd.get("counted_ns"):
+        row["device_busy_pct"] = 100.0 * bd["device_busy_ns"] / bd["counted_ns"]
+        line += f"; device busy {row['device_busy_pct']:.0f}%"
+    line += "; findings " + (", ".join(f"{c} {g}%" for c, g in row["findings"]) or "none")
+    if planted is None:
+        for f in findings:
+            if f["category"] in NOT_CAUSES and f["estimated_gain_pct"] > 5:
+                bad.append(f"no planted cause, yet {f['category']} claims {f['estimated_gain_pct']:.1f}%")
+    elif not top or top["category"] != planted:
+        bad.append(f"top finding {top['category'] if top else 'none'}, planted {planted}")
+    if top and planted and top["category"] == planted:
+        m = top.get("evidence", {}).get("metrics", {})
+        for k, (lo, hi) in expect.items():
+            v = m.get(k)
+            row[k] = v
+            if v is None or not lo <= v <= hi:
+                bad.append(f"{k} = {v}, expected {lo}..{hi}")
+    if has_fixed:
+        fixed_iters, fixed_rep, _ = record(a, name, opts, args, True)
+        if iters and fixed_iters:
+            slow, fast = statistics.median(steady(iters)), statistics.median(steady(fixed_iters))
+            measured = 100.0 * (1 - fast / slow)
+            row.update(fixed_median_iter_ms=fast, measured_gain_pct=measured)
+            line += f"; fixed {fast:.2f} ms: measured gain {measured:.1f}%"
+            if top and planted and top["category"] == planted:
+                est = top["estimated_gain_pct"]
+                row["estimated_gain_pct"] = est
+                line += f", estimated {est:.1f}%"
+                if abs(est - measured) > 0.25 * abs(measured):
+                    bad.append(f"estimated gain {est:.1f}% vs measured {measured:.1f}% (more than 25% apart)")
+        row["fixed_findings"] = [(f["category"], round(f["estimated_gain_pct"], 1)) for f in fixed_rep.get("findings", [])[:3]]
+    row["failures"] = bad
+    summary.append(row)
+    print(line + ("" if not bad else "\n  FAIL: " + "; ".join(bad)), flush=True)
+    return [f"{name}: {b}" for b in bad]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--strata", required=True)
+    ap.add_argument("--set", choices=sorted(PROGRAMS), required=True)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--work", default="/tmp/strata-check-bottlenecks")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--summary", default="")
+    a = ap.parse_args()
+    probe = "import torch" + ("; assert torch.cuda.is_available()" if a.set == "gpu" else "")
+    if subprocess.run([a.python, "-c", probe], capture_output=True).returncode != 0:
+        print(f"check.py: {a.python} cannot run the {a.set} set (torch{' with a GPU' if a.set == 'gpu' else ''}): skipped")
+        return 77
+    only = set(x for x in a.only.split(",") if x)
+    os.makedirs(a.work, exist_ok=True)
+    failures, summary = [], []
+    for name, planted, opts, args, expect, has_fixed in PROGRAMS[a.set]:
+        if only and name not in only:
+            continue
+        try:
+            failures += check(a, name, planted, opts, args, expect, has_fixed, summary)
+        except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+            failures.append(f"{name}: {e}")
+            print(f"{name}: FAIL: {e}", flush=True)
+    if a.summary:
+        with open(a.summary, "w") as f:
+            json.dump(summary, f, indent=1)
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
