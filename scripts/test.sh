@@ -5,6 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
+# torch 2.x from PyPI in a venv, as most users have it: the workloads are
+# recorded with it too (ctest workload_steps_torch2; the observer is built for it
+# on first use). Kept outside the checkout and reused across runs, like pip's
+# cache: the wheels and their CUDA libraries are about 3 GB.
+TORCH2_VENV="${STRATA_TORCH2_VENV:-$HOME/.cache/strata/venv-torch2}"
+if [ "${STRATA_SKIP_TORCH2:-0}" != "1" ] && ! "$TORCH2_VENV/bin/python" -c "import torch, torchvision, numpy" 2>/dev/null; then
+  echo "== torch 2.x in $TORCH2_VENV (once)"
+  { python3 -m venv "$TORCH2_VENV" &&
+    "$TORCH2_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.5.1" "torchvision==0.20.1" numpy; } ||
+    echo "strata: could not install torch 2.x into $TORCH2_VENV; its tests will be skipped" >&2
+fi
+export STRATA_TORCH2_PYTHON="$TORCH2_VENV/bin/python"
 start=$(date +%s)
 
 echo "== build and test (RelWithDebInfo)"

@@ -59,6 +59,13 @@ def record(a, name, opts, args, fixed):
     return iters, json.loads(rep.stdout), out
 
 
+def run_plain(a, name, args, fixed):
+    """The program's own per-iteration times without strata."""
+    cmd = [a.python, os.path.join(HERE, name + ".py")] + args + (["--fixed"] if fixed else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    return [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)$", r.stdout, re.M)]
+
+
 def steady(xs):
     return xs[2:] if len(xs) > 4 else xs  # the first iterations warm up caches and allocators
 
@@ -116,6 +123,12 @@ def check(a, name, planted, opts, args, expect, has_fixed, summary):
                 line += f", estimated {est:.1f}%"
                 if abs(est - measured) > 0.25 * abs(measured):
                     bad.append(f"estimated gain {est:.1f}% vs measured {measured:.1f}% (more than 25% apart)")
+        if a.unrecorded:
+            plain_slow, plain_fixed = run_plain(a, name, args, False), run_plain(a, name, args, True)
+            if plain_slow and plain_fixed:
+                ps, pf = statistics.median(steady(plain_slow)), statistics.median(steady(plain_fixed))
+                row.update(unrecorded_slow_ms=ps, unrecorded_fixed_ms=pf, unrecorded_gain_pct=100.0 * (1 - pf / ps))
+                line += f"; without strata {ps:.2f} -> {pf:.2f} ms ({row['unrecorded_gain_pct']:.1f}%)"
         row["fixed_findings"] = [(f["category"], round(f["estimated_gain_pct"], 1)) for f in fixed_rep.get("findings", [])[:3]]
     row["failures"] = bad
     summary.append(row)
@@ -131,6 +144,7 @@ def main():
     ap.add_argument("--work", default="/tmp/strata-check-bottlenecks")
     ap.add_argument("--only", default="")
     ap.add_argument("--summary", default="")
+    ap.add_argument("--unrecorded", action="store_true", help="also time each pair without strata (the gain a user sees)")
     a = ap.parse_args()
     probe = "import torch" + ("; assert torch.cuda.is_available()" if a.set == "gpu" else "")
     if subprocess.run([a.python, "-c", probe], capture_output=True).returncode != 0:

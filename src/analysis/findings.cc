@@ -1,6 +1,7 @@
 #include "analysis/findings.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "analysis/gpu.h"
 #include "analysis/memory.h"
 #include "analysis/summary.h"
+#include "base/json_get.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -236,7 +238,38 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     l.ns += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
   }
-  double tiny_count = 0, tiny_ns = 0, loop_ns = 0, nloops = 0;
+  // The autograd nodes the loops' calls created run in the backward pass, one
+  // per call: vectorizing removes them too. Forward op (outermost call) of each
+  // backward node, through the node's innermost forward op.
+  std::map<size_t, std::tuple<int, uint32_t, int32_t>> loop_of_call;
+  for (const Call& k : calls)
+    if (tiny.count(sl.name[k.slice])) loop_of_call[k.slice] = {k.window, sl.track[k.slice], k.scope};
+  std::map<std::tuple<int, uint32_t, int32_t>, std::pair<double, double>> backward_of_loop;  // (nodes, ns)
+  double backward_large_ns = 0;  // of nodes too long to count as dispatch in the breakdown
+  for (size_t r = 0; r < c.t.ops.size(); ++r) {
+    if (c.t.ops.scope[r] != model::OpScope::kBackward || c.t.ops.forward[r] == model::kNone) continue;
+    size_t node = c.t.ops.slice[r];
+    bool nested = false;  // a node inside another node's slice is part of it
+    for (int32_t p = sl.parent[node]; p != model::kNone && !nested; p = sl.parent[static_cast<size_t>(p)]) {
+      int32_t pr = c.t.OpRow(static_cast<uint32_t>(p));
+      nested = pr != model::kNone && c.t.ops.scope[static_cast<size_t>(pr)] == model::OpScope::kBackward;
+    }
+    if (nested) continue;
+    auto f = static_cast<size_t>(c.t.ops.forward[r]);
+    for (int32_t p = sl.parent[f]; p != model::kNone && sl.kind[static_cast<size_t>(p)] == model::SliceKind::kOp;
+         p = sl.parent[static_cast<size_t>(p)])
+      f = static_cast<size_t>(p);
+    auto it = loop_of_call.find(f);
+    if (it == loop_of_call.end()) continue;
+    auto& [n, ns] = backward_of_loop[it->second];
+    n += 1;
+    ns += static_cast<double>(sl.dur[node]);
+    if (sl.dur[node] >= kTiny) backward_large_ns += static_cast<double>(sl.dur[node]);
+  }
+  double tiny_count = 0, tiny_ns = 0, loop_ns = 0, nloops = 0, backward_nodes = 0, backward_ns = 0, residual_ns = 0;
+  std::map<std::tuple<int, uint32_t, int32_t>, std::set<model::StringId>> names_of_loop;
+  for (const Call& k : calls)
+    if (tiny.count(sl.name[k.slice])) names_of_loop[{k.window, sl.track[k.slice], k.scope}].insert(sl.name[k.slice]);
   for (auto& [key, l] : loops) {
     if (l.calls < kMinLoop) continue;
     double span = static_cast<double>(l.last - l.first);
@@ -254,30 +287,46 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     tiny_count += l.calls;
     tiny_ns += l.ns;
     loop_ns += span;
+    // What stays after vectorizing: one call per distinct op of the loop, on the
+    // whole tensor (its work was spread over the loop's calls), and its node.
+    double mean_call = l.ns / l.calls;
+    double distinct = static_cast<double>(names_of_loop[key].size());
+    auto b = backward_of_loop.find(key);
+    double nodes = b == backward_of_loop.end() ? 0 : b->second.first;
+    double node_ns = b == backward_of_loop.end() ? 0 : b->second.second;
+    backward_nodes += nodes;
+    backward_ns += node_ns;
+    residual_ns += distinct * mean_call + (nodes > 0 ? distinct * node_ns / nodes : 0) + (l.ns - mean_call * l.calls);
   }
   double per_step_count = c.PerStep(tiny_count);
   double per_step_ops_ns = c.PerStep(tiny_ns);
-  double per_step_loop_ns = c.PerStep(loop_ns);
+  double per_step_loop_ns = c.PerStep(loop_ns + backward_ns);
   // The loops' time is claimed only as far as the step's thread really spent it
   // on framework overhead (tiny ops, the gaps between calls): never the work of
   // the larger ops around them, nor the program's own code.
-  if (c.breakdown.counted > 0) per_step_loop_ns = std::min(per_step_loop_ns, c.breakdown.PerStep(StepPart::kDispatch));
+  // (The autograd nodes of the calls, in the backward pass, are theirs too.)
+  if (c.breakdown.counted > 0)
+    per_step_loop_ns = std::min(per_step_loop_ns, c.breakdown.PerStep(StepPart::kDispatch) + c.PerStep(backward_large_ns));
   double pct = c.Pct(per_step_loop_ns);
   if (per_step_count < 100 || pct < 10) return;
-  // Vectorizing turns each loop into a few large ops: the per-call costs go,
-  // the arithmetic stays (a few elements per call, a small share of calls this
-  // short), so most of the loops' time is saved.
-  double gain = 0.85 * pct;
+  // What-if: vectorizing turns each loop into one call per distinct op on the
+  // whole tensor (and one autograd node each): the per-call costs of the
+  // others go, and the host code between them; the arithmetic stays.
+  double gain = c.Pct(std::max(0.0, per_step_loop_ns - c.PerStep(residual_ns)));
   Finding f;
   f.category = "dispatch_overhead";
   f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
   f.evidence = fmt::format("{:.0f} op calls per step typically shorter than {} each (mean {}), issued one after the other in "
-                           "{} scopes per step: {} per step inside the ops, {} with the host code between them, of "
-                           "a {} step. Mostly per-call dispatch cost, not math. {:.0f} op calls per step in all.",
+                           "{} scopes per step: {} per step inside the ops, {} with the host code between them and "
+                           "the {} autograd nodes they create, of a {} step. Mostly per-call dispatch cost, not math. "
+                           "{:.0f} op calls per step in all.",
                            per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_ns / tiny_count : 0), N(c.PerStep(nloops)),
-                           Ms(per_step_ops_ns), Ms(per_step_loop_ns), Ms(c.step_ns), c.PerStep(ops));
+                           Ms(per_step_ops_ns), Ms(per_step_loop_ns), N(c.PerStep(backward_nodes)), Ms(c.step_ns),
+                           c.PerStep(ops));
   f.metrics = {{"tiny_ops_per_step", per_step_count},
                {"tiny_op_ns_per_step", per_step_ops_ns},
+               {"backward_nodes_per_step", c.PerStep(backward_nodes)},
+               {"backward_node_ns_per_step", c.PerStep(backward_ns)},
                {"tiny_op_loop_ns_per_step", per_step_loop_ns},
                {"step_ns", c.step_ns}};
   std::vector<std::pair<double, std::string>> top;
@@ -376,18 +425,22 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // it needs the step less that time, and the device no longer runs dry after
   // them (what the host does next, launching, producing the next stage's input,
   // then overlaps with the device's work); the device still needs its busy
-  // time. The step takes the longer of the host's and the device's time, and
-  // gains at most the idle the syncs left: a host-bound step gains the host's
-  // blocked time, a device-bound one the device's idle after the syncs.
+  // time. The step takes the longer of the host's and the device's time: a
+  // host-bound step gains the host's blocked time, a device-bound one at most
+  // the device's idle after the syncs.
   double host_floor = c.step_ns - c.PerStep(removable);
   double device_floor = c.PerStep(device_busy);
-  double floor_ns = std::max(host_floor, device_floor);
-  double gain = c.Pct(std::min(idle, std::max(0.0, c.step_ns - floor_ns)));
+  double saved = host_floor >= device_floor ? c.PerStep(removable)  // host-bound: its blocked time
+                                            : std::min(idle, std::max(0.0, c.step_ns - device_floor));
+  double gain = c.Pct(saved);
   if (gain < 1) return;
   Finding f;
   f.category = "host_sync";
-  f.title = fmt::format("{} host synchronizations per step leave the device idle {:.0f}% of the step", N(per_step_syncs),
-                        gain);
+  f.title = host_floor >= device_floor
+                ? fmt::format("{} host synchronizations per step: the host waits {:.0f}% of the step for the device",
+                              N(per_step_syncs), gain)
+                : fmt::format("{} host synchronizations per step leave the device idle {:.0f}% of the step",
+                              N(per_step_syncs), gain);
   f.evidence = fmt::format("The host blocks {} per step in synchronization calls, {} of it in syncs other than the "
                            "step's last; {} of them per step drain the device, which then has nothing queued until the "
                            "host has woken up and launched again: {} of device idle per step of {}. Without them the "
@@ -471,12 +524,53 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
     sys_ns += static_cast<double>(c.t.syscalls.dur[i]);
   }
   sys_ns = c.PerStep(sys_ns);
+  // Freeing a large block returns it to the OS (munmap) when the allocator does
+  // not keep it, in whatever code drops the last reference. Without a system
+  // call trace, the step thread's CPU samples in the unmap path outside the
+  // allocation ops measure it (their share of the step).
+  double free_ns = 0;
+  if (sys_ns == 0) {
+    const auto& cs = c.t.cpu_samples;
+    double samples = 0, unmapping = 0;
+    for (const auto& w : c.windows) {
+      if (w.track == UINT32_MAX) continue;
+      auto rows = std::equal_range(cs.track.begin(), cs.track.end(), w.track);
+      for (auto r = static_cast<size_t>(rows.first - cs.track.begin()); r < static_cast<size_t>(rows.second - cs.track.begin()); ++r) {
+        if (cs.ts[r] < w.start || cs.ts[r] >= w.end) continue;
+        samples += 1;
+        if (inside_target(w.track, cs.ts[r])) continue;
+        for (int32_t k = cs.callsite[r]; k >= 0; k = c.t.callsites.parent[static_cast<size_t>(k)]) {
+          std::string_view fn = c.t.strings.Get(c.t.frames.function[c.t.callsites.frame[static_cast<size_t>(k)]]);
+          if (fn.find("munmap") != std::string_view::npos) {  // munmap, __GI_munmap, __x64_sys_munmap, ...
+            unmapping += 1;
+            break;
+          }
+        }
+      }
+    }
+    if (samples >= 10) free_ns = c.step_ns * unmapping / samples;
+  }
   double faults = 0;
   for (size_t i = 0; i < c.t.page_faults.size(); ++i)
     if (inside_target(c.t.page_faults.track[i], c.t.page_faults.ts[i])) faults += 1;
   faults = c.PerStep(faults);
-  double pct = c.Pct(on_path + sys_ns);
+  double pct = c.Pct(on_path + sys_ns + free_ns);
   if (pct < 5) return;
+  // What stays when the buffers are kept: the fill the program asked for
+  // (zeros, ones, full) on memory already mapped, at the host's measured memory
+  // bandwidth (`strata record`'s probe; 10 GB/s when absent).
+  double fill_bytes = 0;
+  for (const auto& g : a.temporaries_by_name)
+    if (g.name.find("zeros") != std::string::npos || g.name.find("ones") != std::string::npos ||
+        g.name.find("full") != std::string::npos || g.name.find("fill") != std::string::npos)
+      fill_bytes += c.PerStep(static_cast<double>(g.bytes));
+  double bandwidth = 10e9;
+  if (!c.t.manifest_json.empty()) {
+    nlohmann::json m = nlohmann::json::parse(c.t.manifest_json, nullptr, false);
+    if (m.is_object() && m.contains("host") && m["host"].is_object())
+      if (double bw = json_get::Num(m["host"], "memory_bandwidth"); bw > 0) bandwidth = bw;
+  }
+  double fill_ns = fill_bytes / bandwidth * 1e9;
 
   Finding f;
   f.category = "memory_allocation";
@@ -499,7 +593,9 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
         N(c.PerStep(static_cast<double>(a.temporaries))), a.addresses ? "" : " (no addresses: every allocation counted)", top,
         names.empty() ? "none" : names, Ms(c.PerStep(op_ns)), Ms(on_path), Ms(c.step_ns),
         faults > 0 ? fmt::format("; {} page faults per step inside them", N(faults)) : "",
-        sys_ns > 0 ? fmt::format("; {} per step in mmap/munmap/brk/madvise outside them", Ms(sys_ns)) : "");
+        sys_ns > 0 ? fmt::format("; {} per step in mmap/munmap/brk/madvise outside them", Ms(sys_ns))
+        : free_ns > 0 ? fmt::format("; {} per step returning freed blocks to the OS (munmap, from CPU samples)", Ms(free_ns))
+                      : "");
     for (size_t i = 0; i < a.temporaries_by_name.size() && i < 5; ++i) f.involved.push_back(a.temporaries_by_name[i].name);
   } else {
     f.title = fmt::format("Allocating tensors takes {:.0f}% of each step", pct);
@@ -517,11 +613,12 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
                {"bytes_allocated_per_step", c.PerStep(static_cast<double>(a.bytes))},
                {"temporaries_per_step", c.PerStep(static_cast<double>(a.temporaries))},
                {"temporary_bytes_per_step", temp_bytes}};
-  // Reusing a preallocated buffer removes the allocation, the page mapping and
-  // the first touch; a fill the program needs (zeros) stays. A warm fill runs at
-  // memory bandwidth, several times faster than faulting pages in, so at least
-  // most of the measured time goes: 0.8 of it, never more than was measured.
-  f.estimated_gain_pct = 0.8 * pct;
+  f.metrics.push_back({"free_ns_per_step", free_ns});
+  f.metrics.push_back({"refill_ns_per_step", fill_ns});
+  // What-if: reusing a preallocated buffer removes the allocation, the page
+  // mapping, the first touch and the unmapping; a fill the program needs stays,
+  // on warm memory.
+  f.estimated_gain_pct = c.Pct(std::max(0.0, on_path + sys_ns + free_ns - fill_ns));
   bool device = std::any_of(a.devices.begin(), a.devices.end(), [](int32_t d) { return d != model::kNone; });
   bool host = std::any_of(a.devices.begin(), a.devices.end(), [](int32_t d) { return d == model::kNone; });
   std::string what = a.temporaries_by_name.empty() ? std::string("step-sized tensors")

@@ -37,6 +37,7 @@
 #include "cli/exit_codes.h"
 #include "cli/manifest.h"
 #include "cli/supervisor.h"
+#include "cli/torch_observer.h"
 #include "collectors/os/os_collector.h"
 #include "format/control.h"
 #include "format/tsdl.h"
@@ -143,16 +144,6 @@ bool ParseStepRange(const std::string& s, int64_t* first, int64_t* last) {
   return num(s.substr(0, dash), first) && num(s.substr(dash + 1), last) && *first <= *last;
 }
 
-// The observer library and the libtorch it was built against (written next to
-// it by the build): the soname libstrata checks for at main() in C++ programs.
-std::string TorchProbe(const std::string& lib_dir) {
-  auto text = ReadFile(lib_dir + "/libstrata_torch.json");
-  if (!text.ok()) return "";
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object() || !j.contains("libtorch_cpu") || !j["libtorch_cpu"].is_string()) return "";
-  return j["libtorch_cpu"].get<std::string>();
-}
-
 std::string AbsolutePath(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
   char cwd[4096];
@@ -162,7 +153,7 @@ std::string AbsolutePath(const std::string& p) {
 
 // Builds CMD's environment: ours plus the recorder's configuration.
 std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallPaths& paths, const std::string& dir,
-                                          Manifest* manifest) {
+                                          const TorchObserver& torch, Manifest* manifest) {
   std::vector<std::string> env;
   std::string preload = paths.lib_dir + "/libstrata.so";
   // The import hook (sitecustomize) first, then the `strata` package itself, so
@@ -227,12 +218,13 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   if (o.clock != "auto") env.push_back("STRATA_CLOCK=" + o.clock);
   for (const auto& [k, v] : accel_env) env.push_back(k + "=" + v);
   env.push_back("PYTHONPATH=" + pythonpath);
-  std::string torch_lib = paths.lib_dir + "/libstrata_torch.so";
+  std::string torch_lib = torch.library.empty() ? paths.lib_dir + "/libstrata_torch.so" : torch.library;
   if (PathExists(torch_lib)) {
     env.push_back("STRATA_TORCH_LIB=" + torch_lib);
-    std::string probe = TorchProbe(paths.lib_dir);
+    std::string probe = ObserverLibtorch(torch_lib);
     if (!probe.empty()) env.push_back("STRATA_TORCH_PROBE=" + probe);
   }
+  if (!torch.note.empty()) manifest->options["torch_observer"] = torch.note;
   return env;
 }
 
@@ -386,7 +378,8 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
     return kExitRecordSetup;
   }
 
-  std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output, &manifest);
+  TorchObserver torch = ObserverFor(cmd, paths, o.quiet);
+  std::vector<std::string> env_strings = ChildEnvironment(o, paths, o.output, torch, &manifest);
   manifest.options["accel"] = o.accel;
   if (!o.gpu_metrics.empty()) manifest.options["gpu_metrics"] = o.gpu_metrics;
   if (o.cuda_api != "callbacks") manifest.options["cuda_api"] = o.cuda_api;
