@@ -281,6 +281,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   });
 
   // ---- samples ----
+  static const std::string kImporting = "(importing modules)";
   std::map<std::pair<model::StringId, model::StringId>, FunctionSamples> funcs, pyfuncs;
   std::map<std::pair<int, model::StringId>, std::map<std::string, uint64_t>> op_funcs;
   std::map<uint32_t, std::map<std::string, uint64_t>> thread_funcs;
@@ -298,7 +299,7 @@ OsSummary AnalyzeOs(const model::Trace& t) {
       uint32_t lf = t.callsites.frame[static_cast<size_t>(c)];
       leaf = FrameLabel(t, lf);
       seen.clear();
-      bool python_leaf_seen = false;
+      bool python_leaf_seen = false, importing = false;
       for (int32_t k = c; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
         uint32_t f = t.callsites.frame[static_cast<size_t>(k)];
         auto key = std::make_pair(t.frames.function[f], t.frames.module[f]);
@@ -321,7 +322,15 @@ OsSummary AnalyzeOs(const model::Trace& t) {
           python_leaf_seen = true;
           leaf = FrameLabel(t, f);
         }
+        // Importing modules (torch's import is seconds of a short run) is
+        // start-up: one label for all of importlib's frames, not the frame
+        // that happened to be innermost.
+        if (python && !importing) {
+          std::string_view m = t.strings.Get(t.frames.module[f]);
+          importing = m.find("importlib") != std::string_view::npos;
+        }
       }
+      if (importing) leaf = kImporting;
       if (python_leaf_seen) ++o.python_samples;
     }
     thread(cs.track[i]).samples++;
@@ -339,17 +348,22 @@ OsSummary AnalyzeOs(const model::Trace& t) {
   std::sort(o.functions.begin(), o.functions.end(), by_self);
   for (auto& [k, f] : pyfuncs) o.python_functions.push_back(f);
   std::sort(o.python_functions.begin(), o.python_functions.end(), by_self);
+  // The most sampled function (all the import machinery's frames count as one,
+  // "(importing modules)"); an unsymbolized "[module]" frame only when nothing
+  // else was sampled.
   auto top = [](const std::map<std::string, uint64_t>& m, std::string* name, uint64_t* n) {
+    auto vague = [](const std::string& f) { return !f.empty() && f[0] == '['; };
     uint64_t total = 0;
-    for (auto& [f, c] : m) {
-      total += c;
-      if (c > *n) {
-        *n = c;
-        *name = f;
-      }
-    }
+    for (int pass = 0; pass < 2 && *n == 0; ++pass)
+      for (auto& [f, c] : m)
+        if ((pass == 1 || !vague(f)) && c > *n) {
+          *n = c;
+          *name = f;
+        }
+    for (auto& [f, c] : m) total += c;
     return total;
   };
+
   for (auto& [key, m] : op_funcs) {
     OpSamples op;
     op.name = key.first < 0 ? "(no span)" : Str(t, key.second);

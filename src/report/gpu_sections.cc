@@ -255,7 +255,9 @@ class OpsSection : public Section {
  public:
   void Build(const model::Trace& t, const ReportOptions& opt) override { ops_ = analysis::Ops(t, opt.analysis); }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
-    if (ops_.empty()) return;
+    // Without device work this would be "Framework ops" again with two columns
+    // of zeros: the text leaves it out (the JSON keeps the rows).
+    if (ops_.empty() || std::none_of(ops_.begin(), ops_.end(), [](const auto& o) { return o.gpu_ns > 0; })) return;
     out += fmt::format("Ops by total CPU time (GPU: device work launched by the op and the ops it called)\n"
                        "  {:<44} {:>8} {:>12} {:>12} {:>12} {:>12}\n",
                        "name", "count", "CPU total", "CPU self", "GPU", "GPU self");
