@@ -154,6 +154,9 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   f.metrics = {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.estimated_gain_pct = gain;
+  f.what_if = fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes the longer "
+                          "of the two",
+                          Ms(per_step), Ms(std::max(0.0, rest)));
   f.suggestion = workers ? "The loader's workers do not keep up: add workers (DataLoader(num_workers=...)), raise "
                            "prefetch_factor, keep them alive across epochs (persistent_workers=True), and make each "
                            "sample cheaper to load (cache, pre-decode, larger sequential reads)."
@@ -334,6 +337,9 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   std::sort(top.rbegin(), top.rend());
   for (size_t k = 0; k < top.size() && k < 8; ++k) f.involved.push_back(top[k].second);
   f.estimated_gain_pct = gain;
+  f.what_if = fmt::format("each of the {} loops per step as one call per distinct op on the whole tensor: {} of calls, "
+                          "host code between them and their autograd nodes become {}",
+                          N(c.PerStep(nloops)), Ms(per_step_loop_ns), Ms(c.PerStep(residual_ns)));
   f.suggestion = "Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
                  "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid Python "
                  "loops over tensor elements, columns or small tensors.";
@@ -455,6 +461,13 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
                {"device_busy_ns_per_step", c.PerStep(device_busy)}};
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.estimated_gain_pct = gain;
+  f.what_if = host_floor >= device_floor
+                  ? fmt::format("the host no longer blocks in the syncs other than the step's last ({} per step); the "
+                                "host bounds the step (device busy {})",
+                                Ms(c.PerStep(removable)), Ms(device_floor))
+                  : fmt::format("the device's idle after the syncs ({} per step) filled with the work the host "
+                                "queues ahead; the device bounds the step (busy {})",
+                                Ms(idle), Ms(device_floor));
   f.suggestion = "Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking reads "
                  "inside the loop), use non-blocking copies and events, and synchronize once per step (or every N "
                  "steps) so that the host keeps the device's queue full.";
@@ -619,6 +632,9 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
   // mapping, the first touch and the unmapping; a fill the program needs stays,
   // on warm memory.
   f.estimated_gain_pct = c.Pct(std::max(0.0, on_path + sys_ns + free_ns - fill_ns));
+  f.what_if = fmt::format("buffers kept across steps: {} of allocation and first touch, {} of mapping and unmapping "
+                          "become a refill of {} on warm memory ({} at {:.1f} GB/s)",
+                          Ms(on_path), Ms(sys_ns + free_ns), MiB(fill_bytes), Ms(fill_ns), bandwidth / 1e9);
   bool device = std::any_of(a.devices.begin(), a.devices.end(), [](int32_t d) { return d != model::kNone; });
   bool host = std::any_of(a.devices.begin(), a.devices.end(), [](int32_t d) { return d == model::kNone; });
   std::string what = a.temporaries_by_name.empty() ? std::string("step-sized tensors")
@@ -713,8 +729,16 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   // Pageable copies: what pinning saves, capped by the copies' time on the path.
   // Pinned ones already: asynchronous copies on a side stream can hide about
   // half of what is on the path behind compute.
-  if (pageable > 0 && saved > 0) f.estimated_gain_pct = c.Pct(std::min(c.PerStep(saved), per_step));
-  else f.estimated_gain_pct = 0.5 * pct;
+  if (pageable > 0 && saved > 0) {
+    f.estimated_gain_pct = c.Pct(std::min(c.PerStep(saved), per_step));
+    f.what_if = fmt::format("the {} of pageable copies per step from pinned memory at {:.1f} GB/s ({}) instead of {:.1f} "
+                            "GB/s: {} less per step",
+                            MiB(c.PerStep(pageable_bytes)), pinned / 1e9, measured ? "measured in this trace" : "the link's typical",
+                            pageable_bw / 1e9, Ms(std::min(c.PerStep(saved), per_step)));
+  } else {
+    f.estimated_gain_pct = 0.5 * pct;
+    f.what_if = "asynchronous copies on a side stream hide about half of the copy time on the critical path";
+  }
   f.suggestion = "Use pinned host memory (pin_memory=True) and non-blocking copies (tensor.to(device, non_blocking=True)) "
                  "on a separate stream so that transfers overlap with compute; keep data resident on the device across "
                  "steps; copy fewer, larger buffers.";
@@ -814,6 +838,9 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
   // Until the step is replayed with the fix (what-if), half of that idle time:
   // the host work moved off the critical path still has to run somewhere.
   f.estimated_gain_pct = 0.5 * part_pct;
+  f.what_if = fmt::format("half of the device's idle while the host {} ({:.0f}% of the step) overlapped with device "
+                          "work (not replayed)",
+                          cause.doing, part_pct);
   f.suggestion = cause.suggestion;
   out->push_back(std::move(f));
 }
@@ -872,7 +899,11 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   Straggler(c, &out);
   GpuIdle(c, &out);  // after the rules it may add its evidence to
   std::erase_if(out, [&](const Finding& f) { return f.estimated_gain_pct < opt.min_gain_pct; });
-  for (auto& f : out) f.estimated_gain_pct = std::min(f.estimated_gain_pct, 95.0);
+  for (auto& f : out) {
+    f.estimated_gain_pct = std::min(f.estimated_gain_pct, 95.0);
+    f.step_ns = c.step_ns;
+    f.step_after_ns = c.step_ns * (1 - f.estimated_gain_pct / 100);
+  }
   std::stable_sort(out.begin(), out.end(),
                    [](const Finding& a, const Finding& b) { return a.estimated_gain_pct > b.estimated_gain_pct; });
   return out;

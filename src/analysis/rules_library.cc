@@ -103,6 +103,9 @@ void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out) {
   f.metrics = {{"blas_samples", ref}, {"samples", samples}, {"blas_ns_per_step", blas_ns}, {"step_ns", c.step_ns}};
   for (auto& [n, v] : routines) f.involved.push_back(n);
   f.estimated_gain_pct = pct * (1 - 1 / kOptimizedSpeedup);
+  f.what_if = fmt::format("the reference BLAS's share of the step ({:.0f}%) {:.0f}x faster, as an optimized BLAS runs "
+                          "these routines",
+                          pct, kOptimizedSpeedup);
   f.suggestion = "Use an optimized BLAS: on Debian/Ubuntu `apt install libopenblas0-pthread` (it becomes libblas.so.3 "
                  "through update-alternatives; or run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread "
                  "to try it first), or use a PyTorch/NumPy build linked with MKL or OpenBLAS (the PyPI wheels are).";

@@ -23,6 +23,7 @@ struct ReportArgs {
   std::string output;
   size_t top = 20;
   bool full = false;
+  bool what_if = false;
   bool force = false;
   bool hta = false;
   double batch_size = 0;
@@ -70,6 +71,7 @@ int RunReport(const ReportArgs& a) {
   report::ReportOptions opt;
   opt.top = a.top;
   opt.full = a.full;
+  opt.what_if = a.what_if;
   opt.analysis.hta_compat = a.hta;
   opt.analysis.batch_size = a.batch_size;
   opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
@@ -112,6 +114,9 @@ void AddReportCommand(CLI::App& app) {
   cmd->add_flag("--full", args->full,
                 "JSON and HTML: every row of every table, every step, every segment of every step's critical path "
                 "(large on long runs)");
+  cmd->add_flag("--what-if", args->what_if,
+                "Text: under each finding, how its gain was estimated: the fix applied to the measured steps and the "
+                "step time it predicts (always in the JSON)");
   cmd->add_flag("--force", args->force, "Replace output files (-o, --html, --flamegraph) that already exist");
   cmd->add_flag("--hta-compat", args->hta,
                 "Compute the GPU figures as HTA (HolisticTraceAnalysis) does: whole microseconds, last step dropped, "
@@ -127,6 +132,7 @@ void AddReportCommand(CLI::App& app) {
                  "  strata report mytrace                        the summary as text\n"
                  "  strata report mytrace --json -o r.json       as JSON: the top 20 rows of each table, step statistics\n"
                  "  strata report mytrace --json --full          every row, every step, every critical-path segment\n"
+                 "  strata report mytrace --what-if              each finding's fix as a what-if: the predicted step\n"
                  "  strata report mytrace --html report.html     one self-contained page with charts\n"
                  "  strata report rank0.pt.trace.json.gz --hta-compat --batch-size 32\n"
                  "                                               a PyTorch-profiler trace, GPU figures as HTA computes them");

@@ -16,7 +16,7 @@ class FindingsSection : public Section {
     d.analysis = opt.analysis;
     findings_ = analysis::Diagnose(t, d);
   }
-  void RenderText(std::string& out, const ReportOptions&) const override {
+  void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (findings_.empty()) {
       out += "Findings: none (no rule found a cause worth 2% of the step)\n";
       return;
@@ -33,6 +33,12 @@ class FindingsSection : public Section {
         out += "     involved: " + inv + "\n";
       }
       out += "     suggestion: " + f.suggestion + "\n";
+      if (opt.what_if && !f.what_if.empty())
+        out += fmt::format("     what-if: {}; step {} -> {}\n", f.what_if, FormatDuration(f.step_ns),
+                           FormatDuration(f.step_after_ns));
+      else if (opt.what_if)
+        out += fmt::format("     what-if: a share of the measured step (no replayed change); step {} -> {}\n",
+                           FormatDuration(f.step_ns), FormatDuration(f.step_after_ns));
     }
   }
   void RenderJson(json& j, const ReportOptions&) const override {
@@ -44,6 +50,7 @@ class FindingsSection : public Section {
                    {"title", f.title},
                    {"evidence", {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}}},
                    {"estimated_gain_pct", f.estimated_gain_pct},
+                   {"what_if", {{"change", f.what_if}, {"step_ns", f.step_ns}, {"step_after_ns", f.step_after_ns}}},
                    {"suggestion", f.suggestion}});
     }
     j["findings"] = a;

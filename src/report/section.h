@@ -23,6 +23,7 @@ namespace strata::report {
 struct ReportOptions {
   size_t top = 20;         // rows in each table, text and JSON; the slowest steps listed
   bool full = false;       // JSON: every row, every step, every critical-path segment
+  bool what_if = false;    // text: each finding's what-if (the change applied, the step it predicts)
   size_t max_rows = 1000;  // rows in JSON arrays: set by Report from top and full
   analysis::AnalysisOptions analysis;
 };
