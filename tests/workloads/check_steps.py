@@ -114,11 +114,12 @@ def main():
         if pct:
             top = sorted(pct.items(), key=lambda kv: -kv[1])[:3]
             line += "; " + ", ".join(f"{k} {v:.0f}%" for k, v in top)
-        # Compute-bound as recorded: the ops' compute is most of the step. With
-        # CI's small sizes and an optimized BLAS (torch 2.x wheels bundle one) the
-        # Transformer's per-parameter optimizer loop is a real share of the step.
+        # Compute-bound as recorded: the ops' compute is nearly all of the step
+        # (85%). With CI's small sizes and an optimized BLAS (torch 2.x wheels
+        # bundle one), the Transformer's per-parameter optimizer loop is a real
+        # share of its step, and ResNet-18's ops are short on a fast machine.
         compute_pct = pct.get("compute", 0.0)
-        if name in COMPUTE_BOUND and compute_pct < 75:
+        if name in COMPUTE_BOUND and compute_pct < 85:
             line += f"; compute {compute_pct:.0f}%: not compute-bound with this torch here, check skipped"
         elif name in COMPUTE_BOUND:
             for f in report.get("findings", []):

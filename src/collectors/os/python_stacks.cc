@@ -24,6 +24,39 @@ constexpr size_t kMaxDepth = 256;
 
 bool PythonStacks::Supported() { return Layout() != nullptr; }
 
+namespace {
+
+// RFC 3629 UTF-8 without NULs: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool ValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return false;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = 0;
+    uint32_t cp = 0;
+    if ((c >> 5) == 0x6) n = 1, cp = c & 0x1f;
+    else if ((c >> 4) == 0xe) n = 2, cp = c & 0x0f;
+    else if ((c >> 3) == 0x1e) n = 3, cp = c & 0x07;
+    else return false;
+    if (i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if ((n == 1 && cp < 0x80) || (n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+      return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string PythonStacks::SupportedVersion() {
   const StrataPyLayout* l = Layout();
   if (!l) return "";
@@ -116,7 +149,16 @@ bool PythonStacks::ReadString(pid_t pid, uint64_t obj, std::string* out) {
   }
   length = std::min<uint64_t>(length, 4096);
   out->resize(length);
-  return length == 0 || Read(pid, text, out->data(), length);
+  if (length > 0 && !Read(pid, text, out->data(), length)) return false;
+  // The object is read while the program runs: one freed and reused meanwhile
+  // reads as garbage. A name that is not the text it claims to be (ASCII, or
+  // UTF-8) is not recorded: traces carry valid UTF-8 only.
+  if (compact && ascii)
+    return std::all_of(out->begin(), out->end(), [](char ch) {
+      auto u = static_cast<unsigned char>(ch);
+      return u != 0 && u < 0x80;
+    });
+  return ValidUtf8(*out);
 }
 
 uint64_t PythonStacks::FindThreadState(pid_t pid, uint64_t runtime, uint32_t tid) {
