@@ -269,7 +269,28 @@
       const ev = x.evidence || {};
       el("pre", { text: typeof ev === "string" ? ev : (ev.summary || "") + (ev.involved && ev.involved.length ? "\ninvolved: " + ev.involved.slice(0, 8).join(", ") : "") }, d);
       el("div", { text: "Suggestion: " + x.suggestion }, d);
+      const w = x.what_if || {};
+      if (w.change) el("div", { class: "note", text: "What-if: " + w.change + "; step " + dur(w.step_ns) + " → " + dur(w.step_after_ns) }, d);
     });
+  }
+
+  {
+    // Where each step's time goes: the step thread's parts (they sum to the
+    // step), the mean first, then each step, stacked.
+    const FS = (R.framework && R.framework.steps) || {};
+    const B = FS.breakdown || {};
+    const mean = B.host_ns || {};
+    const names = Object.keys(mean).filter(k => mean[k] > 0).sort((a, b) => mean[b] - mean[a]);
+    if (names.length && B.counted_steps) {
+      const s = section("step-breakdown", "Where the step's time goes",
+        `the step's thread (${B.thread || "?"}), mean of ${B.counted_steps} counted steps, then the steps in the report's order (slowest first, up to 40); the parts sum to the step` +
+        (B.device_busy_ns !== undefined && B.counted_ns ? ` · device busy ${pct(100 * B.device_busy_ns / B.counted_ns)}` : ""));
+      const rows = [{ label: "mean step", parts: names.map(n => ({ name: n, value: mean[n] / B.counted_steps })) }];
+      (FS.steps || []).filter(x => x.breakdown && x.breakdown.host_ns && !x.skipped).slice(0, 40).forEach(x => {
+        rows.push({ label: "step " + x.number, parts: names.map(n => ({ name: n, value: x.breakdown.host_ns[n] || 0 })) });
+      });
+      stackedBars(s, "chart-step-breakdown", rows, names, { fmt: dur });
+    }
   }
 
   if (R.steps && R.steps.durations_ns && R.steps.durations_ns.length) {
