@@ -172,7 +172,9 @@ TEST(GpuAnalysis, SumsOfExtremeDurationsSaturate) {
   ASSERT_EQ(k.rows.size(), 1u);
   EXPECT_EQ(k.rows[0].total_ns, INT64_MAX);
   for (const auto& o : analysis::Ops(*t, AnalysisOptions{})) {
-    if (o.name == "op") EXPECT_EQ(o.gpu_ns, INT64_MAX);
+    if (o.name == "op") {
+      EXPECT_EQ(o.gpu_ns, INT64_MAX);
+    }
   }
 }
 
