@@ -87,6 +87,9 @@ class StepSweep {
     samples_ = TrackRows(t.cpu_samples, track);
   }
 
+  // Compute time by the op whose own time it is, added to while running (null: not kept).
+  void KeepComputeByOp(std::map<model::StringId, int64_t>* m) { compute_by_op_ = m; }
+
   // Splits [start, end) of the thread into intervals, in time order, covering it.
   std::vector<Interval> Run(int64_t start, int64_t end) {
     out_.clear();
@@ -111,7 +114,7 @@ class StepSweep {
       while (!stack.empty() && stack.back().end <= at) {
         Open o = stack.back();
         stack.pop_back();
-        if (o.end > cursor) Emit(cursor, o.end, o.part);
+        if (o.end > cursor) EmitOwn(cursor, o.end, o.part, o.slice);
         cursor = std::max(cursor, o.end);
         if (stack.empty()) last_end = o.end;
       }
@@ -122,7 +125,7 @@ class StepSweep {
       close_until(j0);
       if (cursor < j0) {
         if (!stack.empty()) {
-          Emit(cursor, j0, stack.back().part);
+          EmitOwn(cursor, j0, stack.back().part, stack.back().slice);
         } else {
           bool between_calls = last_end == cursor && j0 - cursor < kDispatchGap;
           StepPart base = between_calls ? StepPart::kDispatch : (ProducesBatchNext(j) ? StepPart::kInput : StepPart::kPython);
@@ -147,6 +150,12 @@ class StepSweep {
   bool ProducesBatchNext(size_t j) const {
     std::string_view n = t_.strings.Get(t_.slices.name[j]);
     return IsRootForward(t_, j) || IsDataLoadingName(n) || IsCopyName(n);
+  }
+
+  // A framework slice's own time.
+  void EmitOwn(int64_t a, int64_t b, StepPart p, size_t slice) {
+    if (compute_by_op_ != nullptr && p == StepPart::kCompute && b > a) (*compute_by_op_)[t_.slices.name[slice]] += b - a;
+    Emit(a, b, p);
   }
 
   void Emit(int64_t a, int64_t b, StepPart p) {
@@ -249,6 +258,7 @@ class StepSweep {
   const model::Trace& t_;
   uint32_t track_;
   const std::vector<uint8_t>* flags_;
+  std::map<model::StringId, int64_t>* compute_by_op_ = nullptr;
   const std::vector<Interval>* elsewhere_;  // merged, sorted: backward ops on the process's other threads
   std::pair<size_t, size_t> states_, syscalls_, samples_;
   std::vector<Interval> out_;
@@ -419,6 +429,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute});
   }
   std::map<uint32_t, std::vector<Interval>> elsewhere_of;
+  std::map<model::StringId, int64_t> compute_by_op;
   bool any_device = false;
   for (const StepWindow& w : windows) {
     StepBreakdown b;
@@ -441,6 +452,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       }
     }
     StepSweep sweep(t, w.track, &flags, merged.empty() ? nullptr : &merged);
+    if (w.counted) sweep.KeepComputeByOp(&compute_by_op);
     std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);
     for (const Interval& iv : host) b.host[static_cast<size_t>(iv.part)] += iv.end - iv.start;
     uint32_t process = w.track < t.tracks.size() ? t.tracks[w.track].process : model::kNoProcess;
@@ -460,6 +472,9 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     out.steps.push_back(b);
   }
   if (!any_device) out.device_busy = -1;
+  for (const auto& [name, ns] : compute_by_op) out.compute_ops.emplace_back(std::string(t.strings.Get(name)), ns);
+  std::sort(out.compute_ops.begin(), out.compute_ops.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   return out;
 }
 

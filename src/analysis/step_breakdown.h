@@ -11,7 +11,9 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/framework.h"
@@ -51,6 +53,9 @@ struct StepBreakdowns {
   StepParts host{};          // summed over the counted steps
   int64_t device_busy = -1;  // summed over the counted steps (-1: no device activity)
   StepParts device_idle{};
+  // The compute part of the counted steps by op (the op whose own time it is,
+  // on the step's thread), largest first: the ops that bound a compute-bound step.
+  std::vector<std::pair<std::string, int64_t>> compute_ops;
   // Counted steps' time by part, per step (mean), for findings.
   double PerStep(StepPart p) const;
   double Pct(StepPart p) const;  // of the counted steps' time

@@ -138,6 +138,15 @@ class TrainingSection : public Section {
       out += fmt::format("    {:<11} {:>11} {:>6.1f}%  {}\n", analysis::StepPartName(p),
                          FormatDuration(static_cast<int64_t>(b_.PerStep(p))), b_.Pct(p), PartMeaning(p));
     }
+    // A step that is mostly the ops' own work: which ops bound it.
+    if (b_.Pct(analysis::StepPart::kCompute) >= 50 && !b_.compute_ops.empty()) {
+      out += fmt::format("  compute-bound: {:.0f}% of the step inside ops; the ops doing it:",
+                         b_.Pct(analysis::StepPart::kCompute));
+      for (size_t i = 0; i < b_.compute_ops.size() && i < 4; ++i)
+        out += fmt::format("{} {} {:.0f}%", i ? "," : "", b_.compute_ops[i].first,
+                           100.0 * static_cast<double>(b_.compute_ops[i].second) / static_cast<double>(b_.counted_ns));
+      out += " (of the step)\n";
+    }
     if (b_.device_busy < 0) return;
     double busy = 100.0 * static_cast<double>(b_.device_busy) / static_cast<double>(b_.counted_ns);
     out += fmt::format("  device busy {:.1f}% of the step; idle {:.1f}% while the thread was in:", busy, 100 - busy);
@@ -189,6 +198,10 @@ class TrainingSection : public Section {
       j["device_busy_ns"] = b_.device_busy;
       j["device_idle_ns"] = PartsJson(b_.device_idle);
     }
+    json ops = json::array();
+    for (size_t i = 0; i < b_.compute_ops.size() && i < 10; ++i)
+      ops.push_back({{"name", b_.compute_ops[i].first}, {"ns", b_.compute_ops[i].second}});
+    j["compute_ops"] = ops;
     return j;
   }
 
