@@ -594,12 +594,42 @@ struct Allocation {
   recorder::ExternalStream* stream;
   uint64_t address;
   uint64_t bytes;
+  bool freed = false;  // the free was emitted at the program's last release (under g_alloc_mu)
 };
 
-void CL_CALLBACK OnMemDestroyed(cl_mem, void* user) {
+// Live buffers by handle. The free is emitted when the program releases its
+// last reference (the driver may destroy the object later, on its own thread,
+// even after the program has exited and the recording has ended: PoCL did, and
+// a buffer's free went missing); the destructor callback is the fallback when
+// the driver still held references of its own then.
+std::mutex g_alloc_mu;
+std::unordered_map<cl_mem, Allocation*> g_allocs;  // under g_alloc_mu
+
+void CL_CALLBACK OnMemDestroyed(cl_mem m, void* user) {
   auto* a = static_cast<Allocation*>(user);
-  if (On()) accel::EmitMemory(a->stream, MonoNow(), 0, a->address, a->bytes, accel::MemoryOp::kFree, MemoryKind::kDevice);
+  bool freed;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    g_allocs.erase(m);
+    freed = a->freed;
+  }
+  if (!freed && On())
+    accel::EmitMemory(a->stream, MonoNow(), 0, a->address, a->bytes, accel::MemoryOp::kFree, MemoryKind::kDevice);
   delete a;
+}
+
+// Before the program's clReleaseMemObject: when it drops the last reference,
+// the buffer is gone for the program now.
+void ReleasingMemObject(cl_mem m) {
+  if (!m || !On()) return;
+  cl_uint refs = 0;
+  if (g_next->clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, nullptr) != CL_SUCCESS || refs != 1) return;
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  auto it = g_allocs.find(m);
+  if (it == g_allocs.end() || it->second->freed) return;
+  Allocation* a = it->second;
+  accel::EmitMemory(a->stream, MonoNow(), 0, a->address, a->bytes, accel::MemoryOp::kFree, MemoryKind::kDevice);
+  a->freed = true;
 }
 
 void RecordAllocation(cl_context ctx, cl_mem m, uint64_t bytes) {
@@ -609,7 +639,15 @@ void RecordAllocation(cl_context ctx, cl_mem m, uint64_t bytes) {
   auto address = reinterpret_cast<uint64_t>(m);
   accel::EmitMemory(d->memory_stream, MonoNow(), 0, address, bytes, accel::MemoryOp::kAllocate, MemoryKind::kDevice);
   auto* a = new Allocation{d->memory_stream, address, bytes};
-  if (g_next->clSetMemObjectDestructorCallback(m, OnMemDestroyed, a) != CL_SUCCESS) delete a;
+  {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    g_allocs[m] = a;
+  }
+  if (g_next->clSetMemObjectDestructorCallback(m, OnMemDestroyed, a) != CL_SUCCESS) {
+    std::lock_guard<std::mutex> lock(g_alloc_mu);
+    g_allocs.erase(m);
+    delete a;
+  }
 }
 
 std::mutex g_svm_mu;
@@ -779,6 +817,7 @@ cl_mem CL_API_CALL W_clCreateImageWithProperties(cl_context ctx, const cl_mem_pr
 }
 
 cl_int CL_API_CALL W_clReleaseMemObject(cl_mem m) {
+  ReleasingMemObject(m);
   return ApiCall<cl_int>(k_clReleaseMemObject, [&] { return g_next->clReleaseMemObject(m); });
 }
 
