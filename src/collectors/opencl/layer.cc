@@ -36,7 +36,8 @@ using accel::SyncType;
 #define STRATA_CL_APIS(X)                                                                                   \
   X(clCreateContext) X(clCreateContextFromType) X(clCreateCommandQueue) X(clCreateCommandQueueWithProperties) \
   X(clReleaseCommandQueue) X(clCreateBuffer) X(clCreateBufferWithProperties) X(clCreateSubBuffer)           \
-  X(clCreateImage) X(clCreateImageWithProperties) X(clReleaseMemObject) X(clSVMAlloc) X(clSVMFree)          \
+  X(clCreateImage) X(clCreateImageWithProperties) X(clRetainMemObject) X(clReleaseMemObject) X(clSVMAlloc)  \
+  X(clSVMFree)                                                                                              \
   X(clCreateProgramWithSource) X(clCreateProgramWithBinary) X(clCreateProgramWithIL) X(clBuildProgram)      \
   X(clCompileProgram) X(clLinkProgram) X(clCreateKernel) X(clCreateKernelsInProgram) X(clCloneKernel)       \
   X(clWaitForEvents) X(clFlush) X(clFinish) X(clEnqueueNDRangeKernel) X(clEnqueueTask)                      \
@@ -594,7 +595,8 @@ struct Allocation {
   recorder::ExternalStream* stream;
   uint64_t address;
   uint64_t bytes;
-  bool freed = false;  // the free was emitted at the program's last release (under g_alloc_mu)
+  int64_t program_refs = 1;  // the program's own references: create, retains, releases (under g_alloc_mu)
+  bool freed = false;        // the free was emitted at the program's last release (under g_alloc_mu)
 };
 
 // Live buffers by handle. The free is emitted when the program releases its
@@ -618,18 +620,22 @@ void CL_CALLBACK OnMemDestroyed(cl_mem m, void* user) {
   delete a;
 }
 
-// Before the program's clReleaseMemObject: when it drops the last reference,
-// the buffer is gone for the program now.
+// The program's own reference count of a buffer (the driver's count includes
+// references of its own: kernels holding their arguments, pending commands).
+// When the program drops its last reference, the buffer is gone for it now.
+void RetainingMemObject(cl_mem m) {
+  std::lock_guard<std::mutex> lock(g_alloc_mu);
+  if (auto it = g_allocs.find(m); it != g_allocs.end()) ++it->second->program_refs;
+}
+
 void ReleasingMemObject(cl_mem m) {
-  if (!m || !On()) return;
-  cl_uint refs = 0;
-  if (g_next->clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, nullptr) != CL_SUCCESS || refs != 1) return;
+  if (!m) return;
   std::lock_guard<std::mutex> lock(g_alloc_mu);
   auto it = g_allocs.find(m);
-  if (it == g_allocs.end() || it->second->freed) return;
+  if (it == g_allocs.end() || it->second->freed || --it->second->program_refs > 0) return;
   Allocation* a = it->second;
-  accel::EmitMemory(a->stream, MonoNow(), 0, a->address, a->bytes, accel::MemoryOp::kFree, MemoryKind::kDevice);
   a->freed = true;
+  if (On()) accel::EmitMemory(a->stream, MonoNow(), 0, a->address, a->bytes, accel::MemoryOp::kFree, MemoryKind::kDevice);
 }
 
 void RecordAllocation(cl_context ctx, cl_mem m, uint64_t bytes) {
@@ -814,6 +820,12 @@ cl_mem CL_API_CALL W_clCreateImageWithProperties(cl_context ctx, const cl_mem_pr
   });
   if (m && On()) RecordAllocation(ctx, m, ImageAllocationBytes(m));
   return m;
+}
+
+cl_int CL_API_CALL W_clRetainMemObject(cl_mem m) {
+  cl_int rc = ApiCall<cl_int>(k_clRetainMemObject, [&] { return g_next->clRetainMemObject(m); });
+  if (rc == CL_SUCCESS) RetainingMemObject(m);
+  return rc;
 }
 
 cl_int CL_API_CALL W_clReleaseMemObject(cl_mem m) {
