@@ -52,6 +52,8 @@ struct FindingsContext {
 void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roofline.cc
 void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
 void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out);  // rules_library.cc
+void AllocationOps(FindingsContext& c, std::vector<Finding>* out);       // rules_memory.cc
+void Memcpy(FindingsContext& c, std::vector<Finding>* out);              // rules_memory.cc
 // Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).
 void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
 void CpuContention(FindingsContext& c, std::vector<Finding>* out);

@@ -310,15 +310,10 @@ class Builder {
       return;
     }
     // CPU ops: the host peaks `strata record` measured.
-    if (t_.manifest_json.empty()) return;
-    nlohmann::json m = nlohmann::json::parse(t_.manifest_json, nullptr, false);
-    if (!m.is_object() || !m.contains("host") || !m["host"].is_object()) return;
-    const auto& h = m["host"];
-    // (json::value() throws on a member of another type: the manifest is a file like any other.)
-    double peak = json_get::Num(h, "peak_flops_f32"), bw = json_get::Num(h, "memory_bandwidth");
-    r_.device = "host";
-    if (h.contains("cpu_model") && h["cpu_model"].is_string()) r_.device = "host: " + h["cpu_model"].get<std::string>();
-    host_roof_ = AddRoof("host fp32", peak, bw);
+    RecordedHost h = RecordedHostPeaks(t_);
+    if (!h.present) return;
+    r_.device = h.cpu_model.empty() ? "host" : "host: " + h.cpu_model;
+    host_roof_ = AddRoof("host fp32", h.peak_flops_f32, h.memory_bandwidth);
     if (host_roof_ >= 0) r_.source = "manifest (host peaks measured by strata record)";
   }
 
@@ -468,5 +463,19 @@ class Builder {
 }  // namespace
 
 RooflineResult Roofline(const model::Trace& t, const RooflineOptions& opt) { return Builder(t, opt).Run(); }
+
+RecordedHost RecordedHostPeaks(const model::Trace& t) {
+  RecordedHost r;
+  if (t.manifest_json.empty()) return r;
+  nlohmann::json m = nlohmann::json::parse(t.manifest_json, nullptr, false);
+  if (!m.is_object() || !m.contains("host") || !m["host"].is_object()) return r;
+  const auto& h = m["host"];
+  r.present = true;
+  // (json::value() throws on a member of another type: the manifest is a file like any other.)
+  r.peak_flops_f32 = json_get::Num(h, "peak_flops_f32");
+  r.memory_bandwidth = json_get::Num(h, "memory_bandwidth");
+  if (h.contains("cpu_model") && h["cpu_model"].is_string()) r.cpu_model = h["cpu_model"].get<std::string>();
+  return r;
+}
 
 }  // namespace strata::analysis

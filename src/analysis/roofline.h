@@ -94,6 +94,16 @@ struct RooflineResult {
 
 RooflineResult Roofline(const model::Trace& t, const RooflineOptions& opt = {});
 
+// The host's peaks `strata record` measured (the manifest's "host"): zeros and
+// "" where absent (another tool's trace, an older recording).
+struct RecordedHost {
+  bool present = false;  // the manifest has a "host" object
+  double peak_flops_f32 = 0;
+  double memory_bandwidth = 0;  // bytes/s, all cores (STREAM triad)
+  std::string cpu_model;
+};
+RecordedHost RecordedHostPeaks(const model::Trace& t);
+
 // Fills intensity, flops_per_s, pct_of_roof and bound of `p` from its flops,
 // bytes and time against `roof` (may be null).
 void ClassifyPoint(RooflinePoint& p, const Roof* roof);

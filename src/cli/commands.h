@@ -27,6 +27,10 @@ struct InstallPaths {
   std::string python_dir;  // the `strata` Python package and import hooks
 };
 InstallPaths FindInstallPaths();
+// Where strata caches what it measured or built on this machine (host peaks,
+// PyTorch observers): $STRATA_CACHE_DIR, else $XDG_CACHE_HOME/strata, else
+// ~/.cache/strata.
+std::string CacheDir();
 
 // The arguments after "--" on strata's command line (the program to record).
 std::vector<std::string>& TrailingCommand();

@@ -16,6 +16,7 @@
 
 #include "base/files.h"
 #include "base/json_get.h"
+#include "cli/commands.h"
 
 namespace strata::cli {
 namespace {
@@ -118,9 +119,7 @@ double MemoryBandwidth(unsigned threads) {
 }
 
 std::string CacheFile(const std::string& key) {
-  const char* xdg = ::secure_getenv("XDG_CACHE_HOME");
-  const char* home = ::secure_getenv("HOME");
-  std::string dir = xdg && *xdg ? std::string(xdg) + "/strata" : std::string(home ? home : "/tmp") + "/.cache/strata";
+  std::string dir = CacheDir();
   size_t h = std::hash<std::string>{}(key);
   return dir + "/host-" + std::to_string(h) + ".json";
 }

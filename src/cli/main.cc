@@ -311,6 +311,13 @@ InstallPaths FindInstallPaths() {
   return p;
 }
 
+std::string CacheDir() {
+  if (const char* d = ::secure_getenv("STRATA_CACHE_DIR"); d && *d) return d;
+  const char* xdg = ::secure_getenv("XDG_CACHE_HOME");
+  const char* home = ::secure_getenv("HOME");
+  return xdg && *xdg ? std::string(xdg) + "/strata" : std::string(home ? home : "/tmp") + "/.cache/strata";
+}
+
 }  // namespace strata::cli
 
 int main(int argc, char** argv) {

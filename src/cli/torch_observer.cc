@@ -89,12 +89,6 @@ bool IsPython(const std::string& argv0) {
   return base.find_first_not_of("0123456789.", 6) == std::string::npos;
 }
 
-std::string CacheRoot() {
-  if (const char* d = ::secure_getenv("STRATA_CACHE_DIR"); d && *d) return d;
-  const char* xdg = ::secure_getenv("XDG_CACHE_HOME");
-  const char* home = ::secure_getenv("HOME");
-  return xdg && *xdg ? std::string(xdg) + "/strata" : std::string(home ? home : "/tmp") + "/.cache/strata";
-}
 
 // The checkout holding scripts/build-torch-observer and the observer's sources:
 // $STRATA_SOURCE_DIR, the one strata was built from, or the folder above a
@@ -153,7 +147,7 @@ TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPath
   std::string key = identity(libtorch) + "|" + identity(paths.lib_dir + "/libstrata.so") + "|" + STRATA_VERSION;
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
-  std::string dir = CacheRoot() + "/torch-observer/" + hex;
+  std::string dir = CacheDir() + "/torch-observer/" + hex;
   std::string lib = dir + "/libstrata_torch.so";
   if (PathExists(lib) && ObserverLibtorch(lib) == libtorch) {
     r.library = lib;
