@@ -140,10 +140,15 @@ std::map<uint32_t, uint64_t> Progress(const std::string& path, int threads) {
 // showed 0 events, babeltrace2 could not open the result, strata.json was stale
 // and an empty strata.json.tmp was left."
 TEST(FaultLoss, FullDiskLossIsCountedAndWhatWasWrittenReads) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a 2 MiB tmpfs (the full-disk reproduction)";
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a 16 MiB tmpfs (the full-disk reproduction)";
   std::string mnt = TempDir("full_disk");
   std::filesystem::create_directories(mnt);
-  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=2m"), 0) << std::strerror(errno);
+  // 16 MiB, not the reproduction's 2: a flush cycle that falls behind (a
+  // loaded machine, ASan) writes a packet of up to 4 MiB per stream
+  // (recorder/flusher.cc kMaxPendingBytes), so on 2 MiB the emitters' first
+  // packets could both be refused and nothing would be left to read back. The
+  // two emitters write ~58 MB, so the disk still fills.
+  ASSERT_EQ(::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m"), 0) << std::strerror(errno);
   struct Unmount {
     std::string dir;
     ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
@@ -151,7 +156,7 @@ TEST(FaultLoss, FullDiskLossIsCountedAndWhatWasWrittenReads) {
   std::string trace = mnt + "/trace";
   constexpr uint64_t kEvents = 3'000'000;
   // (--no-os: the OS level's streams would otherwise race the emitters for the
-  // 2 MB, and on a loaded machine fill it before the emitters' first flush.)
+  // room, and on a loaded machine fill it before the emitters' first flush.)
   auto r = Record(trace, {TestProgram("emitter"), "2", std::to_string(kEvents), "--exit-code", "3"}, {"--no-os"});
   // The program's exit status is kept, and the loss is said at the end.
   EXPECT_EQ(r.exit_code, 3) << r.err;
