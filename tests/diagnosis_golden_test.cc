@@ -45,12 +45,18 @@ json Diagnosis(const model::Trace& t) {
     cp.push_back({{"step", p.step}, {"length_ns", p.end - p.start}, {"segments", p.segments.size()}, {"items", items}});
   }
   json findings = json::array();
-  for (const auto& f : analysis::Diagnose(t)) {
+  analysis::ReplayCheck check;
+  for (const auto& f : analysis::Diagnose(t, {}, &check)) {
     std::vector<std::string> involved(f.involved.begin(), f.involved.begin() + std::min<size_t>(5, f.involved.size()));
     findings.push_back({{"category", f.category}, {"title", f.title}, {"involved", involved},
                         {"estimated_gain_pct", Round(f.estimated_gain_pct, 0.1)}});
   }
-  return {{"critical_path", cp}, {"findings", findings}};
+  // The what-if replay of the unchanged steps reproduces them: every gain is
+  // relative to it.
+  json replay = {{"steps", check.steps}, {"replayed_step_ns", Round(check.replayed_ns, 1)},
+                 {"error_pct", Round(check.error_pct, 0.1)}};
+  std::fprintf(stderr, "replay: %s\n", replay.dump().c_str());
+  return {{"critical_path", cp}, {"findings", findings}, {"replay", replay}};
 }
 
 class DiagnosisGolden : public ::testing::TestWithParam<std::string> {};

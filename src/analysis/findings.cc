@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 
@@ -55,7 +56,18 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     if (track == UINT32_MAX) track = MainHostThread(t);
     w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true});
   }
-  breakdown = BreakdownWindows(t, w);
+  std::vector<std::vector<HostInterval>> timelines;
+  breakdown = BreakdownWindows(t, w, &timelines);
+  replay = std::make_unique<Replay>(t, w, timelines);
+}
+
+ReplayResult FindingsContext::Replayed(Finding* f, const ReplayFix& fix) const {
+  ReplayResult r = replay->Run(fix);
+  f->estimated_gain_pct = std::max(0.0, r.GainPct());
+  f->step_after_ns = r.StepAfterNs();
+  f->metrics.push_back({"replayed_step_ns", r.baseline_ns});
+  f->metrics.push_back({"replayed_step_after_ns", r.fixed_ns});
+  return r;
 }
 
 int FindingsContext::WindowOf(int64_t ts) const {
@@ -133,12 +145,14 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // Loading in background workers overlaps with the rest of the step: the step
   // then takes max(loading, rest), so a fix saves min(loading, rest).
   double rest = c.step_ns - per_step;
-  double gain = c.Pct(std::min(per_step, std::max(0.0, rest)));
   // Loading already in worker processes (PyTorch's multiprocessing iterator):
   // what is left is the workers not keeping up, or the batches' transfer.
   bool workers = false;
   for (auto& [n, v] : by_name) workers = workers || Contains(n, "MultiProcessing");
   Finding f;
+  ReplayFix fix;
+  fix.Overlap(StepPart::kInput);
+  c.Replayed(&f, fix);
   f.category = "input_pipeline";
   f.title = fmt::format("The training loop waits for its input: {:.0f}% of each step loads data", pct);
   f.evidence = fmt::format("{} of the {} mean step is spent inside data loading on the step's thread, {} ({} steps "
@@ -147,9 +161,8 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                            workers ? "waiting for batches from the loader's worker processes"
                                    : "in line with the model's work instead of beside it",
                            c.steps);
-  f.metrics = {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}};
+  f.metrics.insert(f.metrics.begin(), {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}});
   for (auto& [n, v] : by_name) f.involved.push_back(n);
-  f.estimated_gain_pct = gain;
   f.what_if = fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes the longer "
                           "of the two",
                           Ms(per_step), Ms(std::max(0.0, rest)));
@@ -244,6 +257,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   for (const Call& k : calls)
     if (tiny.count(sl.name[k.slice])) loop_of_call[k.slice] = {k.window, sl.track[k.slice], k.scope};
   std::map<std::tuple<int, uint32_t, int32_t>, std::pair<double, double>> backward_of_loop;  // (nodes, ns)
+  std::map<size_t, std::tuple<int, uint32_t, int32_t>> node_loop;  // backward node -> the loop of its forward call
   double backward_large_ns = 0;  // of nodes too long to count as dispatch in the breakdown
   for (size_t r = 0; r < c.t.ops.size(); ++r) {
     if (c.t.ops.scope[r] != model::OpScope::kBackward || c.t.ops.forward[r] == model::kNone) continue;
@@ -261,6 +275,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     auto it = loop_of_call.find(f);
     if (it == loop_of_call.end()) continue;
     auto& [n, ns] = backward_of_loop[it->second];
+    node_loop[node] = it->second;
     n += 1;
     ns += static_cast<double>(sl.dur[node]);
     if (sl.dur[node] >= kTiny) backward_large_ns += static_cast<double>(sl.dur[node]);
@@ -269,8 +284,10 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   std::map<std::tuple<int, uint32_t, int32_t>, std::set<model::StringId>> names_of_loop;
   for (const Call& k : calls)
     if (tiny.count(sl.name[k.slice])) names_of_loop[{k.window, sl.track[k.slice], k.scope}].insert(sl.name[k.slice]);
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> loop_ranges(c.windows.size());
   for (auto& [key, l] : loops) {
     if (l.calls < kMinLoop) continue;
+    loop_ranges[static_cast<size_t>(std::get<0>(key))].emplace_back(l.first, l.last);
     double span = static_cast<double>(l.last - l.first);
     for (auto [b, e] : large[{std::get<0>(key), std::get<1>(key)}])
       span -= static_cast<double>(std::max<int64_t>(0, std::min(e, l.last) - std::max(b, l.first)));
@@ -308,11 +325,36 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     per_step_loop_ns = std::min(per_step_loop_ns, c.breakdown.PerStep(StepPart::kDispatch) + c.PerStep(backward_large_ns));
   double pct = c.Pct(per_step_loop_ns);
   if (per_step_count < 100 || pct < 10) return;
-  // What-if: vectorizing turns each loop into one call per distinct op on the
-  // whole tensor (and one autograd node each): the per-call costs of the
-  // others go, and the host code between them; the arithmetic stays.
-  double gain = c.Pct(std::max(0.0, per_step_loop_ns - c.PerStep(residual_ns)));
+  // What-if, replayed: vectorizing turns each loop into one call per distinct
+  // op on the whole tensor (and one autograd node each): the per-call costs of
+  // the others go, and the host code between them; the arithmetic stays. The
+  // loops' framework and program time (and their autograd nodes) shrink by
+  // what vectorizing removes; the device work they launch stays.
+  std::set<int32_t> nodes;
+  for (const auto& [node, key] : node_loop)
+    if (loops[key].calls >= kMinLoop) nodes.insert(static_cast<int32_t>(node));
+  auto selected = [&c, &loop_ranges, &nodes](const ReplayStep& st, const ReplayPiece& p) {
+    for (int32_t s = p.slice; s != model::kNone; s = c.t.slices.parent[static_cast<size_t>(s)])
+      if (nodes.count(s)) return true;
+    if (p.part != StepPart::kDispatch && p.part != StepPart::kPython && p.part != StepPart::kAllocation &&
+        p.part != StepPart::kCopy)
+      return false;
+    for (auto [a, b] : loop_ranges[st.window])
+      if (p.start < b && p.start + p.dur > a) return true;
+    return false;
+  };
+  double selected_ns = 0;
+  for (const ReplayStep& st : c.replay->steps())
+    for (const ReplayPiece& p : st.pieces)
+      if (selected(st, p)) selected_ns += static_cast<double>(p.own);
+  double cut = std::max(0.0, per_step_loop_ns - c.PerStep(residual_ns)) * static_cast<double>(c.replay->steps().size());
+  double keep = selected_ns > 0 ? std::clamp(1 - cut / selected_ns, 0.0, 1.0) : 1.0;
+  ReplayFix fix;
+  fix.host = [selected, keep](const ReplayStep& st, const ReplayPiece& p) {
+    return selected(st, p) ? static_cast<double>(p.own) * keep : static_cast<double>(p.own);
+  };
   Finding f;
+  double gain = c.Replayed(&f, fix).GainPct();
   f.category = "dispatch_overhead";
   f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
   f.evidence = fmt::format("{:.0f} op calls per step typically shorter than {} each (mean {}), issued one after the other in "
@@ -322,17 +364,16 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
                            per_step_count, Us(kTiny), Us(tiny_count > 0 ? tiny_ns / tiny_count : 0), N(c.PerStep(nloops)),
                            Ms(per_step_ops_ns), Ms(per_step_loop_ns), N(c.PerStep(backward_nodes)), Ms(c.step_ns),
                            c.PerStep(ops));
-  f.metrics = {{"tiny_ops_per_step", per_step_count},
+  f.metrics.insert(f.metrics.begin(), {{"tiny_ops_per_step", per_step_count},
                {"tiny_op_ns_per_step", per_step_ops_ns},
                {"backward_nodes_per_step", c.PerStep(backward_nodes)},
                {"backward_node_ns_per_step", c.PerStep(backward_ns)},
                {"tiny_op_loop_ns_per_step", per_step_loop_ns},
-               {"step_ns", c.step_ns}};
+               {"step_ns", c.step_ns}});
   std::vector<std::pair<double, std::string>> top;
   for (auto& [n, v] : by_name) top.emplace_back(v, n);
   std::sort(top.rbegin(), top.rend());
   for (size_t k = 0; k < top.size() && k < 8; ++k) f.involved.push_back(top[k].second);
-  f.estimated_gain_pct = gain;
   f.what_if = fmt::format("each of the {} loops per step as one call per distinct op on the whole tensor: {} of calls, "
                           "host code between them and their autograd nodes become {}",
                           N(c.PerStep(nloops)), Ms(per_step_loop_ns), Ms(c.PerStep(residual_ns)));
@@ -374,6 +415,8 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // Each step's last sync (by its return): the one a step needs to hand its
   // result to the host (loss.item() for the log); the others are removable.
   std::vector<std::pair<int64_t, int64_t>> last(c.windows.size(), {INT64_MIN, 0});  // (return, blocked)
+  std::vector<int32_t> last_slice(c.windows.size(), model::kNone);
+  std::set<int32_t> outermost;  // the program's sync points in the steps
   for (size_t i = 0; i < sl.size(); ++i) {
     if (model::IsDeviceKind(sl.kind[i]) || !IsSyncSlice(c.t, i, flags)) continue;
     int w = c.WindowOf(sl.ts[i]);
@@ -388,8 +431,12 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     count += 1;
     blocked += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
+    outermost.insert(static_cast<int32_t>(i));
     int64_t ret = sl.end(i);
-    if (ret > last[static_cast<size_t>(w)].first) last[static_cast<size_t>(w)] = {ret, sl.dur[i]};
+    if (ret > last[static_cast<size_t>(w)].first) {
+      last[static_cast<size_t>(w)] = {ret, sl.dur[i]};
+      last_slice[static_cast<size_t>(w)] = static_cast<int32_t>(i);
+    }
     // The device is idle at the return when no activity spans it; it ran dry
     // when the last one before it ended (or when the sync began, if later).
     auto it = std::upper_bound(merged.begin(), merged.end(), ret,
@@ -434,9 +481,18 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   double device_floor = c.PerStep(device_busy);
   double saved = host_floor >= device_floor ? c.PerStep(removable)  // host-bound: its blocked time
                                             : std::min(idle, std::max(0.0, c.step_ns - device_floor));
-  double gain = c.Pct(saved);
-  if (gain < 1) return;
+  if (c.Pct(saved) < 1) return;
+  // The what-if, replayed: the waits inside the removable syncs dropped (the
+  // host goes on at once; the device work stays queued).
+  for (int32_t s : last_slice) outermost.erase(s);
+  ReplayFix fix;
+  fix.drop_wait = [&c, &outermost](const ReplayStep&, const ReplayPiece& p) {
+    for (int32_t s = p.slice; s != model::kNone; s = c.t.slices.parent[static_cast<size_t>(s)])
+      if (outermost.count(s)) return true;
+    return false;
+  };
   Finding f;
+  double gain = c.Replayed(&f, fix).GainPct();
   f.category = "host_sync";
   f.title = host_floor >= device_floor
                 ? fmt::format("{} host synchronizations per step: the host waits {:.0f}% of the step for the device",
@@ -449,14 +505,13 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
                            "step would take the longer of the host's unblocked time ({}) and the device's ({}).",
                            Ms(c.PerStep(blocked)), Ms(c.PerStep(removable)), N(c.PerStep(counted)), Ms(idle),
                            Ms(c.step_ns), Ms(host_floor), Ms(device_floor));
-  f.metrics = {{"syncs_per_step", per_step_syncs},
+  f.metrics.insert(f.metrics.begin(), {{"syncs_per_step", per_step_syncs},
                {"draining_syncs_per_step", c.PerStep(counted)},
                {"blocked_ns_per_step", c.PerStep(blocked)},
                {"removable_blocked_ns_per_step", c.PerStep(removable)},
                {"device_idle_after_sync_ns_per_step", idle},
-               {"device_busy_ns_per_step", c.PerStep(device_busy)}};
+               {"device_busy_ns_per_step", c.PerStep(device_busy)}});
   for (auto& [n, v] : by_name) f.involved.push_back(n);
-  f.estimated_gain_pct = gain;
   f.what_if = host_floor >= device_floor
                   ? fmt::format("the host no longer blocks in the syncs other than the step's last ({} per step); the "
                                 "host bounds the step (device busy {})",
@@ -483,7 +538,15 @@ void Communication(FindingsContext& c, std::vector<Finding>* out) {
   f.title = fmt::format("Collective communication is exposed on the critical path: {:.0f}% of the step", pct);
   f.evidence = fmt::format("{} per step of communication kernels are not overlapped by computation.", Ms(per_step));
   f.metrics = {{"exposed_communication_ns_per_step", per_step}};
-  f.estimated_gain_pct = 0.6 * pct;
+  // Replayed: 60% of each collective hidden behind the backward pass.
+  const model::Trace& t = c.t;
+  ReplayFix fix;
+  fix.device = [&t](const ReplayStep&, const ReplayTask& task) {
+    double d = static_cast<double>(task.dur);
+    return ClassifyByName(t.strings.Get(t.slices.name[t.device.slice[task.row]])) == WorkType::kCommunication ? 0.4 * d : d;
+  };
+  c.Replayed(&f, fix);
+  f.what_if = "60% of each collective overlapped with the backward pass (bucketed all-reduce on its own stream)";
   f.suggestion = "Overlap communication with the backward pass (DDP gradient bucketing: tune bucket_cap_mb, "
                  "gradient_as_bucket_view), launch collectives on a separate stream, compress or reduce gradients less "
                  "often (gradient accumulation).";
@@ -560,12 +623,26 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
                                         Ms(c.step_ns), b.counted);
   f.metrics = {{"device_idle_pct", idle_pct}, {"idle_pct_while_" + std::string(StepPartName(part)), part_pct}};
   f.involved.push_back(StepPartName(part));
-  // Until the step is replayed with the fix (what-if), half of that idle time:
-  // the host work moved off the critical path still has to run somewhere.
-  f.estimated_gain_pct = 0.5 * part_pct;
-  f.what_if = fmt::format("half of the device's idle while the host {} ({:.0f}% of the step) overlapped with device "
-                          "work (not replayed)",
-                          cause.doing, part_pct);
+  // Replayed with the cause's fix. Work that can move off the step's thread
+  // (producing input, the program's own code, file I/O: a worker or a
+  // background thread) runs beside the rest of the step, which then takes the
+  // longer of the two. Work that must stay (launching, allocating, copying,
+  // waiting) is cut by the time the device idled during it (CUDA graphs, a
+  // warm allocator, asynchronous copies fill that idle with device work).
+  double idle_ns = static_cast<double>(b.device_idle[top]) / static_cast<double>(b.counted);
+  bool moves = part == StepPart::kInput || part == StepPart::kPython || part == StepPart::kIo;
+  if (moves) {
+    ReplayFix fix;
+    fix.Overlap(part);
+    c.Replayed(&f, fix);
+    f.what_if = fmt::format("the host's work while it {} ({} per step with the device idle) moved off the step's "
+                            "thread, beside the rest of the step",
+                            cause.doing, Ms(idle_ns));
+  } else {
+    c.Replayed(&f, ReduceParts({{{part}, idle_ns}}, c.replay->steps()));
+    f.what_if = fmt::format("the host's time while it {} with the device idle ({} per step) overlapped with device work",
+                            cause.doing, Ms(idle_ns));
+  }
   f.suggestion = cause.suggestion;
   out->push_back(std::move(f));
 }
@@ -580,10 +657,12 @@ void Placement(FindingsContext& c, std::vector<Finding>* out) {
                                                       "aten::convolution"};
   double ns = 0;
   std::set<std::string> names;
+  auto ops = std::make_shared<std::set<int32_t>>();
   for (size_t i = 0; i < sl.size(); ++i) {
     if (sl.kind[i] != model::SliceKind::kOp || (flags[i] & kLaunches) || !kCompute.count(c.Name(i)) || !c.InSteps(i))
       continue;
     ns += static_cast<double>(sl.dur[i]);
+    ops->insert(static_cast<int32_t>(i));
     names.insert(std::string(c.Name(i)));
   }
   double pct = c.Pct(c.PerStep(ns));
@@ -594,7 +673,16 @@ void Placement(FindingsContext& c, std::vector<Finding>* out) {
   f.evidence = fmt::format("{} per step in matrix/convolution ops that launched no device work.", Ms(c.PerStep(ns)));
   f.metrics = {{"host_compute_ns_per_step", c.PerStep(ns)}};
   f.involved.assign(names.begin(), names.end());
-  f.estimated_gain_pct = 0.8 * pct;
+  // Replayed: the ops' host time a fifth of what it was (their kernels would
+  // run on the device; the launches stay).
+  ReplayFix fix;
+  fix.host = [&sl, ops](const ReplayStep&, const ReplayPiece& p) {
+    for (int32_t s = p.slice; s != model::kNone; s = sl.parent[static_cast<size_t>(s)])
+      if (ops->count(s)) return 0.2 * static_cast<double>(p.own);
+    return static_cast<double>(p.own);
+  };
+  c.Replayed(&f, fix);
+  f.what_if = "the matrix and convolution ops run on the device: their host time a fifth of what it was";
   f.suggestion = "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device); "
                  "check for tensors created on the CPU by default inside the model.";
   out->push_back(std::move(f));
@@ -602,8 +690,12 @@ void Placement(FindingsContext& c, std::vector<Finding>* out) {
 
 }  // namespace
 
-std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt) {
+std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt, ReplayCheck* check) {
   FindingsContext c(t, opt);
+  if (check != nullptr) {
+    ReplayResult r = c.replay->Run({});
+    *check = {r.steps, r.measured_ns, r.baseline_ns, c.replay->BaselineErrorPct()};
+  }
   std::vector<Finding> out;
   if (c.steps == 0 || c.step_ns <= 0) return out;
   InputPipeline(c, &out);

@@ -46,6 +46,14 @@ struct DiagnosisOptions {
   double min_gain_pct = 2.0;      // findings below this are not reported
 };
 
-std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt = {});
+// How well the what-if replay (analysis/replay.h) reproduces the measured
+// steps with no fix applied: what every finding's gain is relative to.
+struct ReplayCheck {
+  size_t steps = 0;
+  double measured_ns = 0, replayed_ns = 0;  // mean step
+  double error_pct = 0;                     // mean |replayed - measured| / measured per step
+};
+
+std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt = {}, ReplayCheck* check = nullptr);
 
 }  // namespace strata::analysis

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <vector>
 
 #include "analysis/critical_path.h"
 #include "analysis/findings.h"
+#include "analysis/replay.h"
 #include "analysis/step_breakdown.h"
 #include "model/trace.h"
 
@@ -35,6 +37,11 @@ struct FindingsContext {
   // The measured steps' time by part (analysis/step_breakdown.h): what a rule
   // may claim of its part.
   StepBreakdowns breakdown;
+  // The measured steps' dependency graphs, for the what-if of each finding.
+  std::unique_ptr<Replay> replay;
+  // Sets the finding's gain to what replaying the steps with the fix predicts
+  // (and says so in its metrics); returns the replay's figures.
+  ReplayResult Replayed(Finding* f, const ReplayFix& fix) const;
 
   // Index of the window containing ts, or -1.
   int WindowOf(int64_t ts) const;

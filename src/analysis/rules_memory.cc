@@ -187,20 +187,24 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
   }
   for (auto& [n, v] : op_names)
     if (std::find(f.involved.begin(), f.involved.end(), n) == f.involved.end()) f.involved.push_back(n);
-  f.metrics = {{"allocation_ns_per_step", on_path},
+  // What-if, replayed: reusing a preallocated buffer removes the allocation,
+  // the page mapping, the first touch and the unmapping (outside the
+  // allocation ops: wherever the program dropped the last reference); a fill
+  // the program needs stays, on warm memory.
+  c.Replayed(&f, ReduceParts({{{StepPart::kAllocation},
+                               std::max(0.0, on_path + sys_ns + free_ns - fill_ns),
+                               {StepPart::kPython, StepPart::kIo, StepPart::kIdle, StepPart::kDispatch, StepPart::kCompute}}},
+                             c.replay->steps()));
+  f.metrics.insert(f.metrics.begin(), {{"allocation_ns_per_step", on_path},
                {"allocation_op_ns_per_step", c.PerStep(op_ns)},
                {"allocator_syscall_ns_per_step", sys_ns},
                {"page_faults_per_step", faults},
                {"allocations_per_step", c.PerStep(static_cast<double>(a.allocs))},
                {"bytes_allocated_per_step", c.PerStep(static_cast<double>(a.bytes))},
                {"temporaries_per_step", c.PerStep(static_cast<double>(a.temporaries))},
-               {"temporary_bytes_per_step", temp_bytes}};
+               {"temporary_bytes_per_step", temp_bytes}});
   f.metrics.push_back({"free_ns_per_step", free_ns});
   f.metrics.push_back({"refill_ns_per_step", fill_ns});
-  // What-if: reusing a preallocated buffer removes the allocation, the page
-  // mapping, the first touch and the unmapping; a fill the program needs stays,
-  // on warm memory.
-  f.estimated_gain_pct = c.Pct(std::max(0.0, on_path + sys_ns + free_ns - fill_ns));
   f.what_if = fmt::format("buffers kept across steps: {} of allocation and first touch, {} of mapping and unmapping "
                           "become a refill of {} on warm memory ({} at {:.1f} GB/s)",
                           Ms(on_path), Ms(sys_ns + free_ns), MiB(fill_bytes), Ms(fill_ns), bandwidth / 1e9);
@@ -271,17 +275,42 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
                {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)},
                {"pageable_bandwidth_bytes_per_s", pageable_bw}, {"pinned_bandwidth_bytes_per_s", pinned}};
+  const model::Trace& t = c.t;
   // Pageable copies: what pinning saves, capped by the copies' time on the path.
   // Pinned ones already: asynchronous copies on a side stream can hide about
   // half of what is on the path behind compute.
   if (pageable > 0 && saved > 0) {
-    f.estimated_gain_pct = c.Pct(std::min(c.PerStep(saved), per_step));
+    // Replayed: each pageable copy at the pinned bandwidth of its direction,
+    // and asynchronous (its call no longer waits for it).
+    auto pageable_row = [&t](uint32_t row) {
+      return t.device.pinned[row] == 0 && t.slices.kind[t.device.slice[row]] == model::SliceKind::kMemcpy;
+    };
+    ReplayFix fix;
+    fix.device = [&t, &pinned_bw, pageable_row](const ReplayStep&, const ReplayTask& task) {
+      double d = static_cast<double>(task.dur);
+      if (!pageable_row(task.row)) return d;
+      auto it = pinned_bw.find(t.device.copy_kind[task.row]);
+      if (it == pinned_bw.end() || it->second <= 0) return d;
+      return std::min(d, static_cast<double>(t.device.bytes[task.row]) / it->second * 1e9);
+    };
+    fix.drop_wait = [pageable_row](const ReplayStep& st, const ReplayPiece& p) {
+      return p.wait == ReplayPiece::kWaitTask && pageable_row(st.tasks[static_cast<size_t>(p.wait_task)].row);
+    };
+    c.Replayed(&f, fix);
     f.what_if = fmt::format("the {} of pageable copies per step from pinned memory at {:.1f} GB/s ({}) instead of {:.1f} "
                             "GB/s: {} less per step",
                             MiB(c.PerStep(pageable_bytes)), pinned / 1e9, measured ? "measured in this trace" : "the link's typical",
                             pageable_bw / 1e9, Ms(std::min(c.PerStep(saved), per_step)));
   } else {
-    f.estimated_gain_pct = 0.5 * pct;
+    // Replayed: asynchronous copies, overlapped with compute on a side stream,
+    // hide about half of their time.
+    ReplayFix fix;
+    fix.device = [&t](const ReplayStep&, const ReplayTask& task) {
+      double d = static_cast<double>(task.dur);
+      return t.slices.kind[t.device.slice[task.row]] == model::SliceKind::kMemcpy ? 0.5 * d : d;
+    };
+    fix.drop_wait = [](const ReplayStep&, const ReplayPiece& p) { return p.wait == ReplayPiece::kWaitTask; };
+    c.Replayed(&f, fix);
     f.what_if = "asynchronous copies on a side stream hide about half of the copy time on the critical path";
   }
   f.suggestion = "Use pinned host memory (pin_memory=True) and non-blocking copies (tensor.to(device, non_blocking=True)) "

@@ -148,7 +148,11 @@ void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
                {"bytes_per_step", step_bytes},
                {"step_ns", c.step_ns}};
   for (auto& [n, k] : by_name) f.involved.push_back(n);
-  f.estimated_gain_pct = pct;
+  // Replayed: the calls and the loop issuing them (the program's code between
+  // them) cut to what the same bytes in large blocks would take.
+  double io_cut = std::max(0.0, c.step_ns * pct / 100);
+  c.Replayed(&f, ReduceParts({{{StepPart::kIo}, io_cut, {StepPart::kInput, StepPart::kPython, StepPart::kIdle}}},
+                             c.replay->steps()));
   f.suggestion = "Read and write in large blocks: open files with a buffer (Python: open(path, 'rb') with the default "
                  "or a larger buffering=, not buffering=0 or os.read of a few bytes; C: fread/ifstream or one read() of "
                  "the whole record), read whole records or files at once (np.fromfile, mmap), and batch small writes.";
@@ -222,7 +226,9 @@ void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
   // Without call sizes, what a fix keeps (copying the bytes) is unknown; the
   // per-call cost that dominates small calls goes, in the kernel and in the
   // interpreter's calls.
-  f.estimated_gain_pct = 0.8 * c.Pct(io_ns + issuing_ns);
+  c.Replayed(&f, ReduceParts({{{StepPart::kIo}, 0.8 * io_ns, {StepPart::kInput, StepPart::kPython}},
+                              {{StepPart::kInput, StepPart::kPython}, 0.8 * issuing_ns}},
+                             c.replay->steps()));
   f.what_if = fmt::format("the read path ({}) and the Python lines issuing the calls ({}) as a few large reads: a fifth "
                           "of that time stays (the bytes are still copied)",
                           Ms(io_ns), Ms(issuing_ns));
@@ -393,7 +399,10 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
                {"slow_step_mean_ns", slow_mean}, {"excess_pct", pct}};
   for (size_t k = 0; k < numbers.size() && k < 20; ++k) f.involved.push_back(fmt::format("step {}", numbers[k]));
   if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50)) f.involved.push_back(top_child);
+  // A what-if on the sequence of steps, not on one step's graph: each slow
+  // step at the median.
   f.estimated_gain_pct = pct;
+  f.what_if = fmt::format("each slow step at the median step ({}); the other steps as measured", Ms(p50));
   if (top_state == 1)
     f.suggestion = "The slow steps wait for a CPU: other work preempts the step's thread at times (see the cpu_contention "
                    "finding); give the job dedicated cores.";
@@ -469,7 +478,10 @@ void SlowRank(FindingsContext& c, std::vector<Finding>* out) {
                            all);
   f.metrics = {{"slowest_work_ns", slowest.work}, {"typical_work_ns", typical}, {"processes", static_cast<double>(ranks.size())}};
   f.involved.push_back(ProcessLabel(t, slowest.process));
+  // A what-if across processes: the slowest one's work at the typical.
   f.estimated_gain_pct = pct;
+  f.what_if = fmt::format("the slowest process's work at the others' typical ({}): the rest stop waiting for it",
+                          Ms(typical));
   f.suggestion = "Balance the work across processes: check the straggler's data shard or batch size, its device or host "
                  "(CPU pinning, a slower or shared GPU/node), and its extra duties (logging, checkpointing on rank 0).";
   out->push_back(std::move(f));
@@ -584,7 +596,11 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     if (outside >= 0.05 * runnable)
       f.evidence += fmt::format(" Tasks outside the recording took {:.0f}% of the wait.", 100.0 * outside / runnable);
     f.metrics = metrics(traced);
-    f.estimated_gain_pct = c.Pct(c.PerStep(traced));
+    // Replayed: the step thread no longer waits for its CPU (its off-CPU time first).
+    c.Replayed(&f, ReduceParts({{{StepPart::kIdle},
+                                 c.PerStep(traced),
+                                 {StepPart::kCompute, StepPart::kPython, StepPart::kDispatch, StepPart::kInput}}},
+                               c.replay->steps()));
     f.suggestion = fmt::format(
         "Give the step's thread and {} different cores: fix the CPU affinity (taskset -c, numactl, "
         "os.sched_setaffinity, a container's cpuset) so that they do not share one core, and keep busy threads to the "
@@ -601,7 +617,10 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     f.evidence = waits + fmt::format(" {:.0f}% of the wait went to tasks outside the recording.", 100.0 * outside / runnable);
     f.metrics = metrics(outside);
     f.involved.push_back("(outside the recording)");
-    f.estimated_gain_pct = c.Pct(c.PerStep(outside));
+    c.Replayed(&f, ReduceParts({{{StepPart::kIdle},
+                                 c.PerStep(outside),
+                                 {StepPart::kCompute, StepPart::kPython, StepPart::kDispatch, StepPart::kInput}}},
+                               c.replay->steps()));
     f.suggestion = "Other processes on the machine take the step's CPU: run on dedicated cores or a less loaded machine "
                    "(a cgroup cpuset, the scheduler's exclusive allocation), and keep the job's threads to its cores.";
     out->push_back(std::move(f));

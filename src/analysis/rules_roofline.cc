@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <map>
 #include <set>
 
@@ -53,6 +54,30 @@ double PathShare(FindingsContext& c, const Selected& sel) {
       }
   double on_path = static_cast<double>(c.PathTimeInside([&](size_t s) { return target[s]; }));
   return std::clamp(on_path / sel.time, 0.0, 1.0);
+}
+
+// The what-if of making the selected items faster by `sel.gain` in all: each
+// selected op's own time (CPU) or the kernels it launched (GPU) scaled by the
+// same factor, replayed.
+ReplayFix ScaleSelected(FindingsContext& c, const Selected& sel, std::shared_ptr<std::set<int32_t>> ops) {
+  for (const RooflineItem* it : sel.items) ops->insert(it->slice);
+  double keep = sel.time > 0 ? std::clamp(1 - sel.gain / sel.time, 0.0, 1.0) : 1.0;
+  const model::Trace& t = c.t;
+  auto inside = [&t, ops](int32_t s) {
+    for (; s != model::kNone; s = t.slices.parent[static_cast<size_t>(s)])
+      if (ops->count(s)) return true;
+    return false;
+  };
+  ReplayFix fix;
+  fix.host = [inside, keep](const ReplayStep&, const ReplayPiece& p) {
+    double own = static_cast<double>(p.own);
+    return p.part == StepPart::kCompute && inside(p.slice) ? own * keep : own;
+  };
+  fix.device = [&t, inside, keep](const ReplayStep&, const ReplayTask& task) {
+    double d = static_cast<double>(task.dur);
+    return inside(t.device.launch[task.row]) ? d * keep : d;
+  };
+  return fix;
 }
 
 // The top ops by time among `sel`, as evidence text and `involved` names.
@@ -150,7 +175,7 @@ void ComputeBound(FindingsContext& c, std::vector<Finding>* out) {
                            Ms(c.PerStep(sel.time)), r.device, r.source, r.RoofOf(r.primary)->ridge());
   f.evidence += TopOps(c, r, sel, &f.involved) + ".";
   f.metrics = {{"compute_bound_ns_per_step", c.PerStep(sel.time)}, {"critical_path_share", share}};
-  f.estimated_gain_pct = c.Pct(c.PerStep(sel.gain * share));
+  c.Replayed(&f, ScaleSelected(c, sel, std::make_shared<std::set<int32_t>>()));
   if (faster_any)
     f.suggestion = fmt::format("These ops are limited by arithmetic, not memory: run them on the {} roof ({}): enable "
                                "TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or autocast to bf16/fp16 "
@@ -189,7 +214,7 @@ void MemoryBound(FindingsContext& c, std::vector<Finding>* out) {
                            fmt::format("{:.0f} GB/s", roof->bandwidth / 1e9), r.source);
   f.evidence += TopOps(c, r, sel, &f.involved) + ".";
   f.metrics = {{"memory_bound_ns_per_step", c.PerStep(sel.time)}, {"critical_path_share", share}};
-  f.estimated_gain_pct = c.Pct(c.PerStep(sel.gain * share));
+  c.Replayed(&f, ScaleSelected(c, sel, std::make_shared<std::set<int32_t>>()));
   f.suggestion = "These ops move more bytes than they compute on: fuse chains of elementwise/normalization ops "
                  "(torch.compile, fused optimizers such as foreach/fused=True, fused attention), raise the batch size "
                  "so weights are reused, and keep tensors contiguous in the layout the kernels expect "

@@ -72,10 +72,7 @@ size_t FirstEndingAfter(const Table& tb, size_t lo, size_t hi, int64_t at) {
   return r;
 }
 
-struct Interval {
-  int64_t start, end;
-  StepPart part;
-};
+using Interval = HostInterval;
 
 class StepSweep {
  public:
@@ -155,16 +152,17 @@ class StepSweep {
   // A framework slice's own time.
   void EmitOwn(int64_t a, int64_t b, StepPart p, size_t slice) {
     if (compute_by_op_ != nullptr && p == StepPart::kCompute && b > a) (*compute_by_op_)[t_.slices.name[slice]] += b - a;
-    Emit(a, b, p);
+    Emit(a, b, p, static_cast<int32_t>(slice));
   }
 
-  void Emit(int64_t a, int64_t b, StepPart p) {
+  // Neighbours of the same part and slice merge (the replay needs each slice's pieces apart).
+  void Emit(int64_t a, int64_t b, StepPart p, int32_t slice = kNone) {
     if (b <= a) return;
-    if (!out_.empty() && out_.back().part == p && out_.back().end == a) {
+    if (!out_.empty() && out_.back().part == p && out_.back().slice == slice && out_.back().end == a) {
       out_.back().end = b;
       return;
     }
-    out_.push_back({a, b, p});
+    out_.push_back({a, b, p, slice});
   }
 
   // Time outside any framework slice: the program's code (`base`), split by
@@ -409,8 +407,10 @@ double StepBreakdowns::Pct(StepPart p) const {
   return counted_ns > 0 ? 100.0 * static_cast<double>(host[static_cast<size_t>(p)]) / static_cast<double>(counted_ns) : 0;
 }
 
-StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows) {
+StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows,
+                                std::vector<std::vector<HostInterval>>* timelines) {
   StepBreakdowns out;
+  if (timelines != nullptr) timelines->clear();
   DeviceBusy device = BuildDeviceBusy(t);
   std::vector<uint8_t> flags = HostCallFlags(t);
   // Outermost backward ops per thread (autograd's engine threads run them
@@ -426,7 +426,8 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     for (int32_t p = t.slices.parent[i]; p != kNone && outermost; p = t.slices.parent[static_cast<size_t>(p)])
       outermost = t.slices.kind[static_cast<size_t>(p)] != SliceKind::kOp;
     if (outermost)
-      backward[t.slices.track[i]].push_back({t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute});
+      backward[t.slices.track[i]].push_back(
+          {t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute, kNone});
   }
   std::map<uint32_t, std::vector<Interval>> elsewhere_of;
   std::map<model::StringId, int64_t> compute_by_op;
@@ -460,6 +461,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       DeviceSplit(device, process, host, &b);
       any_device = true;
     }
+    if (timelines != nullptr) timelines->push_back(std::move(host));
     if (b.counted) {
       ++out.counted;
       out.counted_ns = SatAdd(out.counted_ns, b.dur);

@@ -70,7 +70,16 @@ struct StepWindow {
   uint32_t track = UINT32_MAX;  // the thread; UINT32_MAX: none (all of it is the program's code)
   bool counted = true;
 };
-StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows);
+// A piece of the step thread's time: its part, and the slice whose own time it
+// is (kNone: the program's code, or the thread waiting for work elsewhere).
+struct HostInterval {
+  int64_t start, end;
+  StepPart part;
+  int32_t slice;
+};
+// `timelines`, when given, receives each window's pieces in time order, covering it.
+StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows,
+                                std::vector<std::vector<HostInterval>>* timelines = nullptr);
 
 // What slice names mean to the breakdown and to the rules that cite it.
 bool IsDataLoadingName(std::string_view n);

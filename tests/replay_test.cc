@@ -1,0 +1,159 @@
+// The what-if replay on hand-built steps whose schedule is known: the unchanged
+// graph replays to the measured step exactly, and each fix gives the step that
+// the same schedule worked out by hand gives.
+#include <gtest/gtest.h>
+
+#include "analysis/framework.h"
+#include "analysis/replay.h"
+#include "analysis/step_breakdown.h"
+
+namespace strata {
+namespace {
+
+using analysis::Replay;
+using analysis::ReplayFix;
+using analysis::ReplayPiece;
+using analysis::ReplayStep;
+using analysis::ReplayTask;
+using analysis::StepPart;
+using model::SliceKind;
+
+constexpr int64_t kUs = 1000;
+
+struct Builder {
+  model::Trace t;
+  Builder() {
+    t.processes.push_back({});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 1});
+    t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, 7});
+  }
+  uint32_t Add(int64_t ts, int64_t dur, const char* name, SliceKind k, uint32_t track = 0) {
+    return t.slices.Add(ts, dur, track, t.strings.Intern(name), k);
+  }
+  // A device task on the queue, launched by `launch`.
+  void Device(uint32_t launch, int64_t ts, int64_t dur, const char* name, SliceKind k, uint64_t bytes = 0,
+              int8_t pinned = -1) {
+    uint32_t s = Add(ts, dur, name, k, 1);
+    uint32_t r = t.device.Add(s, 0, 7, launch);
+    t.device.launch[r] = static_cast<int32_t>(launch);
+    t.device.bytes[r] = bytes;
+    t.device.pinned[r] = pinned;
+    if (k == SliceKind::kMemcpy) t.device.copy_kind[r] = model::CopyKind::kHtoD;
+  }
+  Replay Build() {
+    t.Finalize();
+    auto steps = analysis::Training(t, {});
+    std::vector<analysis::StepWindow> w;
+    for (const auto& st : steps.steps)
+      w.push_back({st.number, st.ts, st.dur, t.slices.track[static_cast<size_t>(st.slice)], true});
+    std::vector<std::vector<analysis::HostInterval>> timelines;
+    analysis::BreakdownWindows(t, w, &timelines);
+    return Replay(t, w, timelines);
+  }
+};
+
+// Four iterations of: launch a 100 us kernel (10 us call, the kernel starts
+// 5 us after the call), synchronize (returns 2 us after the kernel ends), 50 us
+// of the program's own code. Each iteration takes 10 + 97 + 50 = 157 us.
+Builder SyncLoop() {
+  Builder b;
+  b.Add(0, 4 * 157 * kUs, "step", SliceKind::kStep);
+  for (int i = 0; i < 4; ++i) {
+    int64_t a = i * 157 * kUs;
+    uint32_t l = b.Add(a, 10 * kUs, "cudaLaunchKernel", SliceKind::kRuntime);
+    b.Device(l, a + 5 * kUs, 100 * kUs, "gemm", SliceKind::kKernel);
+    b.Add(a + 10 * kUs, 97 * kUs, "cudaStreamSynchronize", SliceKind::kRuntime);
+  }
+  return b;
+}
+
+TEST(Replay, TheUnchangedGraphReplaysToTheMeasuredStep) {
+  Builder b = SyncLoop();
+  Replay r = b.Build();
+  ASSERT_EQ(r.steps().size(), 1u);
+  const ReplayStep& s = r.steps()[0];
+  EXPECT_EQ(s.tasks.size(), 4u);
+  int waits = 0;
+  for (const ReplayPiece& p : s.pieces)
+    if (p.wait == ReplayPiece::kWaitDevice) {
+      ++waits;
+      EXPECT_EQ(p.own, 2 * kUs) << "the sync's cost after the kernel ended";
+    }
+  EXPECT_EQ(waits, 4);
+  auto res = r.Run({});
+  EXPECT_DOUBLE_EQ(res.baseline_ns, 628.0 * kUs);
+  EXPECT_DOUBLE_EQ(res.fixed_ns, 628.0 * kUs);
+  EXPECT_DOUBLE_EQ(r.BaselineErrorPct(), 0.0);
+}
+
+TEST(Replay, SyncsRemovedLetTheHostQueueAhead) {
+  Builder b = SyncLoop();
+  Replay r = b.Build();
+  // All but the last sync dropped: the host runs 10 + 2 + 50 = 62 us per
+  // iteration; kernels queue back to back from 5 us: they end at 405 us. The
+  // last sync (starting at 3 * 62 + 10 = 196 us) returns at 405 + 2, and the
+  // program's 50 us follow: 457 us.
+  const auto& slices = b.t.slices;
+  int64_t last_sync = 3 * 157 * kUs + 10 * kUs;
+  ReplayFix fix;
+  fix.drop_wait = [&](const ReplayStep&, const ReplayPiece& p) { return slices.ts[static_cast<size_t>(p.slice)] != last_sync; };
+  auto res = r.Run(fix);
+  EXPECT_DOUBLE_EQ(res.fixed_ns, 457.0 * kUs);
+  EXPECT_NEAR(res.GainPct(), 100.0 * (1 - 457.0 / 628.0), 1e-9);
+  // Every sync dropped: the host no longer waits at all, and the step is
+  // bound by the device's 400 us of work, not the host's 248 us.
+  ReplayFix all;
+  all.drop_wait = [](const ReplayStep&, const ReplayPiece&) { return true; };
+  EXPECT_DOUBLE_EQ(r.Run(all).fixed_ns, 400.0 * kUs);
+}
+
+TEST(Replay, APageableCopyPinnedAndAsynchronous) {
+  // A 1 MB pageable copy the call waits for (200 us; the call returns 3 us
+  // after it), a 50 us kernel, a sync, and the program's code: 400 us.
+  Builder b;
+  b.Add(0, 400 * kUs, "step", SliceKind::kStep);
+  uint32_t c = b.Add(10 * kUs, 213 * kUs, "cudaMemcpyAsync", SliceKind::kRuntime);
+  b.Device(c, 20 * kUs, 200 * kUs, "Memcpy HtoD (Pageable -> Device)", SliceKind::kMemcpy, 1'000'000, 0);
+  uint32_t l = b.Add(230 * kUs, 5 * kUs, "cudaLaunchKernel", SliceKind::kRuntime);
+  b.Device(l, 235 * kUs, 50 * kUs, "relu", SliceKind::kKernel);
+  b.Add(240 * kUs, 50 * kUs, "cudaDeviceSynchronize", SliceKind::kRuntime);
+  Replay r = b.Build();
+  ASSERT_EQ(r.steps().size(), 1u);
+  const ReplayStep& s = r.steps()[0];
+  int copy_waits = 0;
+  for (const ReplayPiece& p : s.pieces) copy_waits += p.wait == ReplayPiece::kWaitTask;
+  EXPECT_EQ(copy_waits, 1) << "the copy call waited for its copy";
+  EXPECT_DOUBLE_EQ(r.Run({}).baseline_ns, 400.0 * kUs);
+  // Pinned at 50 GB/s: 20 us, and the call returns at once (its 3 us stay):
+  // the copy runs 20-40 us (launched at 10 us, 10 us latency), the call ends
+  // at 13 us; the launch at 20 us (after 7 us of glue), the kernel at
+  // max(25, 40) = 40 to 90 us; the sync from 30 us returns 5 us after it, at
+  // 95 us; the 110 us of the program's code after it: 205 us.
+  ReplayFix fix;
+  fix.device = [&](const ReplayStep&, const ReplayTask& task) {
+    return b.t.device.pinned[task.row] == 0 ? b.t.device.bytes[task.row] / 50e9 * 1e9 : static_cast<double>(task.dur);
+  };
+  fix.drop_wait = [](const ReplayStep&, const ReplayPiece& p) { return p.wait == ReplayPiece::kWaitTask; };
+  EXPECT_DOUBLE_EQ(r.Run(fix).fixed_ns, 205.0 * kUs);
+}
+
+TEST(Replay, PartCutsTakeFromTheirPartsThenTheFallback) {
+  // A CPU step: 300 us of allocation ops and 700 us of the program's code.
+  Builder b;
+  b.Add(0, 1000 * kUs, "step", SliceKind::kStep);
+  b.Add(100 * kUs, 300 * kUs, "aten::empty", SliceKind::kOp);
+  Replay r = b.Build();
+  auto alloc = analysis::ReduceParts({{{StepPart::kAllocation}, 200 * kUs}}, r.steps());
+  EXPECT_DOUBLE_EQ(r.Run(alloc).fixed_ns, 800.0 * kUs);
+  // More than the part holds: the rest from the fallback parts.
+  auto more = analysis::ReduceParts({{{StepPart::kAllocation}, 500 * kUs, {StepPart::kPython, StepPart::kInput}}}, r.steps());
+  EXPECT_DOUBLE_EQ(r.Run(more).fixed_ns, 500.0 * kUs);
+  // Input overlapped: the 100 us of code before... there is no forward here,
+  // so it is the program's code: nothing moves.
+  ReplayFix overlap;
+  overlap.Overlap(StepPart::kInput);
+  EXPECT_DOUBLE_EQ(r.Run(overlap).fixed_ns, 1000.0 * kUs);
+}
+
+}  // namespace
+}  // namespace strata
