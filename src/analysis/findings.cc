@@ -482,15 +482,18 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   double saved = host_floor >= device_floor ? c.PerStep(removable)  // host-bound: its blocked time
                                             : std::min(idle, std::max(0.0, c.step_ns - device_floor));
   if (c.Pct(saved) < 1) return;
-  // The what-if, replayed: the waits inside the removable syncs dropped (the
-  // host goes on at once; the device work stays queued).
+  // The what-if, replayed: the removable syncs gone (the value stays on the
+  // device: no read call, no copy-out, no wait), so the host goes on at once
+  // and the device work stays queued.
   for (int32_t s : last_slice) outermost.erase(s);
-  ReplayFix fix;
-  fix.drop_wait = [&c, &outermost](const ReplayStep&, const ReplayPiece& p) {
+  auto removed = [&c, &outermost](const ReplayPiece& p) {
     for (int32_t s = p.slice; s != model::kNone; s = c.t.slices.parent[static_cast<size_t>(s)])
       if (outermost.count(s)) return true;
     return false;
   };
+  ReplayFix fix;
+  fix.drop_wait = [removed](const ReplayStep&, const ReplayPiece& p) { return removed(p); };
+  fix.host = [removed](const ReplayStep&, const ReplayPiece& p) { return removed(p) ? 0.0 : static_cast<double>(p.own); };
   Finding f;
   double gain = c.Replayed(&f, fix).GainPct();
   f.category = "host_sync";

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -228,6 +230,9 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
+// What an asynchronous copy call costs the host (a launch).
+constexpr double kLaunchNs = 10'000;
+
 void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   double on_path = c.PathTime([&](const PathSegment& s) {
     return s.type == SegmentType::kDevice && c.t.slices.kind[static_cast<size_t>(s.slice)] == model::SliceKind::kMemcpy;
@@ -295,6 +300,15 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
     };
     fix.drop_wait = [pageable_row](const ReplayStep& st, const ReplayPiece& p) {
       return p.wait == ReplayPiece::kWaitTask && pageable_row(st.tasks[static_cast<size_t>(p.wait_task)].row);
+    };
+    // The call that staged pageable bytes through the driver's buffer returns
+    // at once from pinned memory: what is left of it is a launch.
+    auto staging = std::make_shared<std::set<int32_t>>();
+    for (size_t r = 0; r < t.device.size(); ++r)
+      if (pageable_row(static_cast<uint32_t>(r)) && t.device.launch[r] != model::kNone) staging->insert(t.device.launch[r]);
+    fix.host = [staging](const ReplayStep&, const ReplayPiece& p) {
+      double own = static_cast<double>(p.own);
+      return staging->count(p.slice) ? std::min(own, kLaunchNs) : own;
     };
     c.Replayed(&f, fix);
     f.what_if = fmt::format("the {} of pageable copies per step from pinned memory at {:.1f} GB/s ({}) instead of {:.1f} "
