@@ -237,6 +237,15 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   double on_path = c.PathTime([&](const PathSegment& s) {
     return s.type == SegmentType::kDevice && c.t.slices.kind[static_cast<size_t>(s.slice)] == model::SliceKind::kMemcpy;
   });
+  // A pageable copy's call stages the bytes through the driver's buffer: the
+  // host is in the call for about as long as the copy runs, and the path goes
+  // through the call rather than the copy.
+  std::vector<uint8_t> staging(c.t.slices.size(), 0);
+  for (size_t r = 0; r < c.t.device.size(); ++r)
+    if (c.t.device.pinned[r] == 0 && c.t.device.launch[r] != model::kNone &&
+        c.t.slices.kind[c.t.device.slice[r]] == model::SliceKind::kMemcpy)
+      staging[static_cast<size_t>(c.t.device.launch[r])] = 1;
+  on_path += static_cast<double>(c.PathTimeInside([&](size_t s) { return staging[s] != 0; }));
   double per_step = c.PerStep(on_path);
   double pct = c.Pct(per_step);
   if (pct < 3) return;
