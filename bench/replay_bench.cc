@@ -74,7 +74,6 @@ std::unique_ptr<model::Trace> BuildTrace() {
 struct Prepared {
   std::unique_ptr<model::Trace> t = BuildTrace();
   std::vector<analysis::StepWindow> windows;
-  std::vector<std::vector<analysis::HostInterval>> timelines;
   Prepared() {
     for (const auto& st : analysis::Training(*t, {}).steps)
       windows.push_back({st.number, st.ts, st.dur, 0, true});
@@ -105,8 +104,8 @@ void BM_ReplayRunSyncsRemoved(benchmark::State& state) {
   analysis::BreakdownWindows(*p.t, p.windows, &timelines);
   analysis::Replay r(*p.t, p.windows, timelines);
   analysis::ReplayFix fix;
-  fix.drop_wait = [](const analysis::ReplayStep&, const analysis::ReplayPiece& p) {
-    return p.wait == analysis::ReplayPiece::kWaitDevice;
+  fix.drop_wait = [](const analysis::ReplayStep&, const analysis::ReplayPiece& piece) {
+    return piece.wait == analysis::ReplayPiece::kWaitDevice;
   };
   double gain = 0;
   for (auto _ : state) gain = r.Run(fix).GainPct();

@@ -334,8 +334,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   for (const auto& [node, key] : node_loop)
     if (loops[key].calls >= kMinLoop) nodes.insert(static_cast<int32_t>(node));
   auto selected = [&c, &loop_ranges, &nodes](const ReplayStep& st, const ReplayPiece& p) {
-    for (int32_t s = p.slice; s != model::kNone; s = c.t.slices.parent[static_cast<size_t>(s)])
-      if (nodes.count(s)) return true;
+    if (WithinAny(c.t, p.slice, nodes)) return true;
     if (p.part != StepPart::kDispatch && p.part != StepPart::kPython && p.part != StepPart::kAllocation &&
         p.part != StepPart::kCopy)
       return false;
@@ -354,7 +353,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     return selected(st, p) ? static_cast<double>(p.own) * keep : static_cast<double>(p.own);
   };
   Finding f;
-  double gain = c.Replayed(&f, fix).GainPct();
+  c.Replayed(&f, fix);
   f.category = "dispatch_overhead";
   f.title = fmt::format("{:.0f} tiny framework ops per step take {:.0f}% of the step", per_step_count, pct);
   f.evidence = fmt::format("{:.0f} op calls per step typically shorter than {} each (mean {}), issued one after the other in "
@@ -486,11 +485,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // device: no read call, no copy-out, no wait), so the host goes on at once
   // and the device work stays queued.
   for (int32_t s : last_slice) outermost.erase(s);
-  auto removed = [&c, &outermost](const ReplayPiece& p) {
-    for (int32_t s = p.slice; s != model::kNone; s = c.t.slices.parent[static_cast<size_t>(s)])
-      if (outermost.count(s)) return true;
-    return false;
-  };
+  auto removed = [&c, &outermost](const ReplayPiece& p) { return WithinAny(c.t, p.slice, outermost); };
   ReplayFix fix;
   fix.drop_wait = [removed](const ReplayStep&, const ReplayPiece& p) { return removed(p); };
   fix.host = [removed](const ReplayStep&, const ReplayPiece& p) { return removed(p) ? 0.0 : static_cast<double>(p.own); };
@@ -543,12 +538,11 @@ void Communication(FindingsContext& c, std::vector<Finding>* out) {
   f.metrics = {{"exposed_communication_ns_per_step", per_step}};
   // Replayed: 60% of each collective hidden behind the backward pass.
   const model::Trace& t = c.t;
-  ReplayFix fix;
-  fix.device = [&t](const ReplayStep&, const ReplayTask& task) {
-    double d = static_cast<double>(task.dur);
-    return ClassifyByName(t.strings.Get(t.slices.name[t.device.slice[task.row]])) == WorkType::kCommunication ? 0.4 * d : d;
-  };
-  c.Replayed(&f, fix);
+  c.Replayed(&f, ScaleTasks(
+                     [&t](uint32_t row) {
+                       return ClassifyByName(t.strings.Get(t.slices.name[t.device.slice[row]])) == WorkType::kCommunication;
+                     },
+                     0.4));
   f.what_if = "60% of each collective overlapped with the backward pass (bucketed all-reduce on its own stream)";
   f.suggestion = "Overlap communication with the backward pass (DDP gradient bucketing: tune bucket_cap_mb, "
                  "gradient_as_bucket_view), launch collectives on a separate stream, compress or reduce gradients less "
@@ -679,10 +673,8 @@ void Placement(FindingsContext& c, std::vector<Finding>* out) {
   // Replayed: the ops' host time a fifth of what it was (their kernels would
   // run on the device; the launches stay).
   ReplayFix fix;
-  fix.host = [&sl, ops](const ReplayStep&, const ReplayPiece& p) {
-    for (int32_t s = p.slice; s != model::kNone; s = sl.parent[static_cast<size_t>(s)])
-      if (ops->count(s)) return 0.2 * static_cast<double>(p.own);
-    return static_cast<double>(p.own);
+  fix.host = [&c, ops](const ReplayStep&, const ReplayPiece& p) {
+    return WithinAny(c.t, p.slice, *ops) ? 0.2 * static_cast<double>(p.own) : static_cast<double>(p.own);
   };
   c.Replayed(&f, fix);
   f.what_if = "the matrix and convolution ops run on the device: their host time a fifth of what it was";

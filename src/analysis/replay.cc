@@ -149,7 +149,8 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
       return a.piece != b.piece ? a.piece < b.piece : a.offset < b.offset;
     });
     st.tasks = std::move(launched);
-    st.tasks.insert(st.tasks.end(), fixed.begin(), fixed.end());
+    st.launched = st.tasks.size();
+    st.tasks.insert(st.tasks.end(), fixed.begin(), fixed.end());  // by start: `rows` is
     st.queues = static_cast<uint32_t>(queue_of.size());
     // A copy call that returned only once its copy had ended waited for it.
     for (size_t j = 0; j < st.tasks.size(); ++j) {
@@ -170,17 +171,14 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
     // it (by this thread: in an earlier piece; elsewhere: started before the
     // sync returned).
     std::vector<std::pair<int64_t, int64_t>> fixed_ends;  // (start, latest end of fixed tasks started so far)
-    for (const ReplayTask& task : st.tasks)
-      if (task.piece < 0) fixed_ends.emplace_back(task.start, task.start + task.dur);
-    std::sort(fixed_ends.begin(), fixed_ends.end());
+    for (size_t j = st.launched; j < st.tasks.size(); ++j)
+      fixed_ends.emplace_back(st.tasks[j].start, st.tasks[j].start + st.tasks[j].dur);
     for (size_t j = 1; j < fixed_ends.size(); ++j)
       fixed_ends[j].second = std::max(fixed_ends[j].second, fixed_ends[j - 1].second);
     size_t next_task = 0;
     int64_t launched_done = INT64_MIN;
     for (size_t i = 0; i < st.pieces.size(); ++i) {
-      for (; next_task < st.tasks.size() && st.tasks[next_task].piece >= 0 &&
-             st.tasks[next_task].piece < static_cast<int32_t>(i);
-           ++next_task)
+      for (; next_task < st.launched && st.tasks[next_task].piece < static_cast<int32_t>(i); ++next_task)
         launched_done = std::max(launched_done, st.tasks[next_task].start + st.tasks[next_task].dur);
       ReplayPiece& p = st.pieces[i];
       if (p.wait != ReplayPiece::kWaitDevice) continue;
@@ -199,13 +197,8 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
 double Replay::ReplayOne(const ReplayStep& s, const ReplayFix* fix) const {
   const size_t n = s.tasks.size();
   std::vector<double> qfree(s.queues, -1e300), qbusy(s.queues, 0), end(n, 0);
-  // Fixed tasks per queue, by start: they keep their measured times.
-  size_t first_fixed = n;
-  for (size_t j = 0; j < n; ++j)
-    if (s.tasks[j].piece < 0) {
-      first_fixed = j;
-      break;
-    }
+  // Fixed tasks (by start) keep their measured times.
+  const size_t first_fixed = s.launched;
   std::vector<std::vector<uint32_t>> fixed_of(s.queues);
   for (size_t j = first_fixed; j < n; ++j) {
     const ReplayTask& task = s.tasks[j];
@@ -216,19 +209,14 @@ double Replay::ReplayOne(const ReplayStep& s, const ReplayFix* fix) const {
   std::vector<size_t> next_fixed(s.queues, 0);
   double done_all = -1e300;  // the latest end of device work scheduled so far
   // Fixed work started before a host piece (measured) counts for its waits.
-  std::vector<uint32_t> fixed_by_start;
-  for (size_t j = first_fixed; j < n; ++j) fixed_by_start.push_back(static_cast<uint32_t>(j));
-  std::sort(fixed_by_start.begin(), fixed_by_start.end(),
-            [&](uint32_t a, uint32_t b) { return s.tasks[a].start < s.tasks[b].start; });
-  size_t fixed_ptr = 0;
+  size_t fixed_ptr = first_fixed;
 
   double t = 0, input = 0;
   size_t next = 0;  // next launched task
   for (size_t i = 0; i < s.pieces.size(); ++i) {
     const ReplayPiece& p = s.pieces[i];
     int64_t rel = p.start - s.ts;
-    while (fixed_ptr < fixed_by_start.size() && s.tasks[fixed_by_start[fixed_ptr]].start < rel + p.dur)
-      done_all = std::max(done_all, end[fixed_by_start[fixed_ptr++]]);
+    while (fixed_ptr < n && s.tasks[fixed_ptr].start < rel + p.dur) done_all = std::max(done_all, end[fixed_ptr++]);
     double own = fix && fix->host ? std::max(0.0, fix->host(s, p)) : static_cast<double>(p.own);
     double scale = p.own > 0 ? own / static_cast<double>(p.own) : 1.0;
     bool aside = fix && (fix->overlap_parts & (1u << static_cast<unsigned>(p.part)));
@@ -308,6 +296,21 @@ ReplayFix ReduceParts(const std::vector<PartCut>& cuts, const std::vector<Replay
     return static_cast<double>(p.own) * keep[static_cast<size_t>(p.part)];
   };
   return fix;
+}
+
+ReplayFix ScaleTasks(std::function<bool(uint32_t row)> pick, double keep) {
+  ReplayFix fix;
+  fix.device = [pick = std::move(pick), keep](const ReplayStep&, const ReplayTask& task) {
+    double d = static_cast<double>(task.dur);
+    return pick(task.row) ? d * keep : d;
+  };
+  return fix;
+}
+
+bool WithinAny(const model::Trace& t, int32_t slice, const std::set<int32_t>& set) {
+  for (int32_t s = slice; s != kNone; s = t.slices.parent[static_cast<size_t>(s)])
+    if (set.count(s)) return true;
+  return false;
 }
 
 }  // namespace strata::analysis

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <vector>
 
 #include "analysis/step_breakdown.h"
@@ -60,7 +61,8 @@ struct ReplayStep {
   size_t window = 0;  // index of the step in the windows given
   int64_t ts = 0, dur = 0;
   std::vector<ReplayPiece> pieces;
-  std::vector<ReplayTask> tasks;  // in launch order (fixed ones by start)
+  std::vector<ReplayTask> tasks;  // launched ones in launch order, then the fixed ones by start
+  size_t launched = 0;            // tasks[0, launched) were launched by the step's pieces
   uint32_t queues = 0;
 };
 
@@ -118,5 +120,11 @@ struct PartCut {
 // The cuts apply one after the other (a later cut of a part takes from what
 // the earlier ones left).
 ReplayFix ReduceParts(const std::vector<PartCut>& cuts, const std::vector<ReplayStep>& steps);
+
+// Device tasks matching `pick` (by device row) take `keep` of their time.
+ReplayFix ScaleTasks(std::function<bool(uint32_t row)> pick, double keep);
+
+// Whether `slice` is one of `set` or nested in one (kNone: no).
+bool WithinAny(const model::Trace& t, int32_t slice, const std::set<int32_t>& set);
 
 }  // namespace strata::analysis

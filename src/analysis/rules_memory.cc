@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -310,14 +308,12 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
     fix.drop_wait = [pageable_row](const ReplayStep& st, const ReplayPiece& p) {
       return p.wait == ReplayPiece::kWaitTask && pageable_row(st.tasks[static_cast<size_t>(p.wait_task)].row);
     };
-    // The call that staged pageable bytes through the driver's buffer returns
-    // at once from pinned memory: what is left of it is a launch.
-    auto staging = std::make_shared<std::set<int32_t>>();
-    for (size_t r = 0; r < t.device.size(); ++r)
-      if (pageable_row(static_cast<uint32_t>(r)) && t.device.launch[r] != model::kNone) staging->insert(t.device.launch[r]);
-    fix.host = [staging](const ReplayStep&, const ReplayPiece& p) {
+    // The call that staged pageable bytes through the driver's buffer (the
+    // `staging` calls above) returns at once from pinned memory: what is left
+    // of it is a launch.
+    fix.host = [&staging](const ReplayStep&, const ReplayPiece& p) {
       double own = static_cast<double>(p.own);
-      return staging->count(p.slice) ? std::min(own, kLaunchNs) : own;
+      return p.slice != model::kNone && staging[static_cast<size_t>(p.slice)] ? std::min(own, kLaunchNs) : own;
     };
     c.Replayed(&f, fix);
     f.what_if = fmt::format("the {} of pageable copies per step from pinned memory at {:.1f} GB/s ({}) instead of {:.1f} "
@@ -327,11 +323,7 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   } else {
     // Replayed: asynchronous copies, overlapped with compute on a side stream,
     // hide about half of their time.
-    ReplayFix fix;
-    fix.device = [&t](const ReplayStep&, const ReplayTask& task) {
-      double d = static_cast<double>(task.dur);
-      return t.slices.kind[t.device.slice[task.row]] == model::SliceKind::kMemcpy ? 0.5 * d : d;
-    };
+    ReplayFix fix = ScaleTasks([&t](uint32_t row) { return t.slices.kind[t.device.slice[row]] == model::SliceKind::kMemcpy; }, 0.5);
     fix.drop_wait = [](const ReplayStep&, const ReplayPiece& p) { return p.wait == ReplayPiece::kWaitTask; };
     c.Replayed(&f, fix);
     f.what_if = "asynchronous copies on a side stream hide about half of the copy time on the critical path";

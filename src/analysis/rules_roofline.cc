@@ -63,11 +63,7 @@ ReplayFix ScaleSelected(FindingsContext& c, const Selected& sel, std::shared_ptr
   for (const RooflineItem* it : sel.items) ops->insert(it->slice);
   double keep = sel.time > 0 ? std::clamp(1 - sel.gain / sel.time, 0.0, 1.0) : 1.0;
   const model::Trace& t = c.t;
-  auto inside = [&t, ops](int32_t s) {
-    for (; s != model::kNone; s = t.slices.parent[static_cast<size_t>(s)])
-      if (ops->count(s)) return true;
-    return false;
-  };
+  auto inside = [&t, ops](int32_t s) { return WithinAny(t, s, *ops); };
   ReplayFix fix;
   fix.host = [inside, keep](const ReplayStep&, const ReplayPiece& p) {
     double own = static_cast<double>(p.own);
