@@ -138,6 +138,35 @@ TEST(Replay, APageableCopyPinnedAndAsynchronous) {
   EXPECT_DOUBLE_EQ(r.Run(fix).fixed_ns, 205.0 * kUs);
 }
 
+TEST(Replay, TheBackwardOnAutogradsThreadMovesWithTheStepThreadsWait) {
+  // The step thread launches a 300 us kernel and synchronizes (returns 5 us
+  // after it, at 310 us); from 320 to 480 us the autograd engine's thread runs
+  // the backward (it launches a 100 us kernel at 330 us, which starts 15 us
+  // later) while the step thread waits for it; a sync at 500 us (10 us of its
+  // own), 90 us of the program's code: 600 us.
+  Builder b;
+  b.t.tracks.push_back({model::TrackKind::kThread, 0, 2});
+  b.Add(0, 600 * kUs, "step", SliceKind::kStep);
+  uint32_t l1 = b.Add(0, 10 * kUs, "cudaLaunchKernel", SliceKind::kRuntime);
+  b.Device(l1, 5 * kUs, 300 * kUs, "gemm", SliceKind::kKernel);
+  b.Add(10 * kUs, 300 * kUs, "cudaStreamSynchronize", SliceKind::kRuntime);
+  b.Add(320 * kUs, 160 * kUs, "autograd::engine::evaluate_function: AddmmBackward0", SliceKind::kOp, 2);
+  uint32_t l2 = b.Add(330 * kUs, 10 * kUs, "cudaLaunchKernel", SliceKind::kRuntime, 2);
+  b.Device(l2, 345 * kUs, 100 * kUs, "gemm_backward", SliceKind::kKernel);
+  b.Add(500 * kUs, 10 * kUs, "cudaDeviceSynchronize", SliceKind::kRuntime);
+  Replay r = b.Build();
+  ASSERT_EQ(r.steps().size(), 1u);
+  EXPECT_EQ(r.steps()[0].launched, 2u) << "the backward's kernel is launched by the step thread's wait for it";
+  EXPECT_DOUBLE_EQ(r.Run({}).baseline_ns, 600.0 * kUs);
+  // The first sync removed: the host reaches the backward at 25 us; its
+  // kernel, launched at 50 us, queues behind the first one (305-405 us); the
+  // last sync from 205 us returns at 415 us; 505 us. (Were the backward's
+  // kernel fixed at its measured 345-445 us, the step would stay at 545 us.)
+  ReplayFix fix;
+  fix.drop_wait = [&](const ReplayStep&, const ReplayPiece& p) { return b.t.slices.ts[static_cast<size_t>(p.slice)] == 10 * kUs; };
+  EXPECT_DOUBLE_EQ(r.Run(fix).fixed_ns, 505.0 * kUs);
+}
+
 TEST(Replay, PartCutsTakeFromTheirPartsThenTheFallback) {
   // A CPU step: 300 us of allocation ops and 700 us of the program's code.
   Builder b;

@@ -107,6 +107,7 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
       p.dur = iv.end - iv.start;
       p.part = iv.part;
       p.slice = iv.slice;
+      p.elsewhere = iv.elsewhere;
       p.own = p.dur;
       if (p.slice != kNone) {
         auto i = static_cast<size_t>(p.slice);
@@ -133,8 +134,12 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
       task.start = s.ts[d] - w.ts;
       task.dur = s.dur[d];
       auto ls = static_cast<size_t>(l);
-      if (l != kNone && s.track[ls] == w.track && s.ts[ls] >= w.ts && s.ts[ls] < w_end) {
+      if (l != kNone && s.ts[ls] >= w.ts && s.ts[ls] < w_end) {
         task.piece = PieceAt(st.pieces, s.ts[ls]);
+        // Launched by another thread while the step thread waited for it:
+        // the launch moves with that wait.
+        if (task.piece >= 0 && s.track[ls] != w.track && !st.pieces[static_cast<size_t>(task.piece)].elsewhere)
+          task.piece = -1;
         if (task.piece >= 0) {
           task.offset = s.ts[ls] - st.pieces[static_cast<size_t>(task.piece)].start;
           task.latency = std::max<int64_t>(0, lat.of_row[r]);

@@ -13,8 +13,11 @@
 //     launched before it has finished (plus the call's own cost); a copy call
 //     that returned only once its copy had ended (a synchronous or pageable copy)
 //     ends when that copy does;
-//   - device work launched elsewhere (before the step, or by another thread:
-//     autograd's device threads) stays at its measured time, and occupies its
+//   - device work launched by another thread while the step thread waits for
+//     it (autograd's device threads run the backward while the caller blocks)
+//     is launched by that wait's piece, and moves with it;
+//   - device work launched elsewhere (before the step, or by a thread the step
+//     thread was not waiting for) stays at its measured time, and occupies its
 //     queue.
 // A replayed step ends when its host chain does, and never before its queues
 // could have run their work (a program that never waits for its device is
@@ -46,6 +49,7 @@ struct ReplayPiece {
   enum Wait : uint8_t { kNoWait, kWaitDevice, kWaitTask } wait = kNoWait;
   int32_t wait_task = -1;  // index into the step's tasks (kWaitTask)
   int64_t own = 0;         // the piece's time less its measured wait (the call's own cost)
+  bool elsewhere = false;  // another thread's work the step thread waits for (HostInterval::elsewhere)
 };
 
 struct ReplayTask {

@@ -156,13 +156,14 @@ class StepSweep {
   }
 
   // Neighbours of the same part and slice merge (the replay needs each slice's pieces apart).
-  void Emit(int64_t a, int64_t b, StepPart p, int32_t slice = kNone) {
+  void Emit(int64_t a, int64_t b, StepPart p, int32_t slice = kNone, bool elsewhere = false) {
     if (b <= a) return;
-    if (!out_.empty() && out_.back().part == p && out_.back().slice == slice && out_.back().end == a) {
+    if (!out_.empty() && out_.back().part == p && out_.back().slice == slice && out_.back().elsewhere == elsewhere &&
+        out_.back().end == a) {
       out_.back().end = b;
       return;
     }
-    out_.push_back({a, b, p, slice});
+    out_.push_back({a, b, p, slice, elsewhere});
   }
 
   // Time outside any framework slice: the program's code (`base`), split by
@@ -183,7 +184,7 @@ class StepSweep {
         int64_t x = std::max(a, it->start), y = std::min(b, it->end);
         if (y <= x) continue;
         if (x > cursor) OwnCode(cursor, x, base);
-        Emit(x, y, it->part);
+        Emit(x, y, it->part, kNone, true);
         cursor = y;
       }
       if (cursor < b) OwnCode(cursor, b, base);

@@ -76,6 +76,9 @@ struct HostInterval {
   int64_t start, end;
   StepPart part;
   int32_t slice;
+  // The step's thread waits while another thread of its process does the
+  // step's work (autograd's engine running the backward on a device thread).
+  bool elsewhere = false;
 };
 // `timelines`, when given, receives each window's pieces in time order, covering it.
 StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows,
