@@ -25,6 +25,9 @@ std::string N(double n) { return HumanCount(n); }
 // median bandwidth of the trace's own pinned copies of that direction (1 MiB and
 // larger), else the link's typical figure: PCIe 5.0 x16 for Hopper and later
 // (compute capability 9+), PCIe 4.0 x16 before. 0 when unknown.
+// Pinned host-device copies on PCIe 3.0 x16.
+constexpr double kPcie3Pinned = 12e9;
+
 double PinnedBandwidth(const model::Trace& t, model::CopyKind kind, bool* measured) {
   std::vector<double> bw;
   for (size_t r = 0; r < t.device.size(); ++r) {
@@ -41,7 +44,7 @@ double PinnedBandwidth(const model::Trace& t, model::CopyKind kind, bool* measur
   }
   uint32_t major = 0;
   for (const auto& d : t.devices) major = std::max(major, d.compute_major);
-  if (major == 0) return 0;
+  if (major == 0) return kPcie3Pinned;  // no device described: the slowest link such GPUs sit on
   return major >= 9 ? 50e9 : 25e9;
 }
 
@@ -280,9 +283,12 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   double pageable_bw = pageable_ns > 0 ? pageable_bytes / (pageable_ns * 1e-9) : 0;
   double pinned = 0;
   for (auto& [k, v] : pinned_bw) pinned = std::max(pinned, v);
+  bool described = false;
+  for (const auto& d : c.t.devices) described = described || d.compute_major > 0;
+  const char* source = measured ? "reach" : described ? "typically reach, on this link," : "reach at least, on PCIe 3 x16,";
   if (pageable > 0)
     f.evidence += fmt::format(" ({} per step at {:.1f} GB/s; pinned copies {} {:.1f} GB/s)", MiB(c.PerStep(pageable_bytes)),
-                              pageable_bw / 1e9, measured ? "reach" : "typically reach, on this link,", pinned / 1e9);
+                              pageable_bw / 1e9, source, pinned / 1e9);
   f.evidence += ".";
   f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
                {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)},
@@ -318,7 +324,8 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
     c.Replayed(&f, fix);
     f.what_if = fmt::format("the {} of pageable copies per step from pinned memory at {:.1f} GB/s ({}) instead of {:.1f} "
                             "GB/s: {} less per step",
-                            MiB(c.PerStep(pageable_bytes)), pinned / 1e9, measured ? "measured in this trace" : "the link's typical",
+                            MiB(c.PerStep(pageable_bytes)), pinned / 1e9,
+                            measured ? "measured in this trace" : described ? "the link's typical" : "PCIe 3 x16's",
                             pageable_bw / 1e9, Ms(std::min(c.PerStep(saved), per_step)));
   } else {
     // Replayed: asynchronous copies, overlapped with compute on a side stream,
