@@ -213,7 +213,11 @@ TEST(ReplayDiagnosis, ARemovedItemTakesItsCallAndItsWaitAway) {
       int64_t s = a + k * 250 * kUs;
       uint32_t l = b.Add(s, 10 * kUs, "cudaLaunchKernel", SliceKind::kRuntime);
       b.Device(l, s + 5 * kUs, 50 * kUs, "gemm", SliceKind::kKernel);
-      b.Add(s + 20 * kUs, 190 * kUs, "aten::item", SliceKind::kOp);
+      uint32_t item = b.Add(s + 20 * kUs, 190 * kUs, "aten::item", SliceKind::kOp);
+      // Where the program called it (the observer's call sites): three in the
+      // forward, the step's last in the loop.
+      uint32_t row = b.t.ops.Add(item, model::OpScope::kFunction, -1);
+      b.t.ops.site[row] = b.t.strings.Intern(k < 3 ? "/src/train.py:57 (forward)" : "/src/train.py:80 (<module>)");
       b.Add(s + 20 * kUs, 190 * kUs, "aten::_local_scalar_dense", SliceKind::kOp);
       b.Add(s + 120 * kUs, 5 * kUs, "cudaMemcpyAsync", SliceKind::kRuntime);
       b.Add(s + 125 * kUs, 85 * kUs, "cudaStreamSynchronize", SliceKind::kRuntime);
@@ -225,6 +229,8 @@ TEST(ReplayDiagnosis, ARemovedItemTakesItsCallAndItsWaitAway) {
   ASSERT_NE(h, nullptr);
   // Three reads of 190 us removed per 1 ms step: 57%.
   EXPECT_NEAR(h->estimated_gain_pct, 57, 2) << h->what_if;
+  EXPECT_EQ(h->where, (std::vector<std::string>{"/src/train.py:57 (forward) (3 per step)", "/src/train.py:80 (<module>) (1 per step)"}));
+  EXPECT_NE(h->evidence.find("Called at /src/train.py:57 (forward) (3 per step)"), std::string::npos) << h->evidence;
 }
 
 }  // namespace

@@ -362,6 +362,49 @@ TEST(TorchRecord, ModuleScopesFromEitherHooks) {
   }
 }
 
+// The program's host-reading calls (.item(), .tolist()) carry where it called
+// them: the outermost op of each call has the calling frame's file:line and
+// function, and the values are those of an unwrapped run.
+TEST(TorchRecord, HostReadsCarryTheProgramsCallSites) {
+  REQUIRE_TORCH();
+  bool c_built = false;
+  for (const auto& e : std::filesystem::directory_iterator(LibDir()))
+    c_built = c_built || e.path().filename().string().rfind("_strata_torch_hooks", 0) == 0;
+  if (!c_built) GTEST_SKIP() << "no C hooks for this Python";
+  std::string prog = testing::SourceDir() + "/tests/programs/torch_sites.py";
+  auto text = ReadFile(prog);
+  ASSERT_TRUE(text.ok());
+  auto line_of = [&](const std::string& mark) {
+    size_t at = text->find(mark);
+    return at == std::string::npos ? -1 : static_cast<int>(std::count(text->begin(), text->begin() + static_cast<long>(at), '\n')) + 1;
+  };
+  std::string item_site = prog + ":" + std::to_string(line_of("# SITE-ITEM")) + " (read_loss)";
+  std::string tolist_site = prog + ":" + std::to_string(line_of("# SITE-TOLIST")) + " (main)";
+  auto plain = testing::RunCommand({kPython, prog});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::string dir = testing::TempDir("torch-sites");
+  auto rec = testing::Record(dir, {kPython, prog});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  EXPECT_NE(rec.out.find("wrapped=True"), std::string::npos) << rec.out;
+  // The same values as without strata.
+  EXPECT_EQ(rec.out.substr(0, rec.out.find(" wrapped=")), plain.out.substr(0, plain.out.find(" wrapped="))) << plain.out;
+  model::Trace t = testing::Load(dir);
+  std::map<std::string, std::map<std::string, int>> by_site;  // site -> op -> count
+  for (size_t r = 0; r < t.ops.size(); ++r)
+    if (t.ops.site[r] != 0)
+      ++by_site[std::string(t.strings.Get(t.ops.site[r]))][std::string(t.strings.Get(t.slices.name[t.ops.slice[r]]))];
+  EXPECT_EQ(by_site[item_site], (std::map<std::string, int>{{"aten::item", 7}}));
+  ASSERT_EQ(by_site[tolist_site].size(), 1u);
+  EXPECT_EQ(by_site[tolist_site].begin()->second, 7);
+  EXPECT_EQ(by_site.size(), 2u);
+  // Switched off (in the program's environment: strata record does not pass
+  // its own STRATA_ variables on), nothing is wrapped.
+  std::string off = testing::TempDir("torch-sites-off");
+  auto rec_off = testing::Record(off, {"env", "STRATA_TORCH_SITES=0", kPython, prog});
+  ASSERT_EQ(rec_off.exit_code, 0) << rec_off.err;
+  EXPECT_NE(rec_off.out.find("wrapped=False"), std::string::npos) << rec_off.out;
+}
+
 // CPU blocks come from strata's wrapper around the CPU allocator (frees
 // recorded without a size, which the importer finds from the allocation at the
 // same address, whichever thread frees) and, for blocks that do not pass

@@ -111,6 +111,8 @@ def attach(torch):
     _torch = torch
     if os.environ.get("STRATA_TORCH_MODULES", "1") != "0":
         _install_module_hooks(torch)
+    if os.environ.get("STRATA_TORCH_SITES", "1") != "0":
+        _install_sites(torch)
     _make_way_for_profilers(torch)
     _mark_optimizer_steps(torch)
     return True
@@ -307,6 +309,30 @@ def _load_c_hooks():
         except Exception:
             return None
     return None
+
+
+_sites = []  # (owner, name) of the host-reading calls wrapped by _install_sites
+
+
+def _install_sites(torch):
+    """Wraps the calls that read a device's result on the host (each waits for
+    the device): the C wrapper says where the program called them, so a sync
+    finding names the program's lines. Needs the C hooks; nothing otherwise."""
+    hooks = _hooks if _hooks is not None else _load_c_hooks()
+    if hooks is None or not hasattr(hooks, "wrap_site") or not hasattr(_lib, "strata_torch_site_begin"):
+        return
+    addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
+    try:
+        hooks.init_sites(addr(_lib.strata_torch_site_begin), addr(_lib.strata_torch_site_end),
+                         addr(_lib.strata_torch_intern))
+        targets = [(torch.Tensor, "item"), (torch.Tensor, "tolist")]
+        if hasattr(torch, "cuda") and hasattr(torch.cuda, "synchronize"):
+            targets.append((torch.cuda, "synchronize"))
+        for owner, name in targets:
+            setattr(owner, name, hooks.wrap_site(getattr(owner, name)))
+            _sites.append((owner, name))
+    except Exception:
+        return
 
 
 _modules = None  # how module scopes are taken: "call", "hooks" (C) or "python hooks"

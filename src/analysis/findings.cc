@@ -416,6 +416,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   std::vector<std::pair<int64_t, int64_t>> last(c.windows.size(), {INT64_MIN, 0});  // (return, blocked)
   std::vector<int32_t> last_slice(c.windows.size(), model::kNone);
   std::set<int32_t> outermost;  // the program's sync points in the steps
+  std::map<model::StringId, double> at_site;  // ... by where the program called them
   for (size_t i = 0; i < sl.size(); ++i) {
     if (model::IsDeviceKind(sl.kind[i]) || !IsSyncSlice(c.t, i, flags)) continue;
     int w = c.WindowOf(sl.ts[i]);
@@ -430,6 +431,13 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     count += 1;
     blocked += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
+    for (int32_t p = static_cast<int32_t>(i); p != model::kNone; p = sl.parent[static_cast<size_t>(p)]) {
+      int32_t row = c.t.OpRow(static_cast<uint32_t>(p));
+      if (row != model::kNone && c.t.ops.site[static_cast<size_t>(row)] != 0) {
+        at_site[c.t.ops.site[static_cast<size_t>(row)]] += 1;
+        break;
+      }
+    }
     outermost.insert(static_cast<int32_t>(i));
     int64_t ret = sl.end(i);
     if (ret > last[static_cast<size_t>(w)].first) {
@@ -510,6 +518,16 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
                {"device_idle_after_sync_ns_per_step", idle},
                {"device_busy_ns_per_step", c.PerStep(device_busy)}});
   for (auto& [n, v] : by_name) f.involved.push_back(n);
+  std::vector<std::pair<double, std::string>> sites;
+  for (const auto& [s, n] : at_site) sites.emplace_back(n, std::string(c.t.strings.Get(s)));
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (const auto& [n, s] : sites) f.where.push_back(fmt::format("{} ({} per step)", s, N(c.PerStep(n))));
+  if (!sites.empty()) {
+    f.evidence += " Called at ";
+    for (size_t k = 0; k < sites.size() && k < 3; ++k)
+      f.evidence += fmt::format("{}{} ({} per step)", k ? ", " : "", sites[k].second, N(c.PerStep(sites[k].first)));
+    f.evidence += sites.size() > 3 ? fmt::format(" and {} more places.", sites.size() - 3) : ".";
+  }
   f.what_if = host_floor >= device_floor
                   ? fmt::format("the host no longer blocks in the syncs other than the step's last ({} per step); the "
                                 "host bounds the step (device busy {})",

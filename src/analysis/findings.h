@@ -31,6 +31,9 @@ struct Finding {
   std::string evidence;   // the numbers behind it, in words
   std::vector<std::pair<std::string, double>> metrics;  // the same numbers, for machines
   std::vector<std::string> involved;  // the ops, kernels, syscalls, threads concerned
+  // Where in the program to apply the fix: "file:line (function)" and how
+  // often per step, most frequent first (the Python call sites recorded).
+  std::vector<std::string> where;
   double estimated_gain_pct = 0;      // of the mean step time, if the suggestion is applied
   // How the gain was estimated: the change applied to the measured steps (the
   // fix as a what-if: "the 128 MiB of pageable copies per step at 50 GB/s") and

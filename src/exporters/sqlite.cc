@@ -32,7 +32,8 @@ CREATE TABLE device_activity (slice_id INTEGER PRIMARY KEY REFERENCES slices(id)
                               registers INTEGER, occupancy REAL);
 CREATE TABLE args (slice_id INTEGER REFERENCES slices(id), key TEXT, str_value TEXT, num_value REAL);
 CREATE TABLE ops (slice_id INTEGER PRIMARY KEY REFERENCES slices(id), scope TEXT, seq INTEGER,
-                  forward_slice_id INTEGER REFERENCES slices(id), shapes TEXT, dtypes TEXT, flops INTEGER, bytes INTEGER);
+                  forward_slice_id INTEGER REFERENCES slices(id), shapes TEXT, dtypes TEXT, flops INTEGER, bytes INTEGER,
+                  site TEXT);
 CREATE TABLE dataflow_edges (from_slice_id INTEGER REFERENCES slices(id), to_slice_id INTEGER REFERENCES slices(id),
                              tensor INTEGER);
 CREATE TABLE instants (id INTEGER PRIMARY KEY, track_id INTEGER REFERENCES tracks(id), ts INTEGER, name TEXT);
@@ -305,7 +306,7 @@ Status Write(Db& db, const model::Trace& t, const ExportView& v, ExportStats& st
     st.flows = v.flows.size();
   }
   {
-    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO ops VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * s, db.Prepare("INSERT INTO ops VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     const auto& o = t.ops;
     for (size_t i = 0; i < o.size(); ++i) {
       BindInt(s, 1, o.slice[i]);
@@ -318,6 +319,8 @@ Status Write(Db& db, const model::Trace& t, const ExportView& v, ExportStats& st
       else sqlite3_bind_null(s, 6);
       BindOptInt(s, 7, o.flops[i], o.flops[i] >= 0);
       BindOptInt(s, 8, o.bytes[i], o.bytes[i] >= 0);
+      if (o.site[i]) BindText(s, 9, sv(o.site[i]));
+      else sqlite3_bind_null(s, 9);
       STRATA_RETURN_IF_ERROR(db.Step(s));
     }
     STRATA_ASSIGN_OR_RETURN(sqlite3_stmt * e, db.Prepare("INSERT INTO dataflow_edges VALUES (?, ?, ?)"));

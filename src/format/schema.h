@@ -135,6 +135,8 @@ enum FrameworkEvent : uint32_t {
   kAutoStepEnd = 72,
   kModuleBatch = 73,
   kOptimizerStep = 74,
+  kSiteBegin = 75,  // {u32 site}: a host-reading call from Python begins ("file:line (function)")
+  kSiteEnd = 76,    // {}: it returns
 };
 
 enum ProcessEvent : uint32_t {

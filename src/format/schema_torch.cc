@@ -77,6 +77,7 @@ constexpr F kOom[] = {{"bytes", T::kU64},
 constexpr F kStep[] = {{"step", T::kU64}};
 constexpr F kModuleBatchFields[] = {{"samples", T::kU64}, {"flags", T::kU32}};
 constexpr F kOptimizer[] = {{"optimizer", T::kU32}};
+constexpr F kSite[] = {{"site", T::kU32}};
 
 constexpr EventSpec kThreadEvents[] = {
     {kOpBegin, "op_begin", kName},
@@ -101,6 +102,8 @@ constexpr EventSpec kThreadEvents[] = {
     {kAutoStepEnd, "auto_step_end", kStep},
     {kModuleBatch, "module_batch", kModuleBatchFields},
     {kOptimizerStep, "optimizer_step", kOptimizer},
+    {kSiteBegin, "site_begin", kSite},
+    {kSiteEnd, "site_end", {}},
 };
 
 constexpr EventSet kSets[] = {{kThreadStream, kThreadEvents}};

@@ -296,7 +296,8 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<uint32_t> oorder(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
-  Permute(oorder, scratch, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes);
+  Permute(oorder, scratch, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes,
+          ops.site);
   return new_index;
 }
 

@@ -341,6 +341,10 @@ struct OpTable {
   std::vector<StringId> dtypes;
   std::vector<int64_t> flops;
   std::vector<int64_t> bytes;
+  // Where the program called it (0: not recorded): "file:line (function)" of
+  // the Python frame that called a host-reading method (.item(), .tolist(),
+  // torch.cuda.synchronize) this op runs in, the outermost op of the call.
+  std::vector<StringId> site;
 
   size_t size() const { return slice.size(); }
   uint32_t Add(uint32_t s, OpScope sc, int64_t sq) {
@@ -352,6 +356,7 @@ struct OpTable {
     dtypes.push_back(0);
     flops.push_back(-1);
     bytes.push_back(-1);
+    site.push_back(0);
     return static_cast<uint32_t>(slice.size() - 1);
   }
 };

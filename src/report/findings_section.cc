@@ -32,6 +32,7 @@ class FindingsSection : public Section {
         for (size_t k = 0; k < f.involved.size() && k < 6; ++k) inv += (k ? ", " : "") + Truncate(f.involved[k], 48);
         out += "     involved: " + inv + "\n";
       }
+      for (size_t k = 0; k < f.where.size() && k < 4; ++k) out += (k ? "            " : "     where: ") + f.where[k] + "\n";
       out += "     suggestion: " + f.suggestion + "\n";
       if (opt.what_if && !f.what_if.empty())
         out += fmt::format("     what-if: {}; step {} -> {}\n", f.what_if, FormatDuration(f.step_ns),
@@ -48,7 +49,7 @@ class FindingsSection : public Section {
       for (const auto& [k, v] : f.metrics) metrics[k] = v;
       a.push_back({{"category", f.category},
                    {"title", f.title},
-                   {"evidence", {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}}},
+                   {"evidence", {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}, {"where", f.where}}},
                    {"estimated_gain_pct", f.estimated_gain_pct},
                    {"what_if", {{"change", f.what_if}, {"step_ns", f.step_ns}, {"step_after_ns", f.step_after_ns}}},
                    {"suggestion", f.suggestion}});

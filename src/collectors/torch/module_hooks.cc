@@ -23,13 +23,26 @@
 // TorchScript module's graph. An error there is cleared, never raised into the
 // program: the module then runs without a scope.
 //
+// The same extension wraps the host-reading calls of the program (Tensor.item,
+// Tensor.tolist, torch.cuda.synchronize: wrap_site) so that each says where the
+// program called it: the calling Python frame's "file:line (function)" (the
+// first frame outside torch's own package), interned once per call site and
+// written before and after the call (strata_torch_site_begin/end). The ops
+// run inside the call carry that site: a sync finding names the program's
+// lines. The frame must be read here, with the GIL held: the ops themselves
+// run with it released (.item() releases it before dispatching).
+//
 // Everything here runs with the GIL held (module calls, and init from attach()).
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -227,6 +240,144 @@ PyObject* WrapCall(PyObject*, PyObject* orig) {
   return reinterpret_cast<PyObject*>(w);
 }
 
+// --- call sites of host-reading calls ----------------------------------------------
+
+using SiteBeginFn = void (*)(uint32_t site);
+using SiteEndFn = void (*)();
+using InternFn = uint32_t (*)(const char* text);
+SiteBeginFn g_site_begin = nullptr;
+SiteEndFn g_site_end = nullptr;
+InternFn g_intern = nullptr;
+// Per code object: whether it is torch's own, and its sites by instruction
+// offset (a dictionary probe per call; the line is computed once per site).
+// The code objects are kept alive, so that an address always means the same
+// code (call sites are few).
+struct CodeSites {
+  bool torch_own = false;
+  std::unordered_map<int, uint32_t> by_offset;
+};
+std::unordered_map<PyObject*, CodeSites>* g_sites = nullptr;
+
+CodeSites& SitesOf(PyCodeObject* code) {
+  auto [it, fresh] = g_sites->try_emplace(reinterpret_cast<PyObject*>(code));
+  if (fresh) {
+    Py_INCREF(code);
+    const char* file = PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
+    if (!file) PyErr_Clear();
+    it->second.torch_own = file && std::strstr(file, "-packages/torch/") != nullptr;
+  }
+  return it->second;
+}
+
+uint32_t SiteOf(PyCodeObject* code, CodeSites& cs, PyFrameObject* f) {
+#if PY_VERSION_HEX >= 0x030B0000
+  int key = PyFrame_GetLasti(f);
+#else
+  int key = PyFrame_GetLineNumber(f);
+#endif
+  auto it = cs.by_offset.find(key);
+  if (it != cs.by_offset.end()) return it->second;
+  int line = PyFrame_GetLineNumber(f);
+  const char* file = PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : nullptr;
+  if (!file) PyErr_Clear();
+  const char* fn = PyUnicode_Check(code->co_name) ? PyUnicode_AsUTF8(code->co_name) : nullptr;
+  if (!fn) PyErr_Clear();
+  std::string text = std::string(file ? file : "?") + ":" + std::to_string(line) + " (" + (fn ? fn : "?") + ")";
+  uint32_t id = g_intern(text.c_str());
+  if (id != 0) cs.by_offset.emplace(key, id);
+  return id;
+}
+
+// The site of the Python code calling now: the innermost frame outside torch's
+// package (torch's own helpers call .item() for the program), else the innermost.
+uint32_t CallerSite() {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed; null outside Python code
+  if (!f) return 0;
+  Py_INCREF(f);
+  PyFrameObject* first = nullptr;
+  uint32_t id = 0;
+  for (int depth = 0; f && depth < 32; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);  // new reference
+    CodeSites& cs = SitesOf(code);
+    if (!cs.torch_own) {
+      id = SiteOf(code, cs, f);
+      Py_DECREF(code);
+      break;
+    }
+    Py_DECREF(code);
+    if (!first) {
+      Py_INCREF(f);
+      first = f;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);  // new reference
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  if (id == 0 && first) {
+    PyCodeObject* code = PyFrame_GetCode(first);
+    id = SiteOf(code, SitesOf(code), first);
+    Py_DECREF(code);
+  }
+  Py_XDECREF(first);
+  return id;
+}
+
+PyObject* SiteCallVectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  PyObject* orig = reinterpret_cast<ModuleCall*>(self)->orig;
+  uint32_t site = g_sites ? CallerSite() : 0;
+  if (site == 0) return PyObject_Vectorcall(orig, args, nargsf, kwnames);
+  g_site_begin(site);
+  PyObject* res = PyObject_Vectorcall(orig, args, nargsf, kwnames);
+  g_site_end();
+  return res;
+}
+
+// The wrapper of a host-reading call: a method descriptor like ModuleCall (the
+// same layout and attributes), with a site around each call.
+PyTypeObject kSiteCallType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "_strata_torch_hooks.SiteCall";
+  t.tp_basicsize = sizeof(ModuleCall);
+  t.tp_dealloc = ModuleCallDealloc;
+  t.tp_vectorcall_offset = offsetof(ModuleCall, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_getattro = ModuleCallGetAttr;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+  t.tp_doc = "a host-reading call (Tensor.item, ...) that tells strata where the program called it";
+  t.tp_descr_get = ModuleCallGet;
+  t.tp_getset = kModuleCallGetSet;
+  return t;
+}();
+
+PyObject* WrapSite(PyObject*, PyObject* orig) {
+  if (!PyCallable_Check(orig)) {
+    PyErr_SetString(PyExc_TypeError, "wrap_site: not callable");
+    return nullptr;
+  }
+  if (PyType_Ready(&kSiteCallType) < 0) return nullptr;
+  auto* w = PyObject_New(ModuleCall, &kSiteCallType);
+  if (!w) return nullptr;
+  w->orig = Py_NewRef(orig);
+  w->vectorcall = SiteCallVectorcall;
+  return reinterpret_cast<PyObject*>(w);
+}
+
+// init_sites(site_begin_address, site_end_address, intern_address)
+PyObject* InitSites(PyObject*, PyObject* args) {
+  unsigned long long begin = 0, end = 0, intern = 0;
+  if (!PyArg_ParseTuple(args, "KKK", &begin, &end, &intern)) return nullptr;
+  if (!begin || !end || !intern) {
+    PyErr_SetString(PyExc_ValueError, "init_sites: null entry point");
+    return nullptr;
+  }
+  g_site_begin = reinterpret_cast<SiteBeginFn>(static_cast<uintptr_t>(begin));
+  g_site_end = reinterpret_cast<SiteEndFn>(static_cast<uintptr_t>(end));
+  g_intern = reinterpret_cast<InternFn>(static_cast<uintptr_t>(intern));
+  if (!g_sites) g_sites = new std::unordered_map<PyObject*, CodeSites>();  // lives as long as the process
+  Py_RETURN_NONE;
+}
+
 // init(begin_address, end_address, entry, root, script)
 PyObject* Init(PyObject*, PyObject* args) {
   unsigned long long begin = 0, end = 0;
@@ -259,6 +410,8 @@ PyMethodDef kMethods[] = {
      "global forward hook: closes the module's scope"},
     {"wrap_call", WrapCall, METH_O, "wrap_call(nn.Module.__call__): the same, with a scope around each module's forward"},
     {"depth", Depth, METH_NOARGS, "depth of the calling thread's module stack"},
+    {"wrap_site", WrapSite, METH_O, "wrap_site(f): f, telling strata the caller's file:line around each call"},
+    {"init_sites", InitSites, METH_VARARGS, "init_sites(site_begin_address, site_end_address, intern_address)"},
     {nullptr, nullptr, 0, nullptr},
 };
 

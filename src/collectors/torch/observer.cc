@@ -903,6 +903,20 @@ STRATA_TORCH_API void strata_torch_optimizer_step(uint32_t optimizer) {
   strata::recorder::EmitThreadEvent(sf::kOptimizerStep, &optimizer, sizeof optimizer);
 }
 
+// A host-reading call from Python (.item(), .tolist(), torch.cuda.synchronize)
+// begins and returns: `site` names the caller's "file:line (function)". The
+// importer gives the site to the call's outermost op (from module_hooks.cc).
+STRATA_TORCH_API void strata_torch_site_begin(uint32_t site) {
+  if (!g) return;
+  strata::recorder::EmitThreadEvent(sf::kSiteBegin, &site, sizeof site);
+}
+
+STRATA_TORCH_API void strata_torch_site_end() {
+  if (!g) return;
+  uint32_t none = 0;
+  strata::recorder::EmitThreadEvent(sf::kSiteEnd, &none, 0);
+}
+
 // The program says how many samples the current step processes (strata.step(samples=N)).
 STRATA_TORCH_API void strata_torch_step_samples(int64_t samples) {
   if (!g || samples <= 0) return;

@@ -33,7 +33,7 @@ struct PendingOp {
   uint64_t fwd_thread = 0;
   int32_t slice = -1;  // pre-Finalize slice index, set when the op closes
   int32_t row = -1;    // OpTable row
-  model::StringId shapes = 0, dtypes = 0;
+  model::StringId shapes = 0, dtypes = 0, site = 0;
   int64_t flops = -1, bytes = -1;
   uint32_t in_begin = 0, in_count = 0, out_begin = 0, out_count = 0;  // into TorchState::tensors
 };
@@ -53,6 +53,9 @@ struct TorchState {
   std::vector<PendingOp> ops;
   std::vector<uint64_t> tensors;
   std::map<const StreamState*, PendingStep> pending_steps;
+  // Per thread: the host-reading calls from Python open now (site names), and
+  // whether the outermost op of the innermost one has begun.
+  std::map<const StreamState*, std::vector<std::pair<model::StringId, bool>>> sites;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> track_of_thread;  // (process, framework thread) -> track
   std::unordered_map<uint32_t, uint64_t> thread_of_track;
   std::vector<BatchMark> batches;
@@ -114,6 +117,14 @@ int32_t NewOp(LoadContext& ctx, StreamState& ss, int64_t ts, OpScope scope, int6
   op.scope = scope;
   op.seq = seq;
   op.fwd_thread = fwd;
+  // The first op to begin inside a call site is its outermost op.
+  if (scope == OpScope::kFunction && !st.sites.empty()) {
+    auto it = st.sites.find(&ss);
+    if (it != st.sites.end() && !it->second.empty() && !it->second.back().second) {
+      op.site = it->second.back().first;
+      it->second.back().second = true;
+    }
+  }
   st.ops.push_back(op);
   return static_cast<int32_t>(st.ops.size() - 1);
 }
@@ -393,6 +404,14 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     b.given = true;
     ctx.Ext<TorchState>().batches.push_back(b);
   });
+  r.On(kThreadStream, "site_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    ctx.Ext<TorchState>().sites[&ss].emplace_back(ctx.Name(*ss.process, PayloadReader(ev).Get<uint32_t>()), false);
+  });
+  r.On(kThreadStream, "site_end", [](LoadContext& ctx, StreamState& ss, const EventView&) {
+    auto& sites = ctx.Ext<TorchState>().sites;
+    auto it = sites.find(&ss);
+    if (it != sites.end() && !it->second.empty()) it->second.pop_back();
+  });
   r.On(kThreadStream, "optimizer_step", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     ctx.Ext<TorchState>().optimizer_marks.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>()});
   });
@@ -453,10 +472,12 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     t.dtypes.back() = op.dtypes;
     t.flops.back() = op.flops;
     t.bytes.back() = op.bytes;
+    t.site.back() = op.site;
   });
   r.OnStreamEnd([](LoadContext& ctx, StreamState& ss) {
     auto& st = ctx.Ext<TorchState>();
     st.pending_steps.erase(&ss);  // a step that never ended was only tentative
+    st.sites.erase(&ss);
     if (ss.process) {
       int64_t& e = st.process_end[ss.process->index];
       e = std::max(e, ss.last_ts);

@@ -267,7 +267,7 @@
       el("div", { class: "cat", text: x.category }, d);
       el("div", { class: "title", text: x.title }, d);
       const ev = x.evidence || {};
-      el("pre", { text: typeof ev === "string" ? ev : (ev.summary || "") + (ev.involved && ev.involved.length ? "\ninvolved: " + ev.involved.slice(0, 8).join(", ") : "") }, d);
+      el("pre", { text: typeof ev === "string" ? ev : (ev.summary || "") + (ev.involved && ev.involved.length ? "\ninvolved: " + ev.involved.slice(0, 8).join(", ") : "") + (ev.where && ev.where.length ? "\nwhere: " + ev.where.slice(0, 4).join("\n       ") : "") }, d);
       el("div", { text: "Suggestion: " + x.suggestion }, d);
       const w = x.what_if || {};
       if (w.change) el("div", { class: "note", text: "What-if: " + w.change + "; step " + dur(w.step_ns) + " → " + dur(w.step_after_ns) }, d);
