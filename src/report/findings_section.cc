@@ -47,9 +47,11 @@ class FindingsSection : public Section {
     for (const auto& f : findings_) {
       json metrics = json::object();
       for (const auto& [k, v] : f.metrics) metrics[k] = v;
+      json evidence = {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}};
+      if (!f.where.empty()) evidence["where"] = f.where;  // the program's call sites, when recorded
       a.push_back({{"category", f.category},
                    {"title", f.title},
-                   {"evidence", {{"summary", f.evidence}, {"metrics", metrics}, {"involved", f.involved}, {"where", f.where}}},
+                   {"evidence", evidence},
                    {"estimated_gain_pct", f.estimated_gain_pct},
                    {"what_if", {{"change", f.what_if}, {"step_ns", f.step_ns}, {"step_after_ns", f.step_after_ns}}},
                    {"suggestion", f.suggestion}});
