@@ -2,6 +2,8 @@
 // category, batch boundaries anywhere, gzip, malformed input, and the real
 // traces in shared/data/external.
 #include <gtest/gtest.h>
+
+#include "analysis/framework.h"
 #include <zlib.h>
 
 #include <algorithm>
@@ -298,6 +300,37 @@ TEST(Kineto, UnsortedEventsAreSorted) {
   EXPECT_EQ(t->strings.Get(t->slices.name[2]), "be");
   EXPECT_EQ(t->slices.dur[2], 10000);
   EXPECT_EQ(t->slices.parent[2], 0);
+}
+
+// torch's legacy autograd profiler (a PyTorch without Kineto: Debian's 1.13)
+// writes a bare array with no categories under the process "CPU functions" and
+// no ProfilerStep ranges: its ops are ops, its "Name#..." ranges annotations,
+// and the steps come from the optimizer steps, tiling the loop.
+TEST(Kineto, LegacyProfilerOpsAndStepsFromTheOptimizer) {
+  std::string ev = "[";
+  for (int i = 0; i < 3; ++i) {
+    int64_t a = 100 + i * 1000;
+    ev += fmt::format(R"({{"name": "aten::mm", "ph": "X", "ts": {}, "dur": 400, "tid": 1, "pid": "CPU functions", "args": {{}}}},)", a);
+    ev += fmt::format(R"({{"name": "Optimizer.step#SGD.step", "ph": "X", "ts": {}, "dur": 100, "tid": 1, "pid": "CPU functions", "args": {{}}}},)", a + 800);
+    ev += fmt::format(R"({{"name": "aten::add_", "ph": "X", "ts": {}, "dur": 50, "tid": 1, "pid": "CPU functions", "args": {{}}}}{})", a + 820, i < 2 ? "," : "]");
+  }
+  auto t = importers::ParseKinetoTrace(ev);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  size_t ops = 0, spans = 0;
+  for (size_t i = 0; i < t->slices.size(); ++i) {
+    if (t->slices.kind[i] == model::SliceKind::kStep) steps.emplace_back(t->slices.ts[i], t->slices.end(i));
+    ops += t->slices.kind[i] == model::SliceKind::kOp;
+    spans += t->slices.kind[i] == model::SliceKind::kSpan;
+  }
+  EXPECT_EQ(ops, 6u);
+  EXPECT_EQ(spans, 3u);
+  // From the thread's first event to the first optimizer step's end, then from
+  // one optimizer step's end to the next.
+  EXPECT_EQ(steps, (std::vector<std::pair<int64_t, int64_t>>{{100'000, 1'000'000}, {1'000'000, 2'000'000}, {2'000'000, 3'000'000}}));
+  auto tr = analysis::Training(*t, {});
+  ASSERT_EQ(tr.steps.size(), 3u);
+  EXPECT_TRUE(tr.steps[0].partial);
 }
 
 // Correlation ids far apart index through one array per run of nearby ids

@@ -26,6 +26,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
+from peer_profiler import torch_profiler
+
 FEATURES = 256
 CLASSES = 10
 
@@ -74,6 +76,8 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--latency-ms", type=float, default=0.4, help="fetch latency per record")
     ap.add_argument("--width", type=int, default=384, help="hidden width (sets the compute per step)")
+    ap.add_argument("--torch-profiler", metavar="OUT.json", default="",
+                    help="profile the loop with torch.profiler instead (the peer recording), into OUT.json")
     args = ap.parse_args()
     torch.manual_seed(0)
     # One compute thread: the example's compute time then does not depend on
@@ -87,14 +91,16 @@ def main():
     model = Net(args.width)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     t0 = t_iter = time.perf_counter()
-    for step, (x, y) in enumerate(loader):
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        t = time.perf_counter()
-        print(f"iter_ms={1e3 * (t - t_iter):.3f}", flush=True)  # the program's own time per iteration
-        t_iter = t
+    with torch_profiler(args.torch_profiler) as step_done:
+        for step, (x, y) in enumerate(loader):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step_done()
+            t = time.perf_counter()
+            print(f"iter_ms={1e3 * (t - t_iter):.3f}", flush=True)  # the program's own time per iteration
+            t_iter = t
     dt = time.perf_counter() - t0
     print("%s: %d steps, %.1f ms/step, final loss %.4f" %
           ("fixed" if args.fixed else "slow", step + 1, 1e3 * dt / (step + 1), loss.item()))

@@ -22,6 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from peer_profiler import torch_profiler
+
 
 class Standardize(nn.Module):
     """(x - mean) / std per feature, clipped to [-clip, clip]."""
@@ -49,6 +51,8 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--features", type=int, default=160)
+    ap.add_argument("--torch-profiler", metavar="OUT.json", default="",
+                    help="profile the loop with torch.profiler instead (the peer recording), into OUT.json")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -60,16 +64,18 @@ def main():
         nn.Linear(args.features, 64), nn.ReLU(), nn.Linear(64, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     t0 = t_iter = time.perf_counter()
-    for step in range(args.steps):
-        x = x_all[step * args.batch:(step + 1) * args.batch]
-        y = y_all[step * args.batch:(step + 1) * args.batch]
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        t = time.perf_counter()
-        print(f"iter_ms={1e3 * (t - t_iter):.3f}", flush=True)  # the program's own time per iteration
-        t_iter = t
+    with torch_profiler(args.torch_profiler) as step_done:
+        for step in range(args.steps):
+            x = x_all[step * args.batch:(step + 1) * args.batch]
+            y = y_all[step * args.batch:(step + 1) * args.batch]
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            step_done()
+            t = time.perf_counter()
+            print(f"iter_ms={1e3 * (t - t_iter):.3f}", flush=True)  # the program's own time per iteration
+            t_iter = t
     dt = time.perf_counter() - t0
     print("%s: %d steps, %.2f ms/step, final loss %.4f" %
           ("fixed" if args.fixed else "slow", args.steps, 1e3 * dt / args.steps, loss.item()))

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "analysis/framework.h"
+#include "analysis/roofline.h"
 #include "analysis/step_breakdown.h"
 #include "base/units.h"
 #include "report/section.h"
@@ -47,6 +48,7 @@ class TrainingSection : public Section {
     opt_ = FrameworkOptionsFor(t, ro);
     s_ = analysis::Training(t, opt_);
     b_ = analysis::BreakdownSteps(t, s_);
+    if (b_.Pct(analysis::StepPart::kCompute) >= 50 && !b_.compute_ops.empty()) BoundingOps(t);
     if (!s_.steps.empty() && s_.steps.front().slice != model::kNone)
       thread_ = ThreadLabel(t, t.slices.track[static_cast<size_t>(s_.steps.front().slice)]);
   }
@@ -146,6 +148,15 @@ class TrainingSection : public Section {
         out += fmt::format("{} {} {:.0f}%", i ? "," : "", b_.compute_ops[i].first,
                            100.0 * static_cast<double>(b_.compute_ops[i].second) / static_cast<double>(b_.counted_ns));
       out += " (of the step)\n";
+      if (!bounding_.empty()) {
+        out += "    achieved:";
+        for (size_t i = 0; i < bounding_.size(); ++i)
+          out += fmt::format("{} {} {:.1f} GFLOP/s ({}-bound, {:.0f}% of its roof)", i ? "," : "", bounding_[i].name,
+                             bounding_[i].flops_per_s / 1e9, bounding_[i].bound, bounding_[i].pct_of_roof);
+        out += fmt::format("; roofs: {}\n", roof_);
+      } else if (!roof_.empty()) {
+        out += fmt::format("    (record with --shapes for their FLOP/s against {})\n", roof_);
+      }
     }
     if (b_.device_busy < 0) return;
     double busy = 100.0 * static_cast<double>(b_.device_busy) / static_cast<double>(b_.counted_ns);
@@ -202,12 +213,37 @@ class TrainingSection : public Section {
     for (size_t i = 0; i < b_.compute_ops.size() && i < 10; ++i)
       ops.push_back({{"name", b_.compute_ops[i].first}, {"ns", b_.compute_ops[i].second}});
     j["compute_ops"] = ops;
+    if (!roof_.empty()) {
+      json bound = json::array();
+      for (const auto& p : bounding_)
+        bound.push_back({{"name", p.name}, {"flops_per_s", p.flops_per_s}, {"pct_of_roof", p.pct_of_roof}, {"bound", p.bound}});
+      j["compute_bound"] = {{"roof", roof_}, {"ops", bound}};
+    }
     return j;
+  }
+
+  // The step's ops' achieved FLOP/s against the roofs of what ran them (the
+  // roofline's op points, most time first, where the trace has FLOP
+  // estimates: --shapes).
+  void BoundingOps(const model::Trace& t) {
+    analysis::RooflineResult r = analysis::Roofline(t);
+    const analysis::Roof* roof = r.RoofOf(r.primary);
+    if (roof == nullptr) {
+      analysis::RecordedHost h = analysis::RecordedHostPeaks(t);
+      if (h.peak_flops_f32 > 0) roof_ = fmt::format("the host's fp32 peak ({:.0f} GFLOP/s, all cores)", h.peak_flops_f32 / 1e9);
+      return;
+    }
+    roof_ = fmt::format("{} peak {:.0f} GFLOP/s, {:.0f} GB/s", roof->name, roof->peak_flops / 1e9, roof->bandwidth / 1e9);
+    // The estimated ops taking the most time (outermost: aten::linear for its addmm).
+    for (const analysis::RooflinePoint& p : r.ops)
+      if (p.flops_per_s > 0 && p.pct_of_roof > 0 && bounding_.size() < 3) bounding_.push_back(p);
   }
 
   analysis::FrameworkOptions opt_;
   analysis::TrainingSteps s_;
   analysis::StepBreakdowns b_;
+  std::vector<analysis::RooflinePoint> bounding_;
+  std::string roof_;  // what bounding_'s percentages are of
   std::string thread_;
 };
 

@@ -21,6 +21,7 @@
 #include "base/progress.h"
 #include "importers/kineto/byte_source.h"
 #include "importers/kineto/json_stream.h"
+#include "importers/kineto/optimizer_steps.h"
 #include "importers/kineto/kineto.h"
 
 namespace strata::importers {
@@ -900,6 +901,8 @@ class Builder : public JsonEventSink {
     }
     for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{} {}", n, what));
     DropLinkedLaunchFlows();
+    if (size_t n = AddOptimizerSteps(t_))
+      t_.warnings.push_back(fmt::format("no ProfilerStep ranges: {} steps found from the optimizer steps", n));
     t_.Finalize();
     ResolveFlows();
     return OkStatus();
@@ -1796,6 +1799,11 @@ class Builder : public JsonEventSink {
     }
     Cat cat = Classify(ev_.cat);
     if (cat == Cat::kFlowLaunch) cat = Cat::kOther;
+    // torch's legacy autograd profiler (PyTorch built without Kineto, such as
+    // Debian's 1.13) writes no categories, every event under the process
+    // "CPU functions": its ops, and record_function ranges named "Name#...".
+    if (cat == Cat::kUnknown && ev_.pid.is_str && ev_.pid.str == "CPU functions")
+      cat = ev_.name.find('#') != std::string_view::npos ? Cat::kUserAnnotation : Cat::kCpuOp;
     AddSlice(cat, ev_.ts, ev_.dur);
   }
 
