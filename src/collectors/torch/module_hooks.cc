@@ -208,36 +208,45 @@ void ModuleCallDealloc(PyObject* self) {
 PyObject* ModuleCallWrapped(PyObject* self, void*) { return Py_NewRef(reinterpret_cast<ModuleCall*>(self)->orig); }
 
 PyGetSetDef kModuleCallGetSet[] = {
-    {"__wrapped__", ModuleCallWrapped, nullptr, "the nn.Module.__call__ it wraps", nullptr},
+    {"__wrapped__", ModuleCallWrapped, nullptr, "the callable it wraps", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
-PyTypeObject kModuleCallType = [] {
+// A wrapper type: a method descriptor (see above) showing the original's
+// attributes, whose calls go to `vectorcall` with the original in `orig`.
+PyTypeObject WrapperType(const char* name, const char* doc) {
   PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_strata_torch_hooks.ModuleCall";
+  t.tp_name = name;
   t.tp_basicsize = sizeof(ModuleCall);
   t.tp_dealloc = ModuleCallDealloc;
   t.tp_vectorcall_offset = offsetof(ModuleCall, vectorcall);
   t.tp_call = PyVectorcall_Call;
   t.tp_getattro = ModuleCallGetAttr;
   t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
-  t.tp_doc = "nn.Module.__call__ with a strata scope around each module's forward";
+  t.tp_doc = doc;
   t.tp_descr_get = ModuleCallGet;
   t.tp_getset = kModuleCallGetSet;
   return t;
-}();
+}
 
-PyObject* WrapCall(PyObject*, PyObject* orig) {
+PyObject* NewWrapper(PyTypeObject* type, vectorcallfunc call, PyObject* orig, const char* not_callable) {
   if (!PyCallable_Check(orig)) {
-    PyErr_SetString(PyExc_TypeError, "wrap_call: not callable");
+    PyErr_SetString(PyExc_TypeError, not_callable);
     return nullptr;
   }
-  if (PyType_Ready(&kModuleCallType) < 0) return nullptr;
-  auto* w = PyObject_New(ModuleCall, &kModuleCallType);
+  if (PyType_Ready(type) < 0) return nullptr;
+  auto* w = PyObject_New(ModuleCall, type);
   if (!w) return nullptr;
   w->orig = Py_NewRef(orig);
-  w->vectorcall = ModuleCallVectorcall;
+  w->vectorcall = call;
   return reinterpret_cast<PyObject*>(w);
+}
+
+PyTypeObject kModuleCallType =
+    WrapperType("_strata_torch_hooks.ModuleCall", "nn.Module.__call__ with a strata scope around each module's forward");
+
+PyObject* WrapCall(PyObject*, PyObject* orig) {
+  return NewWrapper(&kModuleCallType, ModuleCallVectorcall, orig, "wrap_call: not callable");
 }
 
 // --- call sites of host-reading calls ----------------------------------------------
@@ -333,34 +342,13 @@ PyObject* SiteCallVectorcall(PyObject* self, PyObject* const* args, size_t nargs
   return res;
 }
 
-// The wrapper of a host-reading call: a method descriptor like ModuleCall (the
-// same layout and attributes), with a site around each call.
-PyTypeObject kSiteCallType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_strata_torch_hooks.SiteCall";
-  t.tp_basicsize = sizeof(ModuleCall);
-  t.tp_dealloc = ModuleCallDealloc;
-  t.tp_vectorcall_offset = offsetof(ModuleCall, vectorcall);
-  t.tp_call = PyVectorcall_Call;
-  t.tp_getattro = ModuleCallGetAttr;
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
-  t.tp_doc = "a host-reading call (Tensor.item, ...) that tells strata where the program called it";
-  t.tp_descr_get = ModuleCallGet;
-  t.tp_getset = kModuleCallGetSet;
-  return t;
-}();
+// The wrapper of a host-reading call: a ModuleCall's layout and attributes,
+// with a site around each call.
+PyTypeObject kSiteCallType = WrapperType(
+    "_strata_torch_hooks.SiteCall", "a host-reading call (Tensor.item, ...) that tells strata where the program called it");
 
 PyObject* WrapSite(PyObject*, PyObject* orig) {
-  if (!PyCallable_Check(orig)) {
-    PyErr_SetString(PyExc_TypeError, "wrap_site: not callable");
-    return nullptr;
-  }
-  if (PyType_Ready(&kSiteCallType) < 0) return nullptr;
-  auto* w = PyObject_New(ModuleCall, &kSiteCallType);
-  if (!w) return nullptr;
-  w->orig = Py_NewRef(orig);
-  w->vectorcall = SiteCallVectorcall;
-  return reinterpret_cast<PyObject*>(w);
+  return NewWrapper(&kSiteCallType, SiteCallVectorcall, orig, "wrap_site: not callable");
 }
 
 // init_sites(site_begin_address, site_end_address, intern_address)
