@@ -5,8 +5,10 @@
 // include PyTorch headers.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -17,6 +19,9 @@
 
 namespace at {
 struct RecordFunction;
+}
+namespace c10 {
+class DebugInfoBase;
 }
 
 namespace strata::collectors::torch {
@@ -52,6 +57,18 @@ struct ThreadState {
 
 // Interns a detail string (shapes, dtypes) through the thread's cache.
 uint32_t InternDetail(ThreadState& ts, const std::string& s);
+
+// The hot path's clock (recorder/hot.h), chosen when the observer starts.
+extern uint32_t g_clock;
+
+// Memory (memory.cc): c10's allocator reports and strata's CPU allocator
+// wrapper. Both record while g_memory_on.
+extern std::atomic<bool> g_memory_on;
+// What c10's allocators report to, pushed as each thread's PROFILER_STATE.
+std::shared_ptr<c10::DebugInfoBase> MakeMemoryReporter();
+// Puts strata's wrapper in place of the process's CPU allocator; false when
+// its blocks cannot be followed (c10's reporting covers them then).
+bool WrapCpuAllocator();
 
 // Detail tier (detail.cc): right after the op's begin event, and right before its end.
 void EmitOpDetail(ThreadState& ts, const at::RecordFunction& fn, const NameEntry& name);
