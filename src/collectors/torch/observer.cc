@@ -16,7 +16,7 @@
 //    RecordFunction's own sampling still pays most of the per-op cost when a
 //    coin flip says no (measured in BENCHMARKS.md); a disabled callback pays
 //    none of it. Whole steps give exact per-op shares of the sampled steps.
-//  - memory: CPU blocks from a wrapper around the process's CPU allocator
+//  - memory (memory.cc): CPU blocks from a wrapper around the process's CPU allocator
 //    (CpuAllocator: no table of sizes, no lock); the rest (CUDA's caching
 //    allocator, CPU blocks that bypass the wrapper) from a ProfilerStateBase
 //    pushed as the thread's PROFILER_STATE debug info, to which c10's
