@@ -8,6 +8,7 @@
 #include "base/files.h"
 #include "importers/kineto/byte_source.h"
 #include "importers/kineto/kineto.h"
+#include "importers/xplane/xplane.h"
 
 namespace strata::importers {
 
@@ -15,6 +16,7 @@ TraceFormat DetectFormat(const std::string& path) {
   if (IsDirectory(path)) return IsStrataTraceDir(path) ? TraceFormat::kStrata : TraceFormat::kUnknown;
   auto head = kineto::ReadHead(path, 4096);
   if (head.ok() && LooksLikeJsonTrace(*head)) return TraceFormat::kChromeJson;
+  if (head.ok() && LooksLikeXSpace(*head)) return TraceFormat::kXSpace;
   return TraceFormat::kUnknown;
 }
 
@@ -29,12 +31,13 @@ StatusOr<model::Trace> LoadTrace(const std::string& path, const LoadOptions& opt
   switch (DetectFormat(path)) {
     case TraceFormat::kStrata: return LoadStrataTrace(path, opt);
     case TraceFormat::kChromeJson: return LoadKinetoTrace(path, opt);
+    case TraceFormat::kXSpace: return LoadXPlaneTrace(path, opt);
     case TraceFormat::kUnknown: break;
   }
   if (IsDirectory(path)) return Err(StatusCode::kInvalidArgument, "{}: not a trace directory (no ctf/metadata)", path);
   return Err(StatusCode::kUnsupported,
-             "{}: unrecognized trace format (expected a strata trace directory or a PyTorch-profiler JSON trace, "
-             ".json or .json.gz)",
+             "{}: unrecognized trace format (expected a strata trace directory, a PyTorch-profiler JSON trace, "
+             ".json or .json.gz, or an XSpace, .xplane.pb)",
              path);
 }
 

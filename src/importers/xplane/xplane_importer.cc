@@ -1,0 +1,599 @@
+// XSpace -> model (xplane.h says what goes where). The file is parsed whole
+// with protobuf's lite runtime; planes are then read one at a time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "importers/kineto/byte_source.h"
+#include "importers/xplane/xplane.h"
+#include "importers/xplane/xplane.pb.h"
+#include "importers/xplane/xplane_names.h"
+
+namespace strata::importers {
+namespace xplane {
+namespace {
+
+using model::SliceKind;
+using model::StringId;
+using xspace::XEvent;
+using xspace::XEventMetadata;
+using xspace::XLine;
+using xspace::XPlane;
+using xspace::XSpace;
+using xspace::XStat;
+
+// Times beyond +-2^61 ns (73 years) are malformed: starts, ends and their
+// differences must not overflow int64 downstream (the Kineto importer's bound).
+constexpr int64_t kMaxNs = int64_t{1} << 61;
+constexpr int64_t kMaxPs = std::numeric_limits<int64_t>::max() / 2;
+
+// Stats the importer reads into columns or drops; the others become args.
+enum class Role : uint8_t {
+  kArg,
+  kCorrelation,
+  kKernelDetails,
+  kMemcpyDetails,
+  kGroupId,
+  kStepName,
+  kAllocatorName,
+  kAllocationBytes,
+  kBytesAllocated,
+  kBytesReserved,
+  kAddr,
+  kDrop,  // internal bookkeeping (context ids, producer/consumer links)
+};
+
+Role RoleOf(std::string_view n) {
+  static const std::unordered_map<std::string_view, Role> roles = {
+      {"correlation_id", Role::kCorrelation}, {"kernel_details", Role::kKernelDetails},
+      {"memcpy_details", Role::kMemcpyDetails}, {"group_id", Role::kGroupId},
+      {"step_name", Role::kStepName},         {"allocator_name", Role::kAllocatorName},
+      {"allocation_bytes", Role::kAllocationBytes}, {"bytes_allocated", Role::kBytesAllocated},
+      {"bytes_reserved", Role::kBytesReserved}, {"addr", Role::kAddr},
+      {"context_id", Role::kDrop},            {"_ct", Role::kDrop},
+      {"_c", Role::kDrop},                    {"_pt", Role::kDrop},
+      {"_p", Role::kDrop},                    {"_r", Role::kDrop},
+  };
+  auto it = roles.find(n);
+  return it == roles.end() ? Role::kArg : it->second;
+}
+
+// One stat's value as the importer uses it.
+struct Value {
+  bool is_str = false;
+  std::string_view str;
+  double num = 0;
+  int64_t i = 0;  // integer stats exactly (ids, bytes, addresses)
+  bool bytes = false;
+};
+
+// The stats of one event (its metadata's first, then its own, which win).
+struct EventStats {
+  uint64_t correlation = 0;
+  bool has_kernel_details = false, has_memcpy_details = false;
+  std::string_view kernel_details, memcpy_details;
+  int64_t group = -1;
+  std::string_view step_name;
+  std::string_view allocator;
+  int64_t allocation_bytes = 0, bytes_allocated = -1, bytes_reserved = -1;
+  uint64_t addr = 0;
+  struct ArgRef {
+    StringId key;
+    Value v;
+  };
+  std::vector<ArgRef> args;
+  void Clear() {
+    std::vector<ArgRef> keep = std::move(args);  // keeps its capacity
+    *this = EventStats();
+    keep.clear();
+    args = std::move(keep);
+  }
+};
+
+struct StepEvent {
+  int64_t group = -1;
+  std::string step_name;
+};
+
+class Builder {
+ public:
+  explicit Builder(model::Trace& t) : t_(t) { t_.source = "xplane"; }
+
+  Status Build(const XSpace& space) {
+    if (space.hostnames_size() > 0) t_.hostname = space.hostnames(0);
+    for (const auto& e : space.errors()) t_.warnings.push_back("profiler error: " + e);
+    for (const auto& w : space.warnings()) t_.warnings.push_back("profiler warning: " + w);
+    // Vendors first (to name the host's launch calls), host processes before devices.
+    for (const auto& p : space.planes()) {
+      int32_t dev;
+      std::string_view type;
+      if (ClassifyPlane(p.name(), &dev, &type) == PlaneKind::kDevice) ReadDevice(p, dev, type);
+    }
+    for (const auto& p : space.planes()) {
+      int32_t dev;
+      std::string_view type;
+      PlaneKind k = ClassifyPlane(p.name(), &dev, &type);
+      if (k == PlaneKind::kHost) HostPlane(p);
+      else if (k == PlaneKind::kDevice) DevicePlane(p, dev);
+      else if (p.lines_size() > 0) Count(fmt::format("events of plane \"{}\" not imported (not a host or device plane)", p.name()), EventsIn(p));
+    }
+    if (t_.events_read == 0 && skipped_ == 0 && space.planes_size() == 0)
+      return Err(StatusCode::kCorrupt, "the XSpace holds no planes");
+    LinkLaunches();
+    AddSteps();
+    for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{} {}", n, what));
+    t_.Finalize();
+    return OkStatus();
+  }
+
+ private:
+  static uint64_t EventsIn(const XPlane& p) {
+    uint64_t n = 0;
+    for (const auto& l : p.lines()) n += static_cast<uint64_t>(l.events_size());
+    return n;
+  }
+
+  void Count(const std::string& what, uint64_t n = 1) {
+    if (n) counts_[what] += n;
+  }
+  void Skip(const std::string& what, uint64_t n = 1) {
+    skipped_ += n;
+    Count(what, n);
+  }
+
+  // --- Per-plane lookups -------------------------------------------------------
+
+  struct PlaneCtx {
+    const XPlane* plane = nullptr;
+    std::unordered_map<int64_t, std::pair<Role, StringId>> stats;  // stat metadata id -> role, interned name
+    std::unordered_map<int64_t, StringId> names;                   // event metadata id -> interned name
+  };
+
+  void BeginPlane(PlaneCtx& c, const XPlane& p) {
+    c.plane = &p;
+    for (const auto& [id, md] : p.stat_metadata()) c.stats[id] = {RoleOf(md.name()), 0};
+  }
+
+  std::string_view StatName(const PlaneCtx& c, int64_t id) const {
+    auto it = c.plane->stat_metadata().find(id);
+    return it == c.plane->stat_metadata().end() ? std::string_view() : std::string_view(it->second.name());
+  }
+
+  void ReadStat(PlaneCtx& c, const XStat& st, EventStats& out) {
+    auto it = c.stats.find(st.metadata_id());
+    if (it == c.stats.end()) {
+      Count("stats with no stat metadata (ignored)");
+      return;
+    }
+    Value v;
+    switch (st.value_case()) {
+      case XStat::kDoubleValue: v.num = st.double_value(), v.i = static_cast<int64_t>(v.num); break;
+      case XStat::kUint64Value: v.i = static_cast<int64_t>(st.uint64_value()), v.num = static_cast<double>(st.uint64_value()); break;
+      case XStat::kInt64Value: v.i = st.int64_value(), v.num = static_cast<double>(v.i); break;
+      case XStat::kStrValue: v.is_str = true, v.str = st.str_value(); break;
+      case XStat::kBytesValue: v.bytes = true; break;
+      case XStat::kRefValue: v.is_str = true, v.str = StatName(c, static_cast<int64_t>(st.ref_value())); break;
+      case XStat::VALUE_NOT_SET: return;
+    }
+    switch (it->second.first) {
+      case Role::kCorrelation: out.correlation = static_cast<uint64_t>(v.i); return;
+      case Role::kKernelDetails: out.has_kernel_details = true, out.kernel_details = v.str; return;
+      case Role::kMemcpyDetails: out.has_memcpy_details = true, out.memcpy_details = v.str; return;
+      case Role::kGroupId: out.group = v.i; break;  // kept as an arg too
+      case Role::kStepName: out.step_name = v.str; break;
+      case Role::kAllocatorName: out.allocator = v.str; return;
+      case Role::kAllocationBytes: out.allocation_bytes = v.i; return;
+      case Role::kBytesAllocated: out.bytes_allocated = v.i; return;
+      case Role::kBytesReserved: out.bytes_reserved = v.i; return;
+      case Role::kAddr: out.addr = static_cast<uint64_t>(v.i); return;
+      case Role::kDrop: return;
+      case Role::kArg: break;
+    }
+    if (v.bytes) return;  // serialized protos (no text to keep)
+    StringId& key = it->second.second;
+    if (key == 0) key = t_.strings.Intern(StatName(c, st.metadata_id()));
+    out.args.push_back({key, v});
+  }
+
+  const XEventMetadata* Metadata(const PlaneCtx& c, const XEvent& e) const {
+    auto it = c.plane->event_metadata().find(e.metadata_id());
+    return it == c.plane->event_metadata().end() ? nullptr : &it->second;
+  }
+
+  // Reads an event's time and stats; false (counted) when it has no time.
+  bool ReadEvent(PlaneCtx& c, const XLine& line, const XEvent& e, const XEventMetadata* md, int64_t* ts, int64_t* dur) {
+    if (e.data_case() == XEvent::kNumOccurrences) {
+      Skip("aggregated events (a count with no time) not imported");
+      return false;
+    }
+    int64_t base = line.timestamp_ns(), off = e.offset_ps(), d = e.duration_ps();
+    if (base <= -kMaxNs || base >= kMaxNs || off <= -kMaxPs || off >= kMaxPs || d < 0 || d >= kMaxPs) {
+      Skip("events with a time or duration out of range (dropped)");
+      return false;
+    }
+    // Floor division of the offset, so a negative offset rounds down like a positive one.
+    int64_t off_ns = off >= 0 ? off / 1000 : -((-off + 999) / 1000);
+    *ts = base + off_ns;
+    *dur = (d + 500) / 1000;
+    if (*ts <= -kMaxNs || *ts >= kMaxNs || *dur >= kMaxNs) {
+      Skip("events with a time or duration out of range (dropped)");
+      return false;
+    }
+    stats_.Clear();
+    if (md)
+      for (const auto& st : md->stats()) ReadStat(c, st, stats_);
+    for (const auto& st : e.stats()) ReadStat(c, st, stats_);
+    return true;
+  }
+
+  StringId EventName(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
+    auto [it, inserted] = c.names.try_emplace(id, 0);
+    if (inserted && md) it->second = t_.strings.Intern(md->name());
+    return it->second;
+  }
+
+  void AddArgs(uint32_t slice) {
+    for (const auto& a : stats_.args) {
+      if (a.v.is_str) t_.args.Add(slice, a.key, t_.strings.Intern(a.v.str), std::numeric_limits<double>::quiet_NaN());
+      else t_.args.Add(slice, a.key, 0, a.v.num);
+    }
+  }
+
+  uint32_t NewTrack(uint32_t process, int64_t tid, model::TrackKind kind, int32_t device, std::string_view name) {
+    model::Track trk;
+    trk.kind = kind;
+    trk.process = process;
+    trk.tid = tid;
+    trk.device = device;
+    trk.name = t_.strings.Intern(name);
+    t_.tracks.push_back(trk);
+    return static_cast<uint32_t>(t_.tracks.size() - 1);
+  }
+
+  // --- Devices ------------------------------------------------------------------
+
+  void ReadDevice(const XPlane& p, int32_t id, std::string_view type) {
+    model::Device d;
+    d.id = id;
+    std::map<std::string_view, const XStat*> by_name;
+    for (const auto& st : p.stats()) {
+      auto it = p.stat_metadata().find(st.metadata_id());
+      if (it != p.stat_metadata().end()) by_name[it->second.name()] = &st;
+    }
+    auto num = [&](std::string_view k) -> uint64_t {
+      auto it = by_name.find(k);
+      if (it == by_name.end()) return 0;
+      const XStat& s = *it->second;
+      if (s.value_case() == XStat::kUint64Value) return s.uint64_value();
+      if (s.value_case() == XStat::kInt64Value) return s.int64_value() > 0 ? static_cast<uint64_t>(s.int64_value()) : 0;
+      if (s.value_case() == XStat::kDoubleValue) return s.double_value() > 0 && s.double_value() < 1.8e19 ? static_cast<uint64_t>(s.double_value()) : 0;
+      return 0;
+    };
+    auto str = [&](std::string_view k) -> std::string {
+      auto it = by_name.find(k);
+      return it != by_name.end() && it->second->value_case() == XStat::kStrValue ? it->second->str_value() : "";
+    };
+    d.clock_khz = static_cast<uint32_t>(std::min<uint64_t>(num("clock_rate"), UINT32_MAX));
+    d.compute_units = static_cast<uint32_t>(std::min<uint64_t>(num("core_count"), UINT32_MAX));
+    d.memory_bytes = num("memory_size");
+    d.memory_bandwidth = static_cast<double>(num("memory_bandwidth"));
+    d.compute_major = static_cast<uint32_t>(std::min<uint64_t>(num("compute_cap_major"), 1000));
+    d.compute_minor = static_cast<uint32_t>(std::min<uint64_t>(num("compute_cap_minor"), 1000));
+    std::string vendor = str("device_vendor");
+    for (auto& ch : vendor) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (vendor.empty() && type == "GPU" && d.compute_major > 0) vendor = "nvidia";
+    d.vendor = vendor;
+    d.api = type == "GPU" ? (vendor == "amd" ? "hip" : "cuda") : std::string(type);
+    if (vendor == "amd") amd_ = true;
+    d.name = str("device_name");
+    if (d.name.empty() && d.compute_major > 0)
+      d.properties = fmt::format("compute capability {}.{}, {} SMs", d.compute_major, d.compute_minor, d.compute_units);
+    t_.devices.push_back(std::move(d));
+  }
+
+  uint32_t DeviceProcess(int32_t device) {
+    auto [it, inserted] = dev_procs_.try_emplace(device, 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(t_.processes.size());
+      model::Process p;
+      p.pid = device;
+      p.is_device = true;
+      p.device = device;
+      p.name = t_.strings.Intern(fmt::format("GPU {}", device));
+      t_.processes.push_back(p);
+    }
+    return it->second;
+  }
+
+  // --- Host planes --------------------------------------------------------------
+
+  StringId ApiName(bool copy) {
+    std::string_view n = copy ? (amd_ ? "hipMemcpyAsync" : "cudaMemcpyAsync") : (amd_ ? "hipLaunchKernel" : "cudaLaunchKernel");
+    return t_.strings.Intern(n);
+  }
+
+  void HostPlane(const XPlane& p) {
+    PlaneCtx c;
+    BeginPlane(c, p);
+    uint32_t proc = static_cast<uint32_t>(t_.processes.size());
+    model::Process pr;
+    pr.name = t_.strings.Intern(t_.hostname.empty() ? p.name() : t_.hostname);
+    t_.processes.push_back(pr);
+    for (auto& d : t_.devices) d.process = proc;
+    const StringId tf_op_key = t_.strings.Intern("tf_op");
+    std::unordered_map<int64_t, uint32_t> tracks;  // line id -> track (lines with one id are one timeline)
+    for (const auto& line : p.lines()) {
+      std::string_view lname = line.display_name().empty() ? std::string_view(line.name()) : std::string_view(line.display_name());
+      auto [ti, fresh] = tracks.try_emplace(line.id(), 0);
+      if (fresh) ti->second = NewTrack(proc, line.id(), model::TrackKind::kThread, model::kNone, lname);
+      uint32_t track = ti->second;
+      for (const auto& e : line.events()) {
+        ++t_.events_read;
+        ++t_.tracks[track].events;
+        const XEventMetadata* md = Metadata(c, e);
+        if (!md) Count("events whose metadata is missing (imported without a name)");
+        int64_t ts, dur;
+        if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+        std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+        if (dur == 0 && (name == "MemoryAllocation" || name == "MemoryDeallocation")) {
+          int64_t bytes = name == "MemoryAllocation" ? stats_.allocation_bytes : -stats_.allocation_bytes;
+          t_.memory.Add(ts, track, AllocatorDevice(stats_.allocator), stats_.addr, bytes, stats_.bytes_allocated,
+                        stats_.bytes_reserved);
+          continue;
+        }
+        if (dur == 0 && stats_.correlation == 0) {
+          t_.instants.Add(ts, track, EventName(c, md, e.metadata_id()));
+          continue;
+        }
+        SliceKind kind = SliceKind::kSpan;
+        StringId sname;
+        std::string_view type;
+        if (stats_.correlation != 0) {
+          kind = SliceKind::kRuntime;
+          // TF names a launch after what it launches; API names (hip*, cu*) stay.
+          bool api = name.substr(0, 3) == "hip" || name.substr(0, 2) == "cu";
+          sname = api ? EventName(c, md, e.metadata_id()) : ApiName(stats_.has_memcpy_details || name.substr(0, 6) == "Memcpy");
+        } else if (!name.empty() && name[0] == '$') {
+          kind = SliceKind::kPython;
+          sname = t_.strings.Intern(name.substr(1));
+        } else if (TfOpName(name, &type)) {
+          kind = SliceKind::kOp;
+          sname = t_.strings.Intern(type);
+        } else {
+          sname = EventName(c, md, e.metadata_id());
+        }
+        uint32_t s = t_.slices.Add(ts, dur, track, sname, kind);
+        if (kind == SliceKind::kRuntime) {
+          auto [it, inserted] = launches_.try_emplace(stats_.correlation, s);
+          if (!inserted) {
+            Count("API calls that share a correlation id with an earlier one (the last one is linked)");
+            it->second = s;
+          }
+          if (sname != EventName(c, md, e.metadata_id())) stats_.args.push_back({t_.strings.Intern("name"), Value{true, name}});
+        }
+        if (kind == SliceKind::kOp) t_.args.Add(s, tf_op_key, t_.strings.Intern(name), std::numeric_limits<double>::quiet_NaN());
+        if (stats_.group >= 0) {
+          // The longest host event of a group is the step function's run.
+          auto [g, fresh_group] = group_root_.try_emplace(stats_.group, s);
+          if (!fresh_group && t_.slices.dur[g->second] < dur) g->second = s;
+        }
+        AddArgs(s);
+      }
+    }
+  }
+
+  // --- Device planes ------------------------------------------------------------
+
+  void DevicePlane(const XPlane& p, int32_t dev) {
+    PlaneCtx c;
+    BeginPlane(c, p);
+    bool has_streams = false;
+    for (const auto& line : p.lines()) {
+      int64_t s;
+      has_streams |= StreamLine(line.name(), &s);
+    }
+    uint32_t proc = model::kNoProcess;
+    std::unordered_map<int64_t, uint32_t> tracks;
+    for (const auto& line : p.lines()) {
+      int64_t stream = line.id();
+      bool is_stream = StreamLine(line.name(), &stream);
+      if (line.name() == "Steps") {
+        ReadSteps(c, line);
+        continue;
+      }
+      if (!is_stream && has_streams) {
+        t_.events_read += static_cast<uint64_t>(line.events_size());
+        Count("events of derived device lines (TensorFlow Ops, XLA Ops, name scopes) not imported: the kernels carry "
+              "the same ops as args",
+              static_cast<uint64_t>(line.events_size()));
+        continue;
+      }
+      if (line.events_size() == 0) continue;
+      if (proc == model::kNoProcess) proc = DeviceProcess(dev);
+      // A plane without streams (a TPU): "XLA Ops" are its kernels, other lines annotations.
+      bool annotations = !is_stream && line.name() != "XLA Ops";
+      auto [ti, fresh] = tracks.try_emplace(stream, 0);
+      if (fresh) ti->second = NewTrack(proc, stream, model::TrackKind::kDeviceQueue, dev, line.name());
+      uint32_t track = ti->second;
+      for (const auto& e : line.events()) {
+        ++t_.events_read;
+        ++t_.tracks[track].events;
+        const XEventMetadata* md = Metadata(c, e);
+        if (!md) Count("events whose metadata is missing (imported without a name)");
+        int64_t ts, dur;
+        if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+        std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+        if (annotations) {
+          AddArgs(t_.slices.Add(ts, dur, track, EventName(c, md, e.metadata_id()), SliceKind::kAnnotation));
+          continue;
+        }
+        model::CopyKind copy;
+        SliceKind kind = DeviceKind(name, stats_.has_memcpy_details, &copy);
+        StringId sname = kind == SliceKind::kKernel ? EventName(c, md, e.metadata_id())
+                         : kind == SliceKind::kMemset ? t_.strings.Intern("Memset")
+                                                      : t_.strings.Intern(fmt::format("Memcpy {}", model::CopyKindName(copy)));
+        uint32_t s = t_.slices.Add(ts, dur, track, sname, kind, stats_.correlation);
+        uint32_t row = t_.device.Add(s, dev, stream, stats_.correlation);
+        if (kind == SliceKind::kMemcpy || kind == SliceKind::kMemset) {
+          t_.device.bytes[row] = MemcpyBytes(stats_.memcpy_details);
+          t_.device.copy_kind[row] = copy;
+        }
+        if (stats_.has_kernel_details) {
+          KernelDetails k = ParseKernelDetails(stats_.kernel_details);
+          t_.device.registers[row] = k.registers;
+          t_.device.shared_mem[row] = k.shared_mem;
+          t_.device.grid[row] = k.grid;
+          t_.device.block[row] = k.block;
+          t_.device.occupancy[row] = k.occupancy;
+        }
+        AddArgs(s);
+      }
+    }
+  }
+
+  void ReadSteps(PlaneCtx& c, const XLine& line) {
+    for (const auto& e : line.events()) {
+      ++t_.events_read;
+      int64_t ts, dur;
+      const XEventMetadata* md = Metadata(c, e);
+      if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+      if (stats_.group < 0) {
+        Skip("steps without a group_id (their host events are unknown; not imported)");
+        continue;
+      }
+      StepEvent& s = steps_[stats_.group];
+      s.group = stats_.group;
+      if (s.step_name.empty()) s.step_name = stats_.step_name.empty() ? (md ? md->name() : "") : std::string(stats_.step_name);
+    }
+  }
+
+  // --- After every plane --------------------------------------------------------
+
+  void LinkLaunches() {
+    size_t unlinked = 0;
+    for (size_t r = 0; r < t_.device.size(); ++r) {
+      uint64_t corr = t_.device.correlation[r];
+      if (corr == 0) continue;
+      auto it = launches_.find(corr);
+      if (it == launches_.end()) {
+        ++unlinked;
+        continue;
+      }
+      t_.device.launch[r] = static_cast<int32_t>(it->second);
+    }
+    if (unlinked) t_.warnings.push_back(fmt::format("{} device activities have no launching API call in the trace", unlinked));
+  }
+
+  // Each step of the devices' "Steps" lines becomes a kStep slice over the
+  // longest host event of its group (the step function's run), on its thread.
+  void AddSteps() {
+    size_t missing = 0;
+    for (const auto& [group, st] : steps_) {
+      auto it = group_root_.find(group);
+      if (it == group_root_.end()) {
+        ++missing;
+        continue;
+      }
+      uint32_t root = it->second;
+      uint64_t number = static_cast<uint64_t>(group);
+      uint64_t n;
+      auto r = std::from_chars(st.step_name.data(), st.step_name.data() + st.step_name.size(), n);
+      if (r.ec == std::errc() && r.ptr == st.step_name.data() + st.step_name.size()) number = n;
+      StringId name = t_.strings.Intern(fmt::format("step {}", st.step_name.empty() ? std::to_string(group) : st.step_name));
+      t_.slices.Add(t_.slices.ts[root], t_.slices.dur[root], t_.slices.track[root], name, SliceKind::kStep, number);
+    }
+    if (missing) t_.warnings.push_back(fmt::format("{} steps of the devices' Steps lines have no host event in their group (not imported)", missing));
+  }
+
+  model::Trace& t_;
+  EventStats stats_;
+  bool amd_ = false;
+  uint64_t skipped_ = 0;
+  std::map<std::string, uint64_t> counts_;
+  std::unordered_map<int32_t, uint32_t> dev_procs_;
+  std::unordered_map<uint64_t, uint32_t> launches_;  // correlation id -> host launch slice
+  std::unordered_map<int64_t, uint32_t> group_root_;  // group id -> longest host slice
+  std::map<int64_t, StepEvent> steps_;               // by group id
+};
+
+StatusOr<model::Trace> Parse(std::string_view bytes, const std::string& what) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return Err(StatusCode::kUnsupported, "{}: an XSpace of {} bytes is larger than protobuf reads (2 GiB)", what, bytes.size());
+  XSpace space;
+  if (!space.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Err(StatusCode::kCorrupt, "{}: not a valid XSpace protobuf (truncated or another format)", what);
+  model::Trace t;
+  Builder b(t);
+  if (Status s = b.Build(space); !s.ok()) return s.WithContext(what);
+  return t;
+}
+
+StatusOr<std::string> ReadAllBytes(kineto::ByteSource& src) {
+  std::string out;
+  size_t n = 0;
+  for (;;) {
+    if (out.size() - n < (1 << 20)) out.resize(std::max<size_t>(out.size() * 2, 1 << 20));
+    auto r = src.Read(out.data() + n, out.size() - n);
+    if (!r.ok()) return r.status();
+    if (*r == 0) break;
+    n += *r;
+  }
+  out.resize(n);
+  return out;
+}
+
+}  // namespace
+}  // namespace xplane
+
+bool LooksLikeXSpace(std::string_view h) {
+  // Field 1 (planes), length-delimited: tag 0x0a, a varint length, then the
+  // plane: optionally field 1 (id, a varint), then field 2 (name), a short
+  // printable string.
+  size_t i = 0;
+  auto varint = [&h, &i](uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && i < h.size(); shift += 7) {
+      auto b = static_cast<uint8_t>(h[i++]);
+      *v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  };
+  uint64_t v;
+  if (h.size() < 4 || h[i++] != 0x0a || !varint(&v) || v < 2) return false;
+  if (i < h.size() && h[i] == 0x08) {
+    ++i;
+    if (!varint(&v)) return false;
+  }
+  if (i >= h.size() || h[i++] != 0x12 || !varint(&v) || v == 0 || v > 256) return false;
+  for (size_t k = 0; k < v && i + k < h.size(); ++k) {
+    auto c = static_cast<unsigned char>(h[i + k]);
+    if (c < 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+StatusOr<model::Trace> LoadXPlaneTrace(const std::string& path, const LoadOptions&) {
+  auto src = kineto::OpenByteSource(path);
+  if (!src.ok()) return src.status();
+  auto bytes = xplane::ReadAllBytes(**src);
+  if (!bytes.ok()) return bytes.status().WithContext(path);
+  auto t = xplane::Parse(*bytes, path);
+  if (t.ok()) t->path = path;
+  return t;
+}
+
+StatusOr<model::Trace> ParseXPlaneTrace(std::string_view bytes, const LoadOptions&) {
+  auto src = kineto::MemoryByteSource(bytes);
+  auto all = xplane::ReadAllBytes(*src);
+  if (!all.ok()) return all.status();
+  return xplane::Parse(*all, "XSpace");
+}
+
+}  // namespace strata::importers
