@@ -17,6 +17,16 @@ if [ "${STRATA_SKIP_TORCH2:-0}" != "1" ] && ! "$TORCH2_VENV/bin/python" -c "impo
     echo "strata: could not install torch 2.x into $TORCH2_VENV; its tests will be skipped" >&2
 fi
 export STRATA_TORCH2_PYTHON="$TORCH2_VENV/bin/python"
+# TensorFlow and Keras 3 (CPU) in a venv of their own: they need a newer numpy
+# than Debian's torch (ctest workload_steps_tensorflow; about 1.6 GB, reused).
+TF_VENV="${STRATA_TF_VENV:-$HOME/.cache/strata/venv-tf}"
+if [ "${STRATA_SKIP_TF:-0}" != "1" ] && ! "$TF_VENV/bin/python" -c "import tensorflow, keras" 2>/dev/null; then
+  echo "== TensorFlow in $TF_VENV (once)"
+  { python3 -m venv "$TF_VENV" &&
+    "$TF_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "tensorflow-cpu==2.21.0" "keras>=3.10"; } ||
+    echo "strata: could not install TensorFlow into $TF_VENV; its tests will be skipped" >&2
+fi
+export STRATA_TF_PYTHON="$TF_VENV/bin/python"
 start=$(date +%s)
 
 echo "== build and test (RelWithDebInfo)"

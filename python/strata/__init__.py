@@ -56,6 +56,7 @@ if os.environ.get("STRATA_TRACE_DIR"):
         _lib.strata_intern.restype = ctypes.c_uint32
         _lib.strata_intern.argtypes = [ctypes.c_char_p]
         _lib.strata_span_begin_.argtypes = [ctypes.c_uint32]
+        _lib.strata_span_begin_arg_.argtypes = [ctypes.c_uint32, ctypes.c_uint64]
         _lib.strata_span_end_.argtypes = []
         _lib.strata_instant_.argtypes = [ctypes.c_uint32]
         _lib.strata_counter_.argtypes = [ctypes.c_uint32, ctypes.c_double]

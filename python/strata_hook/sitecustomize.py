@@ -2,8 +2,9 @@
 
 It changes nothing in the program. It only arranges that when the program imports
 torch, strata's PyTorch observer attaches right after torch finished importing
-(strata._torch.attach), and then runs the sitecustomize module that this one
-shadows, if there is one, exactly as Python would have.
+(strata._torch.attach), and likewise strata's TensorFlow and Keras hooks after
+tensorflow, keras or tf_keras (strata._tf), and then runs the sitecustomize
+module that this one shadows, if there is one, exactly as Python would have.
 """
 import os
 import sys
@@ -13,44 +14,77 @@ def _strata_install():
     import importlib.abc
     import importlib.util
 
-    class _TorchImportHook(importlib.abc.MetaPathFinder):
-        """Finds nothing itself: wraps torch's own loader so that attach() runs
-        once torch's module has executed."""
+    class _ImportHook(importlib.abc.MetaPathFinder):
+        """Finds nothing itself: wraps the loader of each framework strata
+        supports so that its attach function runs once the framework's module
+        has executed (each once; the hook leaves when all have loaded)."""
 
-        def __init__(self):
+        def __init__(self, on_load):
+            self._on_load = dict(on_load)  # module name -> (loaded, failed)
             self._busy = False
 
         def find_spec(self, fullname, path=None, target=None):
-            if fullname != "torch" or self._busy:
+            if fullname not in self._on_load or self._busy:
                 return None
             self._busy = True
             try:
-                spec = importlib.util.find_spec("torch")
+                spec = importlib.util.find_spec(fullname)
             except Exception:
                 spec = None
             finally:
                 self._busy = False
             if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return None
+            loaded, failed = self._on_load.pop(fullname)
             real_exec = spec.loader.exec_module
 
             def exec_module(module, _real=real_exec):
                 try:
                     _real(module)
                 except BaseException as e:
-                    _strata_torch_failed(e)
+                    failed(fullname, e)
                     raise
-                _strata_torch_loaded(module)
+                loaded(module)
 
             # An instance attribute: the loader object belongs to this spec only.
             spec.loader.exec_module = exec_module
-            try:
-                sys.meta_path.remove(self)
-            except ValueError:
-                pass
+            if not self._on_load:
+                try:
+                    sys.meta_path.remove(self)
+                except ValueError:
+                    pass
             return spec
 
-    sys.meta_path.insert(0, _TorchImportHook())
+    sys.meta_path.insert(0, _ImportHook({
+        "torch": (_strata_torch_loaded, _strata_import_failed),
+        "tensorflow": (_strata_tf_loaded, _strata_import_failed),
+        "keras": (_strata_keras_loaded, _strata_import_failed),
+        "tf_keras": (_strata_keras_loaded, _strata_import_failed),
+    }))
+
+
+def _strata_collector_error(collector, what, e):
+    try:
+        from strata import _report_collector
+        _report_collector(collector, "error", "%s: %s: %s" % (what, type(e).__name__, e))
+    except Exception:
+        pass
+
+
+def _strata_tf_loaded(module):
+    try:
+        from strata import _tf
+        _tf.attach_tensorflow(module)
+    except Exception as e:  # never break the program
+        _strata_collector_error("tensorflow", "strata's hooks failed to attach", e)
+
+
+def _strata_keras_loaded(module):
+    try:
+        from strata import _tf
+        _tf.attach_keras(module)
+    except Exception as e:
+        _strata_collector_error("keras", "strata's hooks failed to attach", e)
 
 
 def _strata_torch_loaded(torch_module):
@@ -65,10 +99,11 @@ def _strata_torch_loaded(torch_module):
             pass
 
 
-def _strata_torch_failed(exc):
+def _strata_import_failed(name, exc):
     try:
         from strata import _report_collector
-        _report_collector("pytorch", "unavailable", "the program's 'import torch' failed: %s: %s" % (type(exc).__name__, exc))
+        collector = {"torch": "pytorch", "tf_keras": "keras"}.get(name, name)
+        _report_collector(collector, "unavailable", "the program's 'import %s' failed: %s: %s" % (name, type(exc).__name__, exc))
     except Exception:
         pass
 

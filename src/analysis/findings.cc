@@ -33,7 +33,23 @@ uint32_t MainHostThread(const model::Trace& t) {
 
 }  // namespace
 
-FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptions& options) : t(trace), opt(options) {
+Framework DetectFramework(const model::Trace& t) {
+  for (const auto& c : t.collectors) {
+    if (c.state != "recorded") continue;
+    if (c.collector == "pytorch") return Framework::kPyTorch;
+    if (c.collector == "tensorflow" || c.collector == "keras") return Framework::kTensorFlow;
+  }
+  if (t.source == "kineto") return Framework::kPyTorch;
+  if (t.source == "xplane") {
+    for (auto k : t.slices.kind)
+      if (k == model::SliceKind::kOp) return Framework::kTensorFlow;
+    return t.strings.Find("hlo_module") != model::StringPool::kNotFound ? Framework::kJax : Framework::kTensorFlow;
+  }
+  return Framework::kUnknown;
+}
+
+FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptions& options)
+    : t(trace), opt(options), framework(DetectFramework(trace)) {
   CriticalPathOptions cpo;
   cpo.max_steps = 1u << 30;
   paths = CriticalPaths(t, cpo);
@@ -166,7 +182,11 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   f.what_if = fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes the longer "
                           "of the two",
                           Ms(per_step), Ms(std::max(0.0, rest)));
-  f.suggestion = workers ? "The loader's workers do not keep up: add workers (DataLoader(num_workers=...)), raise "
+  f.suggestion = c.framework == Framework::kTensorFlow
+                     ? "Overlap input with compute: end the tf.data pipeline with .prefetch(tf.data.AUTOTUNE), run its "
+                       "map stages with num_parallel_calls=tf.data.AUTOTUNE, cache() what does not change between "
+                       "epochs, and read files with interleave(..., num_parallel_calls=AUTOTUNE)."
+                 : workers ? "The loader's workers do not keep up: add workers (DataLoader(num_workers=...)), raise "
                            "prefetch_factor, keep them alive across epochs (persistent_workers=True), and make each "
                            "sample cheaper to load (cache, pre-decode, larger sequential reads)."
                          : "Load batches in background worker processes (PyTorch: DataLoader(num_workers=N, "
@@ -376,9 +396,13 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   f.what_if = fmt::format("each of the {} loops per step as one call per distinct op on the whole tensor: {} of calls, "
                           "host code between them and their autograd nodes become {}",
                           N(c.PerStep(nloops)), Ms(per_step_loop_ns), Ms(c.PerStep(residual_ns)));
-  f.suggestion = "Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
-                 "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid Python "
-                 "loops over tensor elements, columns or small tensors.";
+  f.suggestion = c.Fix("Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
+                       "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid "
+                       "Python loops over tensor elements, columns or small tensors.",
+                       "Batch the small operations into a few large ones (whole-tensor ops, tf.vectorized_map / "
+                       "jax.vmap instead of Python loops over elements or rows), and compile the step with XLA "
+                       "(tf.function(jit_compile=True), Keras compile(jit_compile=True), jax.jit) so that chains of "
+                       "small ops fuse into a few kernels.");
   out->push_back(std::move(f));
 }
 
@@ -535,9 +559,12 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
                   : fmt::format("the device's idle after the syncs ({} per step) filled with the work the host "
                                 "queues ahead; the device bounds the step (busy {})",
                                 Ms(idle), Ms(device_floor));
-  f.suggestion = "Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking reads "
-                 "inside the loop), use non-blocking copies and events, and synchronize once per step (or every N "
-                 "steps) so that the host keeps the device's queue full.";
+  f.suggestion = c.Fix("Remove synchronizations from the step: keep results on the device (no .item()/.cpu()/blocking "
+                       "reads inside the loop), use non-blocking copies and events, and synchronize once per step (or "
+                       "every N steps) so that the host keeps the device's queue full.",
+                       "Remove synchronizations from the step: keep results on the device (no .numpy(), float(t) or "
+                       "printing of tensors inside the loop; accumulate in Keras metrics or tf.Variables) and read "
+                       "them once every N steps, so that the host keeps the device's queue full.");
   out->push_back(std::move(f));
 }
 
@@ -587,33 +614,50 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
     const char* category;
     const char* doing;
     const char* suggestion;
+    const char* xla_suggestion;  // TensorFlow and JAX; null: the same
   };
   static const Cause kCauses[kStepParts] = {
       {"input_pipeline", "produces the next batch",
        "Produce batches ahead of the device: a DataLoader with workers and pin_memory, prefetching to the device on a "
-       "side stream, or preprocessing on the device."},
+       "side stream, or preprocessing on the device.",
+       "Produce batches ahead of the device: end the tf.data pipeline with .prefetch(tf.data.AUTOTUNE) (and "
+       "prefetch_to_device), run its map stages with num_parallel_calls=AUTOTUNE, or preprocess on the device."},
       {"placement", "runs framework ops on the CPU",
-       "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device)."},
+       "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device).",
+       "Place these ops on the accelerator (tf.device, jax.device_put; tf.debugging.set_log_device_placement shows "
+       "the ops that fall back to the CPU)."},
       {"dispatch_overhead", "launches work (per-op framework overhead and kernel launches)",
        "Give each launch more work (larger batches, fused ops), capture the step in a CUDA graph "
-       "(torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), or fuse small ops with torch.compile."},
+       "(torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")), or fuse small ops with torch.compile.",
+       "Compile the step with XLA (tf.function(jit_compile=True), Keras compile(jit_compile=True), jax.jit) so that "
+       "small ops fuse into a few kernels, and give each launch more work (larger batches, steps_per_execution)."},
       {"memory_allocation", "allocates memory",
        "Allocate once and reuse: keep buffers across steps, use the framework's caching allocator, avoid "
-       "cudaMalloc/cudaFree in the loop."},
+       "cudaMalloc/cudaFree in the loop.",
+       nullptr},
       {"host_sync", "waits in synchronizations",
        "Remove synchronizations from the step: no .item(), .cpu() or printing of device tensors each step; "
-       "accumulate on the device and read once per N steps."},
+       "accumulate on the device and read once per N steps.",
+       "Remove synchronizations from the step: no .numpy(), float(t) or printing of tensors each step; accumulate "
+       "in Keras metrics or tf.Variables and read them once per N steps."},
       {"memcpy", "copies data",
        "Copy from pinned memory asynchronously (pin_memory=True, .to(device, non_blocking=True)) so copies overlap "
-       "with compute."},
+       "with compute.",
+       "Copy ahead of use so copies overlap with compute (tf.data's prefetch_to_device, jax.device_put of the next "
+       "batch), and keep tensors on the device between steps (no .numpy() round trips)."},
       {"io_syscalls", "reads or writes files",
-       "Move file I/O off the step's thread (a DataLoader with workers, a background writer) and read in large blocks."},
+       "Move file I/O off the step's thread (a DataLoader with workers, a background writer) and read in large blocks.",
+       "Move file I/O into the tf.data pipeline (interleave and prefetch) or a background writer, and read in large "
+       "blocks."},
       {"host_bound", "runs the program's own Python code",
        "Move this Python work off the step's critical path (precompute it, vectorize it on the device, or run it "
-       "in a background thread), or launch the next step's work before it (CUDA graphs, asynchronous logging)."},
+       "in a background thread), or launch the next step's work before it (CUDA graphs, asynchronous logging).",
+       "Move this Python work off the step's critical path (into the compiled step or the tf.data pipeline, or "
+       "every N steps)."},
       {"cpu_contention", "is off CPU (sleeping, waiting on a lock, or preempted)",
        "Find what the thread waits for (record with --sched for wake-ups and sleep states) and take it off the "
-       "step's thread."},
+       "step's thread.",
+       nullptr},
   };
   const Cause& cause = kCauses[top];
   std::string split;
@@ -658,7 +702,7 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
     f.what_if = fmt::format("the host's time while it {} with the device idle ({} per step) overlapped with device work",
                             cause.doing, Ms(idle_ns));
   }
-  f.suggestion = cause.suggestion;
+  f.suggestion = cause.xla_suggestion != nullptr ? c.Fix(cause.suggestion, cause.xla_suggestion) : cause.suggestion;
   out->push_back(std::move(f));
 }
 

@@ -16,11 +16,22 @@
 
 namespace strata::analysis {
 
+// The framework the program ran on, for fixes in its own terms.
+enum class Framework { kUnknown, kPyTorch, kTensorFlow, kJax };
+// From the collectors that recorded (strata traces), else the source format and
+// what it holds (Kineto: PyTorch; XSpace: TensorFlow ops, or XLA modules alone: JAX).
+Framework DetectFramework(const model::Trace& t);
+
 struct FindingsContext {
   FindingsContext(const model::Trace& trace, const DiagnosisOptions& options);
 
   const model::Trace& t;
   DiagnosisOptions opt;
+  Framework framework = Framework::kUnknown;
+  // The fix in the program's framework: `tf` for TensorFlow and JAX (XLA), `torch` otherwise.
+  const char* Fix(const char* torch, const char* tf) const {
+    return framework == Framework::kTensorFlow || framework == Framework::kJax ? tf : torch;
+  }
 
   // The measured steps (warm-up skipped), or the whole trace as one window.
   struct Window {

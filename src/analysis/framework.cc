@@ -43,7 +43,8 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
 
   std::unordered_set<model::StringId> loader_names;
   for (size_t i = 0; i < t.strings.size(); ++i)
-    if (StartsWith(t.strings.Get(static_cast<model::StringId>(i)), "enumerate(DataLoader)#"))
+    if (std::string_view n = t.strings.Get(static_cast<model::StringId>(i));
+        StartsWith(n, "enumerate(DataLoader)#") || n == "tf.data.next")
       loader_names.insert(static_cast<model::StringId>(i));
   model::StringId batch_key = t.strings.Find("batch_size");
   model::StringId partial_key = t.strings.Find("partial_step");

@@ -604,9 +604,11 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     f.suggestion = fmt::format(
         "Give the step's thread and {} different cores: fix the CPU affinity (taskset -c, numactl, "
         "os.sched_setaffinity, a container's cpuset) so that they do not share one core, and keep busy threads to the "
-        "cores you have (torch.set_num_threads, OMP_NUM_THREADS, the number of DataLoader workers); or lower the "
-        "competitor's priority (nice).",
-        main_competitor);
+        "cores you have ({}); or lower the competitor's priority (nice).",
+        main_competitor,
+        c.Fix("torch.set_num_threads, OMP_NUM_THREADS, the number of DataLoader workers",
+              "tf.config.threading.set_intra_op_parallelism_threads and set_inter_op_parallelism_threads, "
+              "OMP_NUM_THREADS, tf.data's num_parallel_calls"));
     out->push_back(std::move(f));
   }
   if (c.Pct(c.PerStep(outside)) >= 10) {

@@ -38,6 +38,9 @@ StepPart PartOf(const model::Trace& t, size_t i, int parent_part, uint8_t flags)
   std::string_view n = t.strings.Get(t.slices.name[i]);
   SliceKind k = t.slices.kind[i];
   if (IsDataLoadingName(n)) return StepPart::kInput;
+  // A graph the framework runs (a tf.function, a Keras step, Session.run): the
+  // thread waits while the framework's own threads compute it.
+  if (IsGraphRunName(n)) return StepPart::kCompute;
   if (IsSyncName(n) && (!IsDeviceReadName(n) || (flags & kCallsRuntime))) return StepPart::kSync;
   if (IsCopyName(n)) return StepPart::kCopy;
   if (IsAllocationName(n)) return StepPart::kAllocation;
@@ -51,7 +54,10 @@ StepPart PartOf(const model::Trace& t, size_t i, int parent_part, uint8_t flags)
 // or the program's code when they contain nothing.
 bool Transparent(const model::Trace& t, size_t i) {
   SliceKind k = t.slices.kind[i];
-  if (k == SliceKind::kSpan) return !IsDataLoadingName(t.strings.Get(t.slices.name[i]));
+  if (k == SliceKind::kSpan) {
+    std::string_view n = t.strings.Get(t.slices.name[i]);
+    return !IsDataLoadingName(n) && !IsGraphRunName(n);
+  }
   return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
          model::IsDeviceKind(k);
 }
@@ -355,7 +361,13 @@ const char* StepPartName(StepPart p) {
 bool IsDataLoadingName(std::string_view n) {
   return Contains(n, "DataLoader") || Contains(n, "_next_data") || Contains(n, "data_wait") ||
          Contains(n, "load_batch") || Contains(n, "next_batch") || Contains(n, "fetch_batch") ||
-         n == "strata::data_wait" || Contains(n, "input_pipeline");
+         n == "strata::data_wait" || Contains(n, "input_pipeline") || n == "tf.data.next" ||
+         StartsWith(n, "IteratorGetNext");
+}
+
+bool IsGraphRunName(std::string_view n) {
+  return StartsWith(n, "tf.function ") || n == "tf.Session.run" || n == "keras.train_step" || n == "keras.test_step" ||
+         n == "keras.predict_step";
 }
 
 bool IsSyncName(std::string_view n) {

@@ -72,7 +72,7 @@ class TrainingSection : public Section {
     else
       out += fmt::format("  throughput  {} (no batch size: pass --batch-size or strata.step(samples=N) for samples/s)\n",
                          HumanRate(s_.duration.mean > 0 ? 1e9 / s_.duration.mean : 0, "steps"));
-    out += fmt::format("  data wait   {:.1f}% of step time inside DataLoader __next__\n", s_.data_wait_pct);
+    out += fmt::format("  data wait   {:.1f}% of step time fetching batches (DataLoader __next__, tf.data iterators)\n", s_.data_wait_pct);
     RenderBreakdown(out);
     out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", "step", "time", "data wait", "samples", "mem peak",
                        "allocs");

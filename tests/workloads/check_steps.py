@@ -14,9 +14,11 @@ strata's step figures with the program's own, measured in the same run:
     products and convolutions) get no dispatch, input or allocation finding above 5%.
 
 Usage: check_steps.py --strata build/bin/strata [--python /usr/bin/python3 | --python-env VAR] [--work DIR]
-                      [--only name,name]
+                      [--only name,name] [--set torch|tensorflow]
+`--set tensorflow`: the TensorFlow and Keras workloads (a custom loop with tf.data
+and a tf.function step; Keras 3 fit), with a Python that has tensorflow.
 Exit 0 when every workload holds, 1 otherwise (one line per failed check), 77 when
-the Python given cannot import torch.
+the Python given cannot import the set's framework.
 """
 import argparse
 import json
@@ -44,6 +46,14 @@ WORKLOADS = [
     ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),
 ]
 
+# TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).
+# Samples per iteration: None when the program's iter_ms lines say (a partial last batch).
+TF_WORKLOADS = [
+    ("tf_custom_loop", ["--iters", "40", "--batch", "64"], 64),
+    ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
+]
+FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow"}
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -52,23 +62,25 @@ def main():
     ap.add_argument("--python-env", default="", help="take the Python from this environment variable (skip if unset)")
     ap.add_argument("--work", default="/tmp/strata-check-steps")
     ap.add_argument("--only", default="")
+    ap.add_argument("--set", default="torch", choices=sorted(FRAMEWORK_MODULE))
     a = ap.parse_args()
+    module = FRAMEWORK_MODULE[a.set]
     if a.python_env:
         a.python = os.environ.get(a.python_env, "")
         if not a.python:
             print(f"check_steps: {a.python_env} is not set: skipped")
             return 77
     try:
-        can = subprocess.run([a.python, "-c", "import torch"], capture_output=True).returncode == 0
+        can = subprocess.run([a.python, "-c", "import " + module], capture_output=True).returncode == 0
     except OSError:
         can = False
     if not can:
-        print(f"check_steps: {a.python} cannot import torch: skipped")
+        print(f"check_steps: {a.python} cannot import {module}: skipped")
         return 77
     only = set(x for x in a.only.split(",") if x)
     os.makedirs(a.work, exist_ok=True)
     failures = []
-    for name, args, per_iter in WORKLOADS:
+    for name, args, per_iter in (TF_WORKLOADS if a.set == "tensorflow" else WORKLOADS):
         if only and name not in only:
             continue
         out = os.path.join(a.work, name)
@@ -80,7 +92,9 @@ def main():
         if r.returncode != 0:
             failures.append(f"{name}: record exited {r.returncode}: {r.stderr.strip()[-300:]}")
             continue
-        iters = [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)$", r.stdout, re.M)]
+        lines = re.findall(r"^iter_ms=([0-9.]+)(?: samples=(\d+))?$", r.stdout, re.M)
+        iters = [float(ms) for ms, _ in lines]
+        per = [int(n) if n else (per_iter or 0) for _, n in lines]
         rep = subprocess.run([a.strata, "report", "--json", "--full", out], capture_output=True, text=True)
         if rep.returncode != 0:
             failures.append(f"{name}: report exited {rep.returncode}: {rep.stderr.strip()[-300:]}")
@@ -99,7 +113,7 @@ def main():
             line += f"; median step {med:.1f} ms vs the program's {own:.1f} ms"
             if abs(med - own) > 0.05 * own:
                 bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
-            own_sps = per_iter * len(iters[skipped:]) / (sum(iters[skipped:]) / 1e3)
+            own_sps = sum(per[skipped:]) / (sum(iters[skipped:]) / 1e3)
             sps = steps.get("samples_per_s", 0.0)
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if abs(sps - own_sps) > 0.05 * own_sps:

@@ -1,6 +1,7 @@
 """What every workload in this folder prints, so tests can compare strata's figures
-with the program's own: one `iter_ms=` line per iteration (time.perf_counter around
-the whole iteration, loading included), then a summary line with the counts.
+with the program's own: one `iter_ms=X samples=N` line per iteration
+(time.perf_counter around the whole iteration, loading included; the samples it
+processed), then a summary line with the counts.
 
 Workloads are written the way people write training and inference loops; they import
 nothing from strata.
@@ -41,7 +42,7 @@ class IterClock:
         self.times.append(t - self.t0)
         self.samples += samples
         if not self.args.quiet:
-            print(f"iter_ms={1e3 * (t - self.t0):.3f}", flush=True)
+            print(f"iter_ms={1e3 * (t - self.t0):.3f} samples={samples}", flush=True)
         self.t0 = t
 
     def done(self):

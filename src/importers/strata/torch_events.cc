@@ -13,6 +13,7 @@
 #include "format/schema.h"
 #include "importers/strata/decoder.h"
 #include "importers/strata/torch_payloads.h"
+#include "importers/strata/marker_steps.h"
 #include "importers/strata/torch_steps.h"
 
 namespace strata::importers::strata_ctf {
@@ -503,6 +504,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     LinkBackward(ctx, st);
     BuildEdges(ctx, st);
     BuildWindows(ctx, st);
+    AddSampleMarks(t, &st.batches);
     AttachStepSamples(t, st.batches, st.partial_steps);
     if (st.unmatched_ends) ctx.Warn(std::to_string(st.unmatched_ends) + " framework op/scope/module ends had no matching begin");
     if (st.orphan_details) ctx.Warn(std::to_string(st.orphan_details) + " op details arrived with no op open");

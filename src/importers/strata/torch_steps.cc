@@ -1,5 +1,7 @@
 #include "importers/strata/torch_steps.h"
 
+#include "importers/strata/marker_steps.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -78,16 +80,10 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
         top = tc;
       }
     if (top.first < 0) continue;
-    int64_t prev = INT64_MIN;
-    uint64_t n = 0;
-    for (uint32_t i : v) {
-      if (t.slices.name[i] != main) continue;
-      // The first step begins with its forward (1 ns before it, so that the step
-      // holds the forward rather than the two nesting either way).
-      if (prev == INT64_MIN) partial->emplace_back(best.track, t.slices.ts[i] - 1);
-      Add(ctx, step_name, prev == INT64_MIN ? t.slices.ts[i] - 1 : prev, t.slices.end(i), best.track, n++);
-      prev = t.slices.end(i);
-    }
+    std::vector<uint32_t> markers;
+    for (uint32_t i : v)
+      if (t.slices.name[i] == main) markers.push_back(i);
+    TileSteps(ctx, step_name, best.track, markers, partial);
   }
 }
 
@@ -215,6 +211,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     with_steps.insert(v[0]->process);
   }
   InferenceSteps(ctx, with_steps, step_name, &partial);
+  AddMarkerSteps(ctx, step_name, &partial);
   return partial;
 }
 

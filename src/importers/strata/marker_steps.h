@@ -1,0 +1,41 @@
+// Steps from the spans strata's framework hooks write around step functions
+// (python/strata/_tf.py): for a TensorFlow or Keras program, what
+// optimizer.step() is for a PyTorch one. Boundaries, in order of preference,
+// for a process that has no steps yet (its own marks, PyTorch's found steps):
+//  - "keras.train_step": each call of a Keras model's train function;
+//  - "tf.function NAME": each call of the tf.function made outside any other
+//    that takes the most time on its thread, called at least twice (a custom
+//    loop's train_step);
+//  - "tf.Session.run", called at least twice (TF1 graph code);
+//  - "keras.predict_step" or "keras.test_step" (an inference program).
+// Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
+// marker ends and begins where the previous one ended; the first begins with
+// its marker and is partial.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "importers/strata/decoder.h"
+#include "importers/strata/torch_steps.h"
+
+namespace strata::importers::strata_ctf {
+
+// kStep slices over `markers` (slice indices on `track`, in time order): each
+// step ends where its marker ends, the first begins 1 ns before its marker.
+// Appends (track, first step's begin) to `partial`.
+void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
+               std::vector<std::pair<uint32_t, int64_t>>* partial);
+
+// Adds steps (before Finalize) to processes without any from the framework
+// hooks' spans.
+void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial);
+
+// The samples the framework hooks saw go into each step's batch size: a
+// zero-length span "strata.samples" whose argument is the count (a batch a
+// tf.data iterator gave the program, the batches a Keras step function took).
+// Appends one given BatchMark per such span (after Finalize).
+void AddSampleMarks(const model::Trace& t, std::vector<BatchMark>* marks);
+
+}  // namespace strata::importers::strata_ctf
