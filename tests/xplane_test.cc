@@ -271,6 +271,38 @@ TEST(XPlane, MalformedInputIsAnErrorNotACrash) {
       << r->warnings.back();
 }
 
+TEST(XPlane, AProfileMergesIntoTheTraceOfItsProcessOnTheTracesClock) {
+  // What TF's profiler writes for a traced process: times relative to the
+  // session's start, which the Task Environment plane gives in wall-clock ns.
+  xs::XSpace space;
+  xs::XPlane* env = space.add_planes();
+  env->set_name("Task Environment");
+  PlaneBuilder e(env);
+  e.PlaneStat("profile_start_time", 1'700'000'000'000'000'000ull);
+  xs::XPlane* host = space.add_planes();
+  host->set_name("/host:CPU");
+  PlaneBuilder b(host);
+  xs::XLine* l = b.Line(-1157100293626345553, "tf_Compute/-1157100293626345553", 5000);
+  b.Add(l, "dense/MatMul:MatMul", 1'000'000, 2'000'000, "MatMul");
+  model::Trace t;
+  t.processes.push_back({});
+  t.processes.push_back({});
+  t.processes[1].pid = 4242;
+  importers::XSpaceMerge m;
+  m.process = 1;
+  m.realtime_to_trace_ns = -1'700'000'000'000'000'000 + 9'000'000;  // the trace's clock 9 ms in
+  ASSERT_TRUE(importers::MergeXSpace(t, space.SerializeAsString(), m).ok());
+  ASSERT_EQ(t.slices.size(), 1u);
+  EXPECT_EQ(t.slices.ts[0], 9'000'000 + 5000 + 1000);
+  EXPECT_EQ(t.slices.dur[0], 2000);
+  EXPECT_EQ(t.slices.kind[0], SliceKind::kOp);
+  EXPECT_EQ(t.tracks[t.slices.track[0]].process, 1u);
+  EXPECT_EQ(t.processes.size(), 2u);  // no process of its own
+  EXPECT_EQ(t.source, "");            // the trace keeps its source
+  m.process = 7;
+  EXPECT_FALSE(importers::MergeXSpace(t, space.SerializeAsString(), m).ok());
+}
+
 TEST(XPlaneNames, DetailStringsAndOpNames) {
   using namespace importers::xplane;
   auto k = ParseKernelDetails("grid:6240,1,1 block:256,1,1 private_mem:0 group_mem:2112 occ_pct:50");

@@ -19,11 +19,23 @@ span on its thread, which is how the importer finds the steps
     of each element a tf.data iterator gave the program, and the samples of the
     batches each Keras 3 step function takes: the importer sums them per step
     for throughput.
+With `strata record --ops-steps A-B`, TensorFlow's own profiler runs from step
+A to step B (counted as the importer counts them: Keras train steps, else the
+calls of the first tf.function called that often) and writes its XSpace into
+<trace>/xspace/<pid>/ with the clock pair that puts it on the trace's clock:
+every op, TraceMe and allocation of those steps, merged into the trace when it
+is read (importers/strata/xspace_merge.h).
+
 Nothing is wrapped when the process is not recorded, and a failure to wrap
 leaves the program unchanged (the trace says why the level is missing).
 """
+import atexit
 import functools
+import json
+import os
+import struct
 import threading
+import time
 
 _tls = threading.local()
 _installed = set()
@@ -62,14 +74,13 @@ def _wrap_method(cls, attr, span_name, top_level_only=False):
     orig = cls.__dict__.get(attr)
     if orig is None or getattr(orig, "__strata_wrapped__", False):
         return False
-    span = _Span(span_name) if isinstance(span_name, str) else None
+    sid = _Span(span_name)._id
     lib = _strata()._lib
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         if top_level_only and _depth() > 0:
             return orig(self, *args, **kwargs)
-        sid = span._id if span is not None else span_name(self)
         lib.strata_span_begin_(sid)
         _tls.depth = _depth() + 1
         try:
@@ -81,6 +92,94 @@ def _wrap_method(cls, attr, span_name, top_level_only=False):
     wrapper.__strata_wrapped__ = True
     setattr(cls, attr, wrapper)
     return True
+
+
+def _detail_window():
+    """--ops-steps A-B from the recording's control file (format/control.h: magic
+    'STCB', version 1, detail_first_step and detail_last_step at offset 32)."""
+    d = os.environ.get("STRATA_TRACE_DIR")
+    if not d:
+        return None
+    try:
+        with open(os.path.join(d, "control"), "rb") as f:
+            head = f.read(48)
+        magic, version = struct.unpack_from("<II", head, 0)
+        first, last = struct.unpack_from("<qq", head, 32)
+    except (OSError, struct.error):
+        return None
+    if magic != 0x42435453 or version != 1 or first < 0 or last < first:
+        return None
+    return first, last
+
+
+class _Profiler:
+    """TensorFlow's profiler over steps [first, last] (--ops-steps)."""
+
+    def __init__(self, first, last):
+        self.first, self.last = first, last
+        self.state = 0  # 0 waiting, 1 running, 2 done
+        self.lock = threading.Lock()
+
+    def before(self, step):
+        if self.state == 0 and step >= self.first:
+            with self.lock:
+                if self.state == 0:
+                    self._start()
+
+    def after(self, step):
+        if self.state == 1 and step >= self.last:
+            with self.lock:
+                if self.state == 1:
+                    self._stop()
+
+    def _start(self):
+        self.state = 2
+        try:
+            import tensorflow as tf
+            logdir = os.path.join(os.environ["STRATA_TRACE_DIR"], "xspace", str(os.getpid()))
+            os.makedirs(logdir, exist_ok=True)
+            r1 = time.time_ns()
+            mono = time.monotonic_ns()  # the trace's clock (CLOCK_MONOTONIC)
+            r2 = time.time_ns()
+            with open(os.path.join(logdir, "strata_clock.json"), "w") as f:
+                json.dump({"pid": os.getpid(), "realtime_ns": (r1 + r2) // 2, "trace_clock_ns": mono}, f)
+            opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0,
+                                                            device_tracer_level=1)
+            tf.profiler.experimental.start(logdir, options=opts)
+            self.state = 1
+            atexit.register(self.at_exit)
+        except Exception as e:
+            _report("tensorflow-ops", "error", "TensorFlow's profiler did not start: %s: %s" % (type(e).__name__, e))
+
+    def _stop(self):
+        self.state = 2
+        span = _Span("strata: TensorFlow profiler stop (--ops-steps)")
+        span.begin()
+        try:
+            import tensorflow as tf
+            tf.profiler.experimental.stop()
+            _report("tensorflow-ops", "recorded",
+                    "TensorFlow's profiler for steps %d-%d (ops, TraceMe events, allocations)" % (self.first, self.last))
+        except Exception as e:
+            _report("tensorflow-ops", "error", "TensorFlow's profiler did not stop: %s: %s" % (type(e).__name__, e))
+        finally:
+            span.end()
+
+    def at_exit(self):
+        if self.state == 1:
+            with self.lock:
+                if self.state == 1:
+                    self._stop()
+
+
+_profiler = None
+_step_calls = {}  # step counting for --ops-steps: key -> calls so far
+
+
+def _count_step(key):
+    n = _step_calls.get(key, 0)
+    _step_calls[key] = n + 1
+    return n
 
 
 def _samples(n):
@@ -148,11 +247,47 @@ def _function_span_id(fn, _cache={}):
     return sid
 
 
+def _wrap_function_call(cls):
+    """tf.function calls made outside any other, each in a "tf.function NAME" span;
+    with --ops-steps, the profiler starts and stops around the step's calls."""
+    orig = cls.__dict__.get("__call__")
+    if orig is None or getattr(orig, "__strata_wrapped__", False):
+        return False
+    lib = _strata()._lib
+
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        if _depth() > 0:
+            return orig(self, *args, **kwargs)
+        sid = _function_span_id(self)
+        step = -1
+        if _profiler is not None and not _training:
+            step = _count_step(sid)
+            _profiler.before(step)
+        lib.strata_span_begin_(sid)
+        _tls.depth = _depth() + 1
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            _tls.depth -= 1
+            lib.strata_span_end_()
+            if step >= 0:
+                _profiler.after(step)
+
+    wrapper.__strata_wrapped__ = True
+    cls.__call__ = wrapper
+    return True
+
+
 def attach_tensorflow(tf):
+    global _profiler
     s = _strata()
     if not s.enabled() or "tensorflow" in _installed:
         return
     _installed.add("tensorflow")
+    window = _detail_window()
+    if window is not None:
+        _profiler = _Profiler(*window)
     done, missing = [], []
     try:
         from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
@@ -163,7 +298,7 @@ def attach_tensorflow(tf):
             fn_cls = pf.Function
         except Exception:
             fn_cls = None
-    if fn_cls is not None and _wrap_method(fn_cls, "__call__", _function_span_id, top_level_only=True):
+    if fn_cls is not None and _wrap_function_call(fn_cls):
         done.append("tf.function calls")
     else:
         missing.append("tf.function")
@@ -204,6 +339,9 @@ class _StepFunction:
 
     def __call__(self, *args, **kwargs):
         lib = _strata()._lib
+        step = _count_step("keras.train") if (self._train and _profiler is not None) else -1
+        if step >= 0:
+            _profiler.before(step)
         lib.strata_span_begin_(self._id)
         pending = getattr(_tls, "keras_samples", 0)
         if pending:
@@ -216,6 +354,8 @@ class _StepFunction:
         finally:
             _tls.depth -= 1
             lib.strata_span_end_()
+            if step >= 0:
+                _profiler.after(step)
 
     def __getattr__(self, name):
         return getattr(self._fn, name)

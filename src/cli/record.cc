@@ -585,7 +585,7 @@ void AddRecordCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--shapes", opts->shapes,
                 "Record input shapes, dtypes, FLOP/byte estimates and tensor ids (dataflow edges) of every op");
-  cmd->add_option("--ops-steps", opts->ops_steps, "Record the --shapes detail for these steps only (e.g. 10-20)");
+  cmd->add_option("--ops-steps", opts->ops_steps, "Record the detail tier for these steps only (e.g. 10-20): PyTorch, the --shapes detail; TensorFlow, its own profiler's ops, TraceMe events and allocations");
   cmd->add_option("--batch-size", opts->batch_size, "Samples per step, for throughput (default: the first input's leading dimension)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   cmd->add_option("--skip-steps", opts->skip_steps, "Leave the first N steps (warm-up) out of step statistics")

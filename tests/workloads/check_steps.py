@@ -52,7 +52,38 @@ TF_WORKLOADS = [
     ("tf_custom_loop", ["--iters", "40", "--batch", "64"], 64),
     ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
 ]
+# Recorded again with these `strata record` options, and what must hold then:
+# TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those
+# steps, on the trace's clock (every op inside them), and the steps stay the same.
+DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14))}
 FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow"}
+
+
+def check_detail(strata, trace, window, bad):
+    """The framework's own profile for steps [first, last]: ops, all inside those steps."""
+    import sqlite3
+    db = trace + ".sqlite"
+    if os.path.exists(db):
+        os.remove(db)
+    r = subprocess.run([strata, "export", trace, "-f", "sqlite", "-o", db], capture_output=True, text=True)
+    if r.returncode != 0:
+        bad.append(f"export exited {r.returncode}: {r.stderr.strip()[-200:]}")
+        return "no export"
+    con = sqlite3.connect(db)
+    first, last = window
+    lo = con.execute("select ts from steps where number = ?", (first,)).fetchone()
+    hi = con.execute("select ts + dur from steps where number = ?", (last,)).fetchone()
+    ops = con.execute("select count(*), min(ts), max(ts + dur) from slices where kind = 'op'").fetchone()
+    con.close()
+    if not lo or not hi:
+        bad.append(f"no steps {first} and {last}")
+        return "no steps"
+    if not ops[0]:
+        bad.append(f"no ops recorded for steps {first}-{last}")
+        return "no ops"
+    if ops[1] < lo[0] or ops[2] > hi[0]:
+        bad.append(f"ops from {ops[1]} to {ops[2]} outside steps {first}-{last} ({lo[0]} to {hi[0]})")
+    return f"{ops[0]} ops in steps {first}-{last}"
 
 
 def main():
@@ -80,11 +111,17 @@ def main():
     only = set(x for x in a.only.split(",") if x)
     os.makedirs(a.work, exist_ok=True)
     failures = []
+    runs = []
     for name, args, per_iter in (TF_WORKLOADS if a.set == "tensorflow" else WORKLOADS):
+        runs.append((name, args, per_iter, [], None))
+        if name in DETAIL and a.set == "tensorflow":
+            runs.append((name, args, per_iter) + DETAIL[name])
+    for name, args, per_iter, record_opts, detail in runs:
         if only and name not in only:
             continue
-        out = os.path.join(a.work, name)
-        cmd = [a.strata, "record", "-q", "--force", "-o", out, "--", a.python, os.path.join(HERE, name + ".py")] + args
+        out = os.path.join(a.work, name + ("-detail" if detail else ""))
+        cmd = ([a.strata, "record", "-q", "--force", "-o", out] + record_opts +
+               ["--", a.python, os.path.join(HERE, name + ".py")] + args)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if r.returncode != 0 and "ModuleNotFoundError" in r.stdout + r.stderr:
             print(f"{name}: skipped: {(r.stdout + r.stderr).strip().splitlines()[-1]}")
@@ -139,6 +176,8 @@ def main():
             for f in report.get("findings", []):
                 if f["category"] in NOT_CAUSES and f["estimated_gain_pct"] > 5:
                     bad.append(f"compute-bound, yet {f['category']} claims {f['estimated_gain_pct']:.1f}%")
+        if detail:
+            line += "; " + check_detail(a.strata, out, detail, bad)
         print(line + ("" if not bad else "  FAIL: " + "; ".join(bad)), flush=True)
         failures += [f"{name}: {b}" for b in bad]
     for f in failures:

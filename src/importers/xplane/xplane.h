@@ -53,6 +53,20 @@ namespace strata::importers {
 bool LooksLikeXSpace(std::string_view head);
 
 StatusOr<model::Trace> LoadXPlaneTrace(const std::string& path, const LoadOptions& opt = {});
+
+// Adds an XSpace that a traced process wrote (TensorFlow's profiler started by
+// strata._tf for --ops-steps) to the trace being loaded, before Finalize: its
+// host plane's lines become threads of process `process` (their ids are TF's,
+// not the OS's: they get tracks of their own), its devices device processes,
+// and its times, wall-clock nanoseconds (a Task Environment plane's
+// profile_start_time plus the lines' times), the trace's clock by adding
+// `realtime_to_trace_ns`. Steps of its Steps lines are not added (the trace
+// has its own).
+struct XSpaceMerge {
+  uint32_t process = 0;
+  int64_t realtime_to_trace_ns = 0;
+};
+Status MergeXSpace(model::Trace& t, std::string_view bytes, const XSpaceMerge& m);
 // The same from bytes in memory (an XSpace, or one gzip-compressed); used by the fuzz target.
 StatusOr<model::Trace> ParseXPlaneTrace(std::string_view bytes, const LoadOptions& opt = {});
 

@@ -103,17 +103,42 @@ struct StepEvent {
 
 class Builder {
  public:
-  explicit Builder(model::Trace& t) : t_(t) { t_.source = "xplane"; }
+  // merge: add to a trace being loaded (XSpaceMerge) instead of building one.
+  Builder(model::Trace& t, const XSpaceMerge* merge) : t_(t), merge_(merge) {
+    if (!merge_) t_.source = "xplane";
+  }
 
   Status Build(const XSpace& space) {
-    if (space.hostnames_size() > 0) t_.hostname = space.hostnames(0);
+    if (!merge_ && space.hostnames_size() > 0) t_.hostname = space.hostnames(0);
     for (const auto& e : space.errors()) t_.warnings.push_back("profiler error: " + e);
     for (const auto& w : space.warnings()) t_.warnings.push_back("profiler warning: " + w);
+    // Recent profilers write times relative to the session's start, which the
+    // Task Environment plane gives in wall-clock nanoseconds.
+    int64_t start = 0;
+    for (const auto& p : space.planes())
+      if (p.name() == "Task Environment")
+        for (const auto& st : p.stats()) {
+          auto it = p.stat_metadata().find(st.metadata_id());
+          if (it == p.stat_metadata().end() || it->second.name() != "profile_start_time") continue;
+          if (st.value_case() == XStat::kUint64Value && st.uint64_value() < static_cast<uint64_t>(kMaxNs))
+            start = static_cast<int64_t>(st.uint64_value());
+          else if (st.value_case() == XStat::kInt64Value && st.int64_value() > 0 && st.int64_value() < kMaxNs)
+            start = st.int64_value();
+        }
+    if (merge_) {
+      // Wall-clock times moved onto the trace's clock.
+      base_ = start + merge_->realtime_to_trace_ns;
+      if (base_ <= -kMaxNs || base_ >= kMaxNs) return Err(StatusCode::kCorrupt, "times out of range");
+    } else if (start > 0) {
+      t_.clock_offset_ns = start;
+    }
     // Vendors first (to name the host's launch calls), host processes before devices.
     for (const auto& p : space.planes()) {
       int32_t dev;
       std::string_view type;
-      if (ClassifyPlane(p.name(), &dev, &type) == PlaneKind::kDevice) ReadDevice(p, dev, type);
+      // (A trace merged into that describes its devices already keeps its own rows.)
+      if (ClassifyPlane(p.name(), &dev, &type) == PlaneKind::kDevice && !(merge_ && first_device_ > 0))
+        ReadDevice(p, dev, type);
     }
     for (const auto& p : space.planes()) {
       int32_t dev;
@@ -126,9 +151,9 @@ class Builder {
     if (t_.events_read == 0 && skipped_ == 0 && space.planes_size() == 0)
       return Err(StatusCode::kCorrupt, "the XSpace holds no planes");
     LinkLaunches();
-    AddSteps();
-    for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{} {}", n, what));
-    t_.Finalize();
+    if (!merge_) AddSteps();
+    for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{}{} {}", merge_ ? "XSpace: " : "", n, what));
+    if (!merge_) t_.Finalize();
     return OkStatus();
   }
 
@@ -213,6 +238,11 @@ class Builder {
       return false;
     }
     int64_t base = line.timestamp_ns(), off = e.offset_ps(), d = e.duration_ps();
+    if (base <= -kMaxNs || base >= kMaxNs) {
+      Skip("events with a time or duration out of range (dropped)");
+      return false;
+    }
+    base += base_;
     if (base <= -kMaxNs || base >= kMaxNs || off <= -kMaxPs || off >= kMaxPs || d < 0 || d >= kMaxPs) {
       Skip("events with a time or duration out of range (dropped)");
       return false;
@@ -321,11 +351,16 @@ class Builder {
   void HostPlane(const XPlane& p) {
     PlaneCtx c;
     BeginPlane(c, p);
-    uint32_t proc = static_cast<uint32_t>(t_.processes.size());
-    model::Process pr;
-    pr.name = t_.strings.Intern(t_.hostname.empty() ? p.name() : t_.hostname);
-    t_.processes.push_back(pr);
-    for (auto& d : t_.devices) d.process = proc;
+    uint32_t proc;
+    if (merge_) {
+      proc = merge_->process;
+    } else {
+      proc = static_cast<uint32_t>(t_.processes.size());
+      model::Process pr;
+      pr.name = t_.strings.Intern(t_.hostname.empty() ? p.name() : t_.hostname);
+      t_.processes.push_back(pr);
+    }
+    for (size_t d = first_device_; d < t_.devices.size(); ++d) t_.devices[d].process = proc;
     const StringId tf_op_key = t_.strings.Intern("tf_op");
     std::unordered_map<int64_t, uint32_t> tracks;  // line id -> track (lines with one id are one timeline)
     for (const auto& line : p.lines()) {
@@ -391,6 +426,13 @@ class Builder {
   // --- Device planes ------------------------------------------------------------
 
   void DevicePlane(const XPlane& p, int32_t dev) {
+    if (merge_ && strata_devices_) {
+      // strata's own collector recorded the device (CUPTI takes one subscriber: a
+      // profiler beside it records none), so a device plane here repeats it.
+      Count("events of the profile's device planes not merged (the trace's own device collector recorded the device)",
+            EventsIn(p));
+      return;
+    }
     PlaneCtx c;
     BeginPlane(c, p);
     bool has_streams = false;
@@ -512,6 +554,10 @@ class Builder {
   }
 
   model::Trace& t_;
+  const XSpaceMerge* merge_;
+  int64_t base_ = 0;  // added to every line's timestamp
+  size_t first_device_ = t_.devices.size();  // the devices this space adds
+  bool strata_devices_ = t_.device.size() > 0;  // merge: the trace has device activity of its own
   EventStats stats_;
   bool amd_ = false;
   uint64_t skipped_ = 0;
@@ -522,14 +568,19 @@ class Builder {
   std::map<int64_t, StepEvent> steps_;               // by group id
 };
 
-StatusOr<model::Trace> Parse(std::string_view bytes, const std::string& what) {
+Status ParseSpace(std::string_view bytes, const std::string& what, XSpace* space) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
     return Err(StatusCode::kUnsupported, "{}: an XSpace of {} bytes is larger than protobuf reads (2 GiB)", what, bytes.size());
-  XSpace space;
-  if (!space.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+  if (!space->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return Err(StatusCode::kCorrupt, "{}: not a valid XSpace protobuf (truncated or another format)", what);
+  return OkStatus();
+}
+
+StatusOr<model::Trace> Parse(std::string_view bytes, const std::string& what) {
+  XSpace space;
+  if (Status s = ParseSpace(bytes, what, &space); !s.ok()) return s;
   model::Trace t;
-  Builder b(t);
+  Builder b(t, nullptr);
   if (Status s = b.Build(space); !s.ok()) return s.WithContext(what);
   return t;
 }
@@ -587,6 +638,17 @@ StatusOr<model::Trace> LoadXPlaneTrace(const std::string& path, const LoadOption
   auto t = xplane::Parse(*bytes, path);
   if (t.ok()) t->path = path;
   return t;
+}
+
+Status MergeXSpace(model::Trace& t, std::string_view bytes, const XSpaceMerge& m) {
+  if (m.process >= t.processes.size()) return Err(StatusCode::kInvalidArgument, "no process {} to merge into", m.process);
+  auto src = kineto::MemoryByteSource(bytes);
+  auto all = xplane::ReadAllBytes(*src);
+  if (!all.ok()) return all.status();
+  xplane::XSpace space;
+  if (Status s = xplane::ParseSpace(*all, "XSpace", &space); !s.ok()) return s;
+  xplane::Builder b(t, &m);
+  return b.Build(space);
 }
 
 StatusOr<model::Trace> ParseXPlaneTrace(std::string_view bytes, const LoadOptions&) {
