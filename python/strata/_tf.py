@@ -12,13 +12,14 @@ span on its thread, which is how the importer finds the steps
   - "tf.function NAME": each call of a tf.function made outside any other
     (a custom training loop's train_step; the calls inside Keras' step
     functions are not repeated);
-  - "tf.Session.run": each Session.run of TF1 graph code (tf.compat.v1);
+  - "tf.Session.run": each Session.run of TF1 graph code (tf.compat.v1), its
+    argument a signature of its fetches (the training run repeats one);
   - "tf.data.next": each element a Python loop fetches from a tf.data iterator
     (the input wait of a custom loop; Keras fetches inside its graph);
   - "strata.samples" (zero length, argument = the count): the leading dimension
-    of each element a tf.data iterator gave the program, and the samples of the
-    batches each Keras 3 step function takes: the importer sums them per step
-    for throughput.
+    of each element a tf.data iterator gave the program, of the first value fed
+    to a Session.run, and the samples of the batches each Keras 3 step function
+    takes: the importer sums them per step for throughput.
 With `strata record --ops-steps A-B`, TensorFlow's own profiler runs from step
 A to step B (counted as the importer counts them: Keras train steps, else the
 calls of the first tf.function called that often) and writes its XSpace into
@@ -67,31 +68,6 @@ class _Span:
 
     def end(self):
         _strata()._lib.strata_span_end_()
-
-
-def _wrap_method(cls, attr, span_name, top_level_only=False):
-    """Replaces cls.attr by a function that runs it inside a span."""
-    orig = cls.__dict__.get(attr)
-    if orig is None or getattr(orig, "__strata_wrapped__", False):
-        return False
-    sid = _Span(span_name)._id
-    lib = _strata()._lib
-
-    @functools.wraps(orig)
-    def wrapper(self, *args, **kwargs):
-        if top_level_only and _depth() > 0:
-            return orig(self, *args, **kwargs)
-        lib.strata_span_begin_(sid)
-        _tls.depth = _depth() + 1
-        try:
-            return orig(self, *args, **kwargs)
-        finally:
-            _tls.depth -= 1
-            lib.strata_span_end_()
-
-    wrapper.__strata_wrapped__ = True
-    setattr(cls, attr, wrapper)
-    return True
 
 
 def _detail_window():
@@ -279,6 +255,44 @@ def _wrap_function_call(cls):
     return True
 
 
+def _fetch_signature(fetches):
+    """What a Session.run computes, as a number: the identities of its fetches
+    (the init run, the training run and an evaluation run differ)."""
+    if isinstance(fetches, dict):
+        fetches = tuple(fetches.values())
+    if not isinstance(fetches, (list, tuple)):
+        fetches = (fetches,)
+    return hash(tuple(id(f) for f in fetches)) & 0x7FFFFFFFFFFFFFFF
+
+
+def _wrap_session_run(cls):
+    """Session.run in a "tf.Session.run" span whose argument tells its fetches apart."""
+    orig = cls.__dict__.get("run")
+    if orig is None or getattr(orig, "__strata_wrapped__", False):
+        return False
+    sid = _Span("tf.Session.run")._id
+    lib = _strata()._lib
+
+    @functools.wraps(orig)
+    def wrapper(self, fetches, *args, **kwargs):
+        if _depth() > 0:
+            return orig(self, fetches, *args, **kwargs)
+        lib.strata_span_begin_arg_(sid, _fetch_signature(fetches))
+        _tls.depth = _depth() + 1
+        try:
+            feed = kwargs.get("feed_dict", args[0] if args else None)
+            if isinstance(feed, dict) and feed:
+                _samples(_leading_dim(next(iter(feed.values()))))
+            return orig(self, fetches, *args, **kwargs)
+        finally:
+            _tls.depth -= 1
+            lib.strata_span_end_()
+
+    wrapper.__strata_wrapped__ = True
+    cls.run = wrapper
+    return True
+
+
 def attach_tensorflow(tf):
     global _profiler
     s = _strata()
@@ -304,7 +318,7 @@ def attach_tensorflow(tf):
         missing.append("tf.function")
     try:
         from tensorflow.python.client import session
-        if _wrap_method(session.BaseSession, "run", "tf.Session.run", top_level_only=True):
+        if _wrap_session_run(session.BaseSession):
             done.append("Session.run")
     except Exception:
         missing.append("Session.run")

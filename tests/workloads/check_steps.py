@@ -51,6 +51,7 @@ WORKLOADS = [
 TF_WORKLOADS = [
     ("tf_custom_loop", ["--iters", "40", "--batch", "64"], 64),
     ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
+    ("tf1_session", ["--iters", "30", "--batch", "64"], 64),
 ]
 # Recorded again with these `strata record` options, and what must hold then:
 # TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those

@@ -45,7 +45,8 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     int64_t time = 0;
     size_t calls = 0;
   };
-  std::map<std::tuple<uint32_t, int, model::StringId, uint32_t>, Use> uses;
+  // (A marker's argument tells calls of one name apart: a Session.run's fetches.)
+  std::map<std::tuple<uint32_t, int, model::StringId, uint64_t, uint32_t>, Use> uses;
   std::map<model::StringId, int> rank_of;
   for (uint32_t i = 0; i < t.slices.size(); ++i) {
     uint32_t trk = t.slices.track[i];
@@ -56,7 +57,7 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     auto [it, fresh] = rank_of.try_emplace(t.slices.name[i], -1);
     if (fresh) it->second = MarkerRank(t.strings.Get(t.slices.name[i]));
     if (it->second < 0) continue;
-    Use& u = uses[{p, it->second, t.slices.name[i], trk}];
+    Use& u = uses[{p, it->second, t.slices.name[i], t.slices.arg[i], trk}];
     u.time += t.slices.dur[i];
     ++u.calls;
   }
@@ -65,21 +66,23 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     int rank = 99;
     int64_t time = -1;
     model::StringId name = 0;
+    uint64_t arg = 0;
     uint32_t track = 0;
   };
   std::map<uint32_t, Pick> pick;
   for (const auto& [key, u] : uses) {
-    auto [p, rank, name, trk] = key;
+    auto [p, rank, name, arg, trk] = key;
     if (with_steps.count(p)) continue;
     // A function called once is the program's setup or its only run, not a loop.
     if (rank != 0 && u.calls < 2) continue;
     Pick& b = pick[p];
-    if (rank < b.rank || (rank == b.rank && u.time > b.time)) b = {rank, u.time, name, trk};
+    if (rank < b.rank || (rank == b.rank && u.time > b.time)) b = {rank, u.time, name, arg, trk};
   }
   for (const auto& [p, b] : pick) {
     std::vector<uint32_t> markers;
     for (uint32_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.track[i] == b.track && t.slices.name[i] == b.name && t.slices.kind[i] == SliceKind::kSpan)
+      if (t.slices.track[i] == b.track && t.slices.name[i] == b.name && t.slices.arg[i] == b.arg &&
+          t.slices.kind[i] == SliceKind::kSpan)
         markers.push_back(i);
     std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
     TileSteps(ctx, step_name, b.track, markers, partial);
@@ -89,9 +92,24 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
 void AddSampleMarks(const model::Trace& t, std::vector<BatchMark>* marks) {
   model::StringId name = t.strings.Find("strata.samples");
   if (name == model::StringPool::kNotFound) return;
-  for (uint32_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices.name[i] == name && t.slices.kind[i] == SliceKind::kSpan && t.slices.arg[i] > 0)
-      marks->push_back({t.slices.track[i], t.slices.ts[i], t.slices.arg[i], 0, true});
+  // Samples fed to a Session.run count when it is the step's run (the fetches
+  // a thread runs most often), not an evaluation run beside it.
+  model::StringId run = t.strings.Find("tf.Session.run");
+  std::map<uint32_t, std::map<uint64_t, size_t>> runs;  // track -> fetches -> calls
+  if (run != model::StringPool::kNotFound)
+    for (uint32_t i = 0; i < t.slices.size(); ++i)
+      if (t.slices.name[i] == run && t.slices.kind[i] == SliceKind::kSpan) ++runs[t.slices.track[i]][t.slices.arg[i]];
+  std::map<uint32_t, uint64_t> step_run;
+  for (const auto& [trk, by] : runs)
+    step_run[trk] = std::max_element(by.begin(), by.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  for (uint32_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.name[i] != name || t.slices.kind[i] != SliceKind::kSpan || t.slices.arg[i] == 0) continue;
+    int32_t p = t.slices.parent[i];
+    if (p != model::kNone && t.slices.name[static_cast<size_t>(p)] == run &&
+        t.slices.arg[static_cast<size_t>(p)] != step_run[t.slices.track[i]])
+      continue;
+    marks->push_back({t.slices.track[i], t.slices.ts[i], t.slices.arg[i], 0, true});
+  }
 }
 
 }  // namespace strata::importers::strata_ctf

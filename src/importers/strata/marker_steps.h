@@ -6,7 +6,8 @@
 //  - "tf.function NAME": each call of the tf.function made outside any other
 //    that takes the most time on its thread, called at least twice (a custom
 //    loop's train_step);
-//  - "tf.Session.run", called at least twice (TF1 graph code);
+//  - "tf.Session.run" with the same fetches (the span's argument), called at
+//    least twice (TF1 graph code: the training run, not the initializer's);
 //  - "keras.predict_step" or "keras.test_step" (an inference program).
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
 // marker ends and begins where the previous one ended; the first begins with
