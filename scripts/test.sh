@@ -27,6 +27,14 @@ if [ "${STRATA_SKIP_TF:-0}" != "1" ] && ! "$TF_VENV/bin/python" -c "import tenso
     echo "strata: could not install TensorFlow into $TF_VENV; its tests will be skipped" >&2
 fi
 export STRATA_TF_PYTHON="$TF_VENV/bin/python"
+# JAX (CPU) likewise (ctest workload_steps_jax; about 300 MB).
+JAX_VENV="${STRATA_JAX_VENV:-$HOME/.cache/strata/venv-jax}"
+if [ "${STRATA_SKIP_JAX:-0}" != "1" ] && ! "$JAX_VENV/bin/python" -c "import jax" 2>/dev/null; then
+  echo "== JAX in $JAX_VENV (once)"
+  { python3 -m venv "$JAX_VENV" && "$JAX_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "jax==0.10.2"; } ||
+    echo "strata: could not install JAX into $JAX_VENV; its tests will be skipped" >&2
+fi
+export STRATA_JAX_PYTHON="$JAX_VENV/bin/python"
 start=$(date +%s)
 
 echo "== build and test (RelWithDebInfo)"

@@ -89,10 +89,14 @@ def _detail_window():
 
 
 class _Profiler:
-    """TensorFlow's profiler over steps [first, last] (--ops-steps)."""
+    """The framework's own profiler over steps [first, last] (--ops-steps):
+    TensorFlow's, or JAX's (backend "jax"); both write an XSpace."""
 
-    def __init__(self, first, last):
+    def __init__(self, first, last, backend="tensorflow"):
         self.first, self.last = first, last
+        self.backend = backend
+        self.collector = backend + "-ops"
+        self.title = "TensorFlow" if backend == "tensorflow" else "JAX"
         self.state = 0  # 0 waiting, 1 running, 2 done
         self.lock = threading.Lock()
 
@@ -111,7 +115,6 @@ class _Profiler:
     def _start(self):
         self.state = 2
         try:
-            import tensorflow as tf
             logdir = os.path.join(os.environ["STRATA_TRACE_DIR"], "xspace", str(os.getpid()))
             os.makedirs(logdir, exist_ok=True)
             r1 = time.time_ns()
@@ -119,25 +122,34 @@ class _Profiler:
             r2 = time.time_ns()
             with open(os.path.join(logdir, "strata_clock.json"), "w") as f:
                 json.dump({"pid": os.getpid(), "realtime_ns": (r1 + r2) // 2, "trace_clock_ns": mono}, f)
-            opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0,
-                                                            device_tracer_level=1)
-            tf.profiler.experimental.start(logdir, options=opts)
+            if self.backend == "jax":
+                import jax
+                jax.profiler.start_trace(logdir)
+            else:
+                import tensorflow as tf
+                opts = tf.profiler.experimental.ProfilerOptions(host_tracer_level=2, python_tracer_level=0,
+                                                                device_tracer_level=1)
+                tf.profiler.experimental.start(logdir, options=opts)
             self.state = 1
             atexit.register(self.at_exit)
         except Exception as e:
-            _report("tensorflow-ops", "error", "TensorFlow's profiler did not start: %s: %s" % (type(e).__name__, e))
+            _report(self.collector, "error", "%s's profiler did not start: %s: %s" % (self.title, type(e).__name__, e))
 
     def _stop(self):
         self.state = 2
-        span = _Span("strata: TensorFlow profiler stop (--ops-steps)")
+        span = _Span("strata: %s profiler stop (--ops-steps)" % self.title)
         span.begin()
         try:
-            import tensorflow as tf
-            tf.profiler.experimental.stop()
-            _report("tensorflow-ops", "recorded",
-                    "TensorFlow's profiler for steps %d-%d (ops, TraceMe events, allocations)" % (self.first, self.last))
+            if self.backend == "jax":
+                import jax
+                jax.profiler.stop_trace()
+            else:
+                import tensorflow as tf
+                tf.profiler.experimental.stop()
+            _report(self.collector, "recorded",
+                    "%s's profiler for steps %d-%d (ops, TraceMe events, allocations)" % (self.title, self.first, self.last))
         except Exception as e:
-            _report("tensorflow-ops", "error", "TensorFlow's profiler did not stop: %s: %s" % (type(e).__name__, e))
+            _report(self.collector, "error", "%s's profiler did not stop: %s: %s" % (self.title, type(e).__name__, e))
         finally:
             span.end()
 
@@ -300,7 +312,7 @@ def attach_tensorflow(tf):
         return
     _installed.add("tensorflow")
     window = _detail_window()
-    if window is not None:
+    if window is not None and _profiler is None:
         _profiler = _Profiler(*window)
     done, missing = [], []
     try:

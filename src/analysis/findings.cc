@@ -38,6 +38,7 @@ Framework DetectFramework(const model::Trace& t) {
     if (c.state != "recorded") continue;
     if (c.collector == "pytorch") return Framework::kPyTorch;
     if (c.collector == "tensorflow" || c.collector == "keras") return Framework::kTensorFlow;
+    if (c.collector == "jax") return Framework::kJax;
   }
   if (t.source == "kineto") return Framework::kPyTorch;
   if (t.source == "xplane") {

@@ -56,7 +56,7 @@ bool Transparent(const model::Trace& t, size_t i) {
   SliceKind k = t.slices.kind[i];
   if (k == SliceKind::kSpan) {
     std::string_view n = t.strings.Get(t.slices.name[i]);
-    return !IsDataLoadingName(n) && !IsGraphRunName(n);
+    return !IsDataLoadingName(n) && !IsGraphRunName(n) && !IsSyncName(n);
   }
   return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
          model::IsDeviceKind(k);
@@ -367,12 +367,12 @@ bool IsDataLoadingName(std::string_view n) {
 
 bool IsGraphRunName(std::string_view n) {
   return StartsWith(n, "tf.function ") || n == "tf.Session.run" || n == "keras.train_step" || n == "keras.test_step" ||
-         n == "keras.predict_step";
+         n == "keras.predict_step" || StartsWith(n, "jax.jit ") || StartsWith(n, "jax.pmap ");
 }
 
 bool IsSyncName(std::string_view n) {
   return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
-         Contains(n, "hsa_signal_wait") || IsDeviceReadName(n);
+         Contains(n, "hsa_signal_wait") || IsDeviceReadName(n) || n == "jax.block_until_ready" || n == "jax.device_read";
 }
 
 bool IsDeviceReadName(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }

@@ -87,7 +87,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
 // What slice names mean to the breakdown and to the rules that cite it.
 bool IsDataLoadingName(std::string_view n);
 // A graph a framework runs while the calling thread waits (strata._tf's spans:
-// "tf.function NAME", "keras.train_step", "tf.Session.run"): framework compute.
+// "tf.function NAME", "keras.train_step", "tf.Session.run"; strata._jax's "jax.jit NAME"): framework compute.
 bool IsGraphRunName(std::string_view n);
 bool IsSyncName(std::string_view n);         // waits for a device, by name (runtime syncs, .item())
 bool IsDeviceReadName(std::string_view n);   // aten::item and its _local_scalar_dense

@@ -16,7 +16,8 @@ strata's step figures with the program's own, measured in the same run:
 Usage: check_steps.py --strata build/bin/strata [--python /usr/bin/python3 | --python-env VAR] [--work DIR]
                       [--only name,name] [--set torch|tensorflow]
 `--set tensorflow`: the TensorFlow and Keras workloads (a custom loop with tf.data
-and a tf.function step; Keras 3 fit), with a Python that has tensorflow.
+and a tf.function step; Keras 3 fit; TF1 Session.run), with a Python that has
+tensorflow; `--set jax`: the JAX loop (a jax.jit step), with one that has jax.
 Exit 0 when every workload holds, 1 otherwise (one line per failed check), 77 when
 the Python given cannot import the set's framework.
 """
@@ -56,8 +57,14 @@ TF_WORKLOADS = [
 # Recorded again with these `strata record` options, and what must hold then:
 # TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those
 # steps, on the trace's clock (every op inside them), and the steps stay the same.
-DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14))}
-FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow"}
+DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14)),
+          "jax_train": (["--ops-steps", "10-14"], (10, 14))}
+# JAX (CPU) in a venv of its own.
+JAX_WORKLOADS = [
+    ("jax_train", ["--iters", "40", "--batch", "64"], 64),
+]
+FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
+SETS = {"torch": WORKLOADS, "tensorflow": TF_WORKLOADS, "jax": JAX_WORKLOADS}
 
 
 def check_detail(strata, trace, window, bad):
@@ -113,9 +120,9 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     failures = []
     runs = []
-    for name, args, per_iter in (TF_WORKLOADS if a.set == "tensorflow" else WORKLOADS):
+    for name, args, per_iter in SETS[a.set]:
         runs.append((name, args, per_iter, [], None))
-        if name in DETAIL and a.set == "tensorflow":
+        if name in DETAIL:
             runs.append((name, args, per_iter) + DETAIL[name])
     for name, args, per_iter, record_opts, detail in runs:
         if only and name not in only:

@@ -13,10 +13,37 @@ using model::SliceKind;
 // What a span is as a step marker: its rank (lower is preferred) or -1.
 int MarkerRank(std::string_view name) {
   if (name == "keras.train_step") return 0;
-  if (name.substr(0, 12) == "tf.function ") return 1;
+  if (name.substr(0, 12) == "tf.function " || name.substr(0, 8) == "jax.jit " || name.substr(0, 9) == "jax.pmap ")
+    return 1;
   if (name == "tf.Session.run") return 2;
   if (name == "keras.predict_step" || name == "keras.test_step") return 3;
   return -1;
+}
+
+// JAX dispatches asynchronously: its step function returns before the step's
+// work is done, and the program waits for it after the call. Its steps are
+// bounded by the calls' starts, so that each holds its own wait.
+bool AsyncMarker(std::string_view name) { return name.substr(0, 4) == "jax."; }
+
+bool IsWaitName(std::string_view n) { return n == "jax.block_until_ready" || n == "jax.device_read"; }
+
+// Steps of an asynchronous step function: each from its call's start to the
+// next call's; the last one to the end of the first wait after its call.
+void TileAtStarts(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
+                  std::vector<std::pair<uint32_t, int64_t>>* partial) {
+  model::Trace& t = ctx.trace();
+  if (markers.empty()) return;
+  partial->emplace_back(track, t.slices.ts[markers[0]]);
+  for (size_t k = 0; k + 1 < markers.size(); ++k)
+    ctx.AddSlice(OpenSlice{t.slices.ts[markers[k]], step_name, SliceKind::kStep, k}, t.slices.ts[markers[k + 1]], track, 0);
+  uint32_t last = markers.back();
+  int64_t end = t.slices.end(last), wait_end = INT64_MAX;
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.track[i] == track && t.slices.ts[i] >= end && t.slices.end(i) < wait_end &&
+        IsWaitName(t.strings.Get(t.slices.name[i])))
+      wait_end = t.slices.end(i);
+  ctx.AddSlice(OpenSlice{t.slices.ts[last], step_name, SliceKind::kStep, markers.size() - 1},
+               wait_end == INT64_MAX ? end : wait_end, track, 0);
 }
 
 }  // namespace
@@ -85,28 +112,36 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
           t.slices.kind[i] == SliceKind::kSpan)
         markers.push_back(i);
     std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
-    TileSteps(ctx, step_name, b.track, markers, partial);
+    if (AsyncMarker(t.strings.Get(b.name))) TileAtStarts(ctx, step_name, b.track, markers, partial);
+    else TileSteps(ctx, step_name, b.track, markers, partial);
   }
 }
 
 void AddSampleMarks(const model::Trace& t, std::vector<BatchMark>* marks) {
   model::StringId name = t.strings.Find("strata.samples");
   if (name == model::StringPool::kNotFound) return;
-  // Samples fed to a Session.run count when it is the step's run (the fetches
-  // a thread runs most often), not an evaluation run beside it.
-  model::StringId run = t.strings.Find("tf.Session.run");
-  std::map<uint32_t, std::map<uint64_t, size_t>> runs;  // track -> fetches -> calls
-  if (run != model::StringPool::kNotFound)
-    for (uint32_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.name[i] == run && t.slices.kind[i] == SliceKind::kSpan) ++runs[t.slices.track[i]][t.slices.arg[i]];
-  std::map<uint32_t, uint64_t> step_run;
-  for (const auto& [trk, by] : runs)
-    step_run[trk] = std::max_element(by.begin(), by.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
+  // Samples given inside a step function's call (the batch fed to a
+  // Session.run, the batch argument of a jitted step) count when that function
+  // is the step's, the one the thread calls most often with those arguments,
+  // not an evaluation run beside it.
+  auto marker_of = [&](uint32_t i) -> int32_t {
+    int32_t p = t.slices.parent[i];
+    if (p == model::kNone || t.slices.kind[static_cast<size_t>(p)] != SliceKind::kSpan) return model::kNone;
+    return MarkerRank(t.strings.Get(t.slices.name[static_cast<size_t>(p)])) > 0 ? p : model::kNone;
+  };
+  using Key = std::pair<model::StringId, uint64_t>;
+  std::map<uint32_t, std::map<Key, size_t>> calls;  // track -> (marker name, arg) -> samples given in it
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.name[i] == name && t.slices.kind[i] == SliceKind::kSpan)
+      if (int32_t m = marker_of(i); m != model::kNone)
+        ++calls[t.slices.track[i]][{t.slices.name[static_cast<size_t>(m)], t.slices.arg[static_cast<size_t>(m)]}];
+  std::map<uint32_t, Key> step_marker;
+  for (const auto& [trk, by] : calls)
+    step_marker[trk] = std::max_element(by.begin(), by.end(), [](auto& a, auto& b) { return a.second < b.second; })->first;
   for (uint32_t i = 0; i < t.slices.size(); ++i) {
     if (t.slices.name[i] != name || t.slices.kind[i] != SliceKind::kSpan || t.slices.arg[i] == 0) continue;
-    int32_t p = t.slices.parent[i];
-    if (p != model::kNone && t.slices.name[static_cast<size_t>(p)] == run &&
-        t.slices.arg[static_cast<size_t>(p)] != step_run[t.slices.track[i]])
+    if (int32_t m = marker_of(i); m != model::kNone &&
+        Key{t.slices.name[static_cast<size_t>(m)], t.slices.arg[static_cast<size_t>(m)]} != step_marker[t.slices.track[i]])
       continue;
     marks->push_back({t.slices.track[i], t.slices.ts[i], t.slices.arg[i], 0, true});
   }

@@ -3,15 +3,18 @@
 // optimizer.step() is for a PyTorch one. Boundaries, in order of preference,
 // for a process that has no steps yet (its own marks, PyTorch's found steps):
 //  - "keras.train_step": each call of a Keras model's train function;
-//  - "tf.function NAME": each call of the tf.function made outside any other
-//    that takes the most time on its thread, called at least twice (a custom
-//    loop's train_step);
+//  - "tf.function NAME", "jax.jit NAME" (python/strata/_jax.py): each call of
+//    the compiled function made outside any other that takes the most time on
+//    its thread, called at least twice (a custom loop's train_step);
 //  - "tf.Session.run" with the same fetches (the span's argument), called at
 //    least twice (TF1 graph code: the training run, not the initializer's);
 //  - "keras.predict_step" or "keras.test_step" (an inference program).
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
 // marker ends and begins where the previous one ended; the first begins with
-// its marker and is partial.
+// its marker and is partial. JAX's step function returns before its work is
+// done (asynchronous dispatch) and the program waits after it: its steps run
+// from one call's start to the next's (the last to the end of the first wait
+// after its call), so that each holds its own wait.
 #pragma once
 
 #include <cstdint>

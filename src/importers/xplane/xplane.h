@@ -9,6 +9,8 @@
 //                                      call: "cudaLaunchKernel",
 //                                      "cudaMemcpyAsync", or the hip* name)
 //     "name:Type" (a TF op)         -> kOp named Type, arg tf_op = full name
+//     events with a device_ordinal  -> kOp: an XLA op (HLO instruction) that
+//                                      XLA's CPU client ran (JAX on the CPU)
 //     "$..." (Python tracer)        -> kPython
 //     MemoryAllocation/Deallocation -> MemoryTable (allocator_name "GPU_0_bfc"
 //                                      is device 0, others host memory)

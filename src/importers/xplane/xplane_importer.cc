@@ -46,6 +46,7 @@ enum class Role : uint8_t {
   kBytesAllocated,
   kBytesReserved,
   kAddr,
+  kDeviceOrdinal,
   kDrop,  // internal bookkeeping (context ids, producer/consumer links)
 };
 
@@ -56,6 +57,7 @@ Role RoleOf(std::string_view n) {
       {"step_name", Role::kStepName},         {"allocator_name", Role::kAllocatorName},
       {"allocation_bytes", Role::kAllocationBytes}, {"bytes_allocated", Role::kBytesAllocated},
       {"bytes_reserved", Role::kBytesReserved}, {"addr", Role::kAddr},
+      {"device_ordinal", Role::kDeviceOrdinal},
       {"context_id", Role::kDrop},            {"_ct", Role::kDrop},
       {"_c", Role::kDrop},                    {"_pt", Role::kDrop},
       {"_p", Role::kDrop},                    {"_r", Role::kDrop},
@@ -83,6 +85,7 @@ struct EventStats {
   std::string_view allocator;
   int64_t allocation_bytes = 0, bytes_allocated = -1, bytes_reserved = -1;
   uint64_t addr = 0;
+  int64_t device_ordinal = -1;  // XLA's CPU ops carry the device they run for
   struct ArgRef {
     StringId key;
     Value v;
@@ -217,6 +220,7 @@ class Builder {
       case Role::kBytesAllocated: out.bytes_allocated = v.i; return;
       case Role::kBytesReserved: out.bytes_reserved = v.i; return;
       case Role::kAddr: out.addr = static_cast<uint64_t>(v.i); return;
+      case Role::kDeviceOrdinal: out.device_ordinal = v.i; break;  // kept as an arg too
       case Role::kDrop: return;
       case Role::kArg: break;
     }
@@ -400,6 +404,9 @@ class Builder {
         } else if (TfOpName(name, &type)) {
           kind = SliceKind::kOp;
           sname = t_.strings.Intern(type);
+        } else if (stats_.device_ordinal >= 0) {
+          kind = SliceKind::kOp;  // an XLA op (HLO instruction) run by the CPU client
+          sname = EventName(c, md, e.metadata_id());
         } else {
           sname = EventName(c, md, e.metadata_id());
         }
