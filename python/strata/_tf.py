@@ -16,6 +16,12 @@ span on its thread, which is how the importer finds the steps
     argument a signature of its fetches (the training run repeats one);
   - "tf.data.next": each element a Python loop fetches from a tf.data iterator
     (the input wait of a custom loop; Keras fetches inside its graph);
+  - "tf.data.map (python)", "tf.data.generator": each call of a Python function
+    a tf.data pipeline runs per element (tf.py_function / tf.numpy_function
+    given to Dataset.map, filter, flat_map or interleave; a from_generator
+    generator's next element), on tf.data's threads: while the step's graph
+    waits for them, the step waits for its input; "tf.py_function" for one used
+    elsewhere;
   - "strata.samples" (zero length, argument = the count): the leading dimension
     of each element a tf.data iterator gave the program, of the first value fed
     to a Session.run, and the samples of the batches each Keras 3 step function
@@ -305,6 +311,97 @@ def _wrap_session_run(cls):
     return True
 
 
+def _timed_callable(func, sid):
+    """func run inside a span (per element of a tf.data pipeline)."""
+    lib = _strata()._lib
+
+    def run(*args, **kwargs):
+        lib.strata_span_begin_(sid)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            lib.strata_span_end_()
+
+    run.__name__ = getattr(func, "__name__", "func")
+    run.__wrapped__ = func
+    return run
+
+
+def _wrap_dataset(dataset_cls, script_ops, tf):
+    """Python functions tf.data runs per element, each call in a span."""
+    intern = _strata()._intern
+    lib = _strata()._lib
+    map_sid, gen_sid, py_sid = intern("tf.data.map (python)"), intern("tf.data.generator"), intern("tf.py_function")
+    done = False
+    # Dataset.map & co. trace their function in the calling thread: a Python
+    # function wrapped while that runs is one the pipeline calls per element.
+    for name in ("map", "filter", "flat_map", "interleave"):
+        orig = dataset_cls.__dict__.get(name)
+        if orig is None or getattr(orig, "__strata_wrapped__", False):
+            continue
+
+        def make(orig=orig):
+            @functools.wraps(orig)
+            def traced(self, *args, **kwargs):
+                _tls.in_dataset = getattr(_tls, "in_dataset", 0) + 1
+                try:
+                    return orig(self, *args, **kwargs)
+                finally:
+                    _tls.in_dataset -= 1
+            traced.__strata_wrapped__ = True
+            return traced
+
+        setattr(dataset_cls, name, make())
+        done = True
+    for mod_attr, tf_attr in (("eager_py_func", "py_function"), ("numpy_function", "numpy_function")):
+        orig = getattr(script_ops, mod_attr, None)
+        if orig is None or getattr(orig, "__strata_wrapped__", False):
+            continue
+
+        def make_fn(orig=orig):
+            @functools.wraps(orig)
+            def py_function(func=None, *args, **kwargs):
+                if callable(func):
+                    func = _timed_callable(func, map_sid if getattr(_tls, "in_dataset", 0) else py_sid)
+                return orig(func, *args, **kwargs)
+            py_function.__strata_wrapped__ = True
+            return py_function
+
+        wrapped = make_fn()
+        setattr(script_ops, mod_attr, wrapped)
+        if getattr(tf, tf_attr, None) is orig:
+            setattr(tf, tf_attr, wrapped)
+        done = True
+    gen = dataset_cls.__dict__.get("from_generator")
+    if isinstance(gen, staticmethod) and not getattr(gen.__func__, "__strata_wrapped__", False):
+        orig_gen = gen.__func__
+
+        @functools.wraps(orig_gen)
+        def from_generator(generator, *args, **kwargs):
+            if callable(generator):
+                inner = generator
+
+                def timed(*gargs):
+                    it = iter(inner(*gargs))
+                    while True:
+                        lib.strata_span_begin_(gen_sid)
+                        try:
+                            item = next(it)
+                        except StopIteration:
+                            return
+                        finally:
+                            lib.strata_span_end_()
+                        yield item
+
+                generator = timed
+            return orig_gen(generator, *args, **kwargs)
+
+        from_generator.__strata_wrapped__ = True
+        dataset_cls.from_generator = staticmethod(from_generator)
+        done = True
+    return done
+
+
 def attach_tensorflow(tf):
     global _profiler
     s = _strata()
@@ -338,6 +435,10 @@ def attach_tensorflow(tf):
         from tensorflow.python.data.ops import iterator_ops
         if _wrap_next(iterator_ops.OwnedIterator):
             done.append("tf.data fetches")
+        from tensorflow.python.data.ops import dataset_ops
+        from tensorflow.python.ops import script_ops
+        if _wrap_dataset(dataset_ops.DatasetV2, script_ops, tf):
+            done.append("tf.data Python functions")
     except Exception:
         missing.append("tf.data")
     version = getattr(tf, "__version__", "?")

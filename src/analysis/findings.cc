@@ -156,6 +156,14 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     wait += static_cast<double>(end - sl.ts[i]);
     by_name[std::string(c.Name(i))] += static_cast<double>(end - sl.ts[i]);
   }
+  // Graphs the step ran (a Keras step, a tf.function) that waited while the
+  // tf.data pipeline produced their batch on its own threads.
+  double in_graphs = 0;
+  if (c.breakdown.counted > 0)
+    in_graphs = static_cast<double>(c.breakdown.input_in_graphs) * static_cast<double>(c.steps) /
+                static_cast<double>(c.breakdown.counted);
+  if (in_graphs > 0) by_name["tf.data pipeline (waited for inside the step's graph)"] += in_graphs;
+  wait += in_graphs;
   double per_step = c.PerStep(wait);
   double pct = c.Pct(per_step);
   if (pct < 5) return;
@@ -178,12 +186,21 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                            workers ? "waiting for batches from the loader's worker processes"
                                    : "in line with the model's work instead of beside it",
                            c.steps);
+  if (in_graphs > 0)
+    f.evidence += fmt::format(" Of it, {} per step the step's graph waited while the tf.data pipeline ran its Python "
+                              "functions on its own threads and the compute threads were idle.",
+                              Ms(c.PerStep(in_graphs)));
   f.metrics.insert(f.metrics.begin(), {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}});
   for (auto& [n, v] : by_name) f.involved.push_back(n);
   f.what_if = fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes the longer "
                           "of the two",
                           Ms(per_step), Ms(std::max(0.0, rest)));
-  f.suggestion = c.framework == Framework::kTensorFlow
+  f.suggestion = in_graphs > 0.5 * wait
+                     ? "The pipeline's per-element Python (tf.py_function, tf.numpy_function, from_generator) is the "
+                       "cost: express it in TensorFlow ops (map then runs it in parallel with "
+                       "num_parallel_calls=tf.data.AUTOTUNE, without the GIL), or compute it once and cache() it; "
+                       ".prefetch(tf.data.AUTOTUNE) then overlaps what remains with the step."
+                 : c.framework == Framework::kTensorFlow
                      ? "Overlap input with compute: end the tf.data pipeline with .prefetch(tf.data.AUTOTUNE), run its "
                        "map stages with num_parallel_calls=tf.data.AUTOTUNE, cache() what does not change between "
                        "epochs, and read files with interleave(..., num_parallel_calls=AUTOTUNE)."

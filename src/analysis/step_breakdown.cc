@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <set>
 
 #include "analysis/os.h"
 #include "base/int_math.h"
@@ -83,8 +84,8 @@ using Interval = HostInterval;
 class StepSweep {
  public:
   StepSweep(const model::Trace& t, uint32_t track, const std::vector<uint8_t>* flags,
-            const std::vector<Interval>* elsewhere)
-      : t_(t), track_(track), flags_(flags), elsewhere_(elsewhere) {
+            const std::vector<Interval>* elsewhere, const std::vector<Interval>* input_elsewhere = nullptr)
+      : t_(t), track_(track), flags_(flags), elsewhere_(elsewhere), input_elsewhere_(input_elsewhere) {
     states_ = TrackRows(t.thread_states, track);
     syscalls_ = TrackRows(t.syscalls, track);
     samples_ = TrackRows(t.cpu_samples, track);
@@ -93,9 +94,13 @@ class StepSweep {
   // Compute time by the op whose own time it is, added to while running (null: not kept).
   void KeepComputeByOp(std::map<model::StringId, int64_t>* m) { compute_by_op_ = m; }
 
+  // Of the last Run: time graphs waited for input produced on other threads.
+  int64_t input_in_graphs() const { return input_in_graphs_; }
+
   // Splits [start, end) of the thread into intervals, in time order, covering it.
   std::vector<Interval> Run(int64_t start, int64_t end) {
     out_.clear();
+    input_in_graphs_ = 0;
     const auto& s = t_.slices;
     if (track_ >= t_.track_slices.size()) {
       Uncovered(start, end, StepPart::kPython);
@@ -155,10 +160,35 @@ class StepSweep {
     return IsRootForward(t_, j) || IsDataLoadingName(n) || IsCopyName(n);
   }
 
-  // A framework slice's own time.
+  // A framework slice's own time. A graph the framework runs while its input
+  // pipeline produces the batch on other threads (and its compute threads do
+  // nothing) waits for its input that long.
   void EmitOwn(int64_t a, int64_t b, StepPart p, size_t slice) {
-    if (compute_by_op_ != nullptr && p == StepPart::kCompute && b > a) (*compute_by_op_)[t_.slices.name[slice]] += b - a;
+    if (p == StepPart::kCompute && input_elsewhere_ != nullptr && IsGraphRunName(t_.strings.Get(t_.slices.name[slice]))) {
+      auto it = std::lower_bound(input_elsewhere_->begin(), input_elsewhere_->end(), a,
+                                 [](const Interval& iv, int64_t at) { return iv.end <= at; });
+      int64_t cursor = a;
+      for (; it != input_elsewhere_->end() && it->start < b; ++it) {
+        int64_t x = std::max(a, it->start), y = std::min(b, it->end);
+        if (y <= x) continue;
+        if (x > cursor) EmitCompute(cursor, x, slice);
+        Emit(x, y, StepPart::kInput, static_cast<int32_t>(slice));
+        input_in_graphs_ += y - x;
+        cursor = y;
+      }
+      if (cursor < b) EmitCompute(cursor, b, slice);
+      return;
+    }
+    if (p == StepPart::kCompute) {
+      EmitCompute(a, b, slice);
+      return;
+    }
     Emit(a, b, p, static_cast<int32_t>(slice));
+  }
+
+  void EmitCompute(int64_t a, int64_t b, size_t slice) {
+    if (compute_by_op_ != nullptr && b > a) (*compute_by_op_)[t_.slices.name[slice]] += b - a;
+    Emit(a, b, StepPart::kCompute, static_cast<int32_t>(slice));
   }
 
   // Neighbours of the same part and slice merge (the replay needs each slice's pieces apart).
@@ -265,6 +295,8 @@ class StepSweep {
   const std::vector<uint8_t>* flags_;
   std::map<model::StringId, int64_t>* compute_by_op_ = nullptr;
   const std::vector<Interval>* elsewhere_;  // merged, sorted: backward ops on the process's other threads
+  const std::vector<Interval>* input_elsewhere_;  // merged, sorted: input pipeline work elsewhere (InputElsewhere)
+  int64_t input_in_graphs_ = 0;
   std::pair<size_t, size_t> states_, syscalls_, samples_;
   std::vector<Interval> out_;
 };
@@ -361,7 +393,7 @@ const char* StepPartName(StepPart p) {
 bool IsDataLoadingName(std::string_view n) {
   return Contains(n, "DataLoader") || Contains(n, "_next_data") || Contains(n, "data_wait") ||
          Contains(n, "load_batch") || Contains(n, "next_batch") || Contains(n, "fetch_batch") ||
-         n == "strata::data_wait" || Contains(n, "input_pipeline") || n == "tf.data.next" ||
+         n == "strata::data_wait" || Contains(n, "input_pipeline") || StartsWith(n, "tf.data.") ||
          StartsWith(n, "IteratorGetNext");
 }
 
@@ -420,6 +452,69 @@ double StepBreakdowns::Pct(StepPart p) const {
   return counted_ns > 0 ? 100.0 * static_cast<double>(host[static_cast<size_t>(p)]) / static_cast<double>(counted_ns) : 0;
 }
 
+namespace {
+
+// Intervals sorted by start -> merged (overlaps joined).
+std::vector<HostInterval> Merge(std::vector<HostInterval> v) {
+  std::sort(v.begin(), v.end(), [](const HostInterval& x, const HostInterval& y) { return x.start < y.start; });
+  std::vector<HostInterval> out;
+  for (const HostInterval& iv : v) {
+    if (!out.empty() && iv.start <= out.back().end) out.back().end = std::max(out.back().end, iv.end);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+// When the input pipeline of a process works on its own threads (tf.data's
+// Python functions and generators: strata._tf's "tf.data.*" spans, and all
+// that those threads run on a CPU, tf.data's own work around the functions
+// included) while its framework's compute threads (TensorFlow's "tf_*" pools
+// other than tf.data's) are off CPU: the times a graph the step runs waits for
+// its input.
+std::vector<HostInterval> InputElsewhere(const model::Trace& t, uint32_t process, uint32_t step_track) {
+  std::vector<HostInterval> input, compute;
+  std::set<uint32_t> input_threads;
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    uint32_t trk = t.slices.track[i];
+    if (trk == step_track || trk >= t.tracks.size() || t.tracks[trk].process != process) continue;
+    if (t.slices.kind[i] != SliceKind::kSpan || !StartsWith(t.strings.Get(t.slices.name[i]), "tf.data.")) continue;
+    input.push_back({t.slices.ts[i], t.slices.end(i), StepPart::kInput, kNone});
+    input_threads.insert(trk);
+  }
+  if (input.empty()) return {};
+  for (size_t r = 0; r < t.thread_states.size(); ++r) {
+    uint32_t trk = t.thread_states.track[r];
+    if (trk >= t.tracks.size() || t.tracks[trk].process != process || trk == step_track ||
+        t.thread_states.state[r] != model::ThreadState::kRunning)
+      continue;
+    HostInterval iv{t.thread_states.ts[r], t.thread_states.ts[r] + t.thread_states.dur[r], StepPart::kCompute, kNone};
+    std::string_view n = t.strings.Get(t.tracks[trk].name);
+    if (input_threads.count(trk)) {
+      iv.part = StepPart::kInput;
+      input.push_back(iv);
+    } else if (StartsWith(n, "tf_") && !StartsWith(n, "tf_data")) {
+      compute.push_back(iv);
+    }
+  }
+  input = Merge(std::move(input));
+  compute = Merge(std::move(compute));
+  // input minus compute
+  std::vector<HostInterval> out;
+  size_t c = 0;
+  for (const HostInterval& iv : input) {
+    int64_t cursor = iv.start;
+    while (c < compute.size() && compute[c].end <= cursor) ++c;
+    for (size_t k = c; k < compute.size() && compute[k].start < iv.end; ++k) {
+      if (compute[k].start > cursor) out.push_back({cursor, compute[k].start, StepPart::kInput, kNone});
+      cursor = std::max(cursor, compute[k].end);
+    }
+    if (cursor < iv.end) out.push_back({cursor, iv.end, StepPart::kInput, kNone});
+  }
+  return out;
+}
+
+}  // namespace
+
 StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWindow>& windows,
                                 std::vector<std::vector<HostInterval>>* timelines) {
   StepBreakdowns out;
@@ -443,6 +538,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
           {t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute, kNone});
   }
   std::map<uint32_t, std::vector<Interval>> elsewhere_of;
+  std::map<uint32_t, std::vector<Interval>> input_of;  // per step thread: InputElsewhere
   std::map<model::StringId, int64_t> compute_by_op;
   bool any_device = false;
   for (const StepWindow& w : windows) {
@@ -465,7 +561,10 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
         else merged.push_back(iv);
       }
     }
-    StepSweep sweep(t, w.track, &flags, merged.empty() ? nullptr : &merged);
+    auto [islot, ifresh] = input_of.try_emplace(w.track);
+    if (ifresh && proc != model::kNoProcess) islot->second = InputElsewhere(t, proc, w.track);
+    StepSweep sweep(t, w.track, &flags, merged.empty() ? nullptr : &merged,
+                    islot->second.empty() ? nullptr : &islot->second);
     if (w.counted) sweep.KeepComputeByOp(&compute_by_op);
     std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);
     for (const Interval& iv : host) b.host[static_cast<size_t>(iv.part)] += iv.end - iv.start;
@@ -478,6 +577,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     if (b.counted) {
       ++out.counted;
       out.counted_ns = SatAdd(out.counted_ns, b.dur);
+      out.input_in_graphs = SatAdd(out.input_in_graphs, sweep.input_in_graphs());
       for (size_t k = 0; k < kStepParts; ++k) {
         out.host[k] = SatAdd(out.host[k], b.host[k]);
         out.device_idle[k] = SatAdd(out.device_idle[k], b.device_idle[k]);

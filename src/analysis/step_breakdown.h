@@ -53,6 +53,9 @@ struct StepBreakdowns {
   StepParts host{};          // summed over the counted steps
   int64_t device_busy = -1;  // summed over the counted steps (-1: no device activity)
   StepParts device_idle{};
+  // Of host[kInput]: the time graphs the step ran waited for their input
+  // pipeline working on other threads (tf.data's), summed over the counted steps.
+  int64_t input_in_graphs = 0;
   // The compute part of the counted steps by op (the op whose own time it is,
   // on the step's thread), largest first: the ops that bound a compute-bound step.
   std::vector<std::pair<std::string, int64_t>> compute_ops;
