@@ -152,7 +152,7 @@ class _Profiler:
             else:
                 import tensorflow as tf
                 tf.profiler.experimental.stop()
-            _report(self.collector, "recorded",
+            _report(self.collector, "ok",
                     "%s's profiler for steps %d-%d (ops, TraceMe events, allocations)" % (self.title, self.first, self.last))
         except Exception as e:
             _report(self.collector, "error", "%s's profiler did not stop: %s: %s" % (self.title, type(e).__name__, e))
@@ -445,7 +445,7 @@ def attach_tensorflow(tf):
     detail = "TensorFlow %s: %s" % (version, ", ".join(done) or "nothing")
     if missing:
         detail += " (not found: %s)" % ", ".join(missing)
-    _report("tensorflow", "recorded" if done else "unavailable", detail)
+    _report("tensorflow", "ok" if done else "unavailable", detail)
 
 
 _training = []  # non-empty once a Keras train function was made: steps are training steps
@@ -566,6 +566,6 @@ def attach_keras(keras):
         _wrap_epoch_iterator()
     version = getattr(keras, "__version__", "?")
     if wrapped:
-        _report("keras", "recorded", "%s %s: %s steps" % (name, version, "/".join(wrapped)))
+        _report("keras", "ok", "%s %s: %s steps" % (name, version, "/".join(wrapped)))
     else:
         _report("keras", "unavailable", "%s %s: no make_train_function on its Model" % (name, version))

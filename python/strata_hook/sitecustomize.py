@@ -34,7 +34,10 @@ def _strata_install():
                 spec = None
             finally:
                 self._busy = False
-            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            if spec is None:
+                _strata_not_installed(fullname)
+                return None
+            if spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return None
             loaded, failed = self._on_load.pop(fullname)
             real_exec = spec.loader.exec_module
@@ -63,6 +66,25 @@ def _strata_install():
         "tf_keras": (_strata_keras_loaded, _strata_import_failed),
         "jax": (_strata_jax_loaded, _strata_import_failed),
     }))
+
+
+_strata_missing = set()
+
+
+def _strata_not_installed(name):
+    # The program looked for a framework this Python does not have (an import
+    # that will fail, or a check such as importlib.util.find_spec): the trace
+    # says that level is missing, once.
+    if name in _strata_missing:
+        return
+    _strata_missing.add(name)
+    try:
+        from strata import _report_collector
+        collector = {"torch": "pytorch", "tf_keras": "keras"}.get(name, name)
+        _report_collector(collector, "unavailable",
+                          "the program looked for %s, which is not installed for %s" % (name, sys.executable))
+    except Exception:
+        pass
 
 
 def _strata_collector_error(collector, what, e):

@@ -35,7 +35,7 @@ uint32_t MainHostThread(const model::Trace& t) {
 
 Framework DetectFramework(const model::Trace& t) {
   for (const auto& c : t.collectors) {
-    if (c.state != "recorded") continue;
+    if (c.state != "ok") continue;
     if (c.collector == "pytorch") return Framework::kPyTorch;
     if (c.collector == "tensorflow" || c.collector == "keras") return Framework::kTensorFlow;
     if (c.collector == "jax") return Framework::kJax;

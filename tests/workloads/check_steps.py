@@ -101,6 +101,25 @@ def check_detail(strata, trace, window, bad):
     return f"{ops[0]} ops in steps {first}-{last}"
 
 
+def check_missing(strata, python, work):
+    """Recording a program whose Python lacks a framework it looks for works, and
+    the report says which level is missing (one collector row per framework)."""
+    out = os.path.join(work, "missing_frameworks")
+    r = subprocess.run([strata, "record", "-q", "--force", "-o", out, "--", python,
+                        os.path.join(HERE, "missing_frameworks.py")], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        return [f"missing_frameworks: record exited {r.returncode}: {r.stderr.strip()[-300:]}"]
+    have = subprocess.run([python, "-c", "import importlib.util as u; print(*[n for n in ('tensorflow', 'jax') "
+                           "if u.find_spec(n) is None])"], capture_output=True, text=True).stdout.split()
+    rep = json.loads(subprocess.run([strata, "report", "--json", out], capture_output=True, text=True).stdout)
+    rows = {c["collector"]: c for c in rep.get("collectors", [])}
+    bad = [f"missing_frameworks: no 'unavailable' row for {n}" for n in have
+           if rows.get(n, {}).get("state") != "unavailable" or "not installed" not in rows[n].get("detail", "")]
+    print(f"missing_frameworks: not installed here: {', '.join(have) or 'none'}; "
+          f"rows: {', '.join(n + ' ' + rows[n]['state'] for n in have if n in rows) or 'none'}", flush=True)
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True)
@@ -126,6 +145,8 @@ def main():
     only = set(x for x in a.only.split(",") if x)
     os.makedirs(a.work, exist_ok=True)
     failures = []
+    if a.set == "torch" and not only:
+        failures += check_missing(a.strata, a.python, a.work)
     runs = []
     for name, args, per_iter in SETS[a.set]:
         runs.append((name, args, per_iter, [], None))
