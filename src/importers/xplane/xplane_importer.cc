@@ -10,9 +10,12 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/files.h"
 #include "importers/kineto/byte_source.h"
 #include "importers/xplane/xplane.h"
 #include "importers/xplane/xplane.pb.h"
+
+#include <google/protobuf/arena.h>
 #include "importers/xplane/xplane_names.h"
 
 namespace strata::importers {
@@ -70,6 +73,8 @@ Role RoleOf(std::string_view n) {
 struct Value {
   bool is_str = false;
   std::string_view str;
+  void* ref = nullptr;  // a ref value: the StatInfo of the string (its interned id is cached there)
+  StringId sid = 0;     // the string's id when already interned
   double num = 0;
   int64_t i = 0;  // integer stats exactly (ids, bytes, addresses)
   bool bytes = false;
@@ -177,25 +182,60 @@ class Builder {
 
   // --- Per-plane lookups -------------------------------------------------------
 
+  // What a stat metadata id is: its role and its interned name (0 until needed).
+  struct StatInfo {
+    bool known = false;
+    Role role = Role::kArg;
+    StringId name = 0;
+    const std::string* text = nullptr;  // the name (a ref value's string)
+  };
+  // Per-plane lookups by metadata id: dense tables (profilers number metadata
+  // 1, 2, 3...), a map for ids beyond them. Per-event hash lookups and string
+  // interning were most of an import before these caches.
+  static constexpr int64_t kDense = 1 << 20;
   struct PlaneCtx {
     const XPlane* plane = nullptr;
-    std::unordered_map<int64_t, std::pair<Role, StringId>> stats;  // stat metadata id -> role, interned name
-    std::unordered_map<int64_t, StringId> names;                   // event metadata id -> interned name
+    std::vector<StatInfo> stats;
+    std::unordered_map<int64_t, StatInfo> stats_sparse;
+    std::vector<StringId> names;  // event metadata id -> interned name (+1; 0: not yet)
+    std::unordered_map<int64_t, StringId> names_sparse;
+    // Host events by name (event metadata id): what the name says they are.
+    struct NameClass {
+      bool done = false;
+      SliceKind kind = SliceKind::kSpan;  // kPython, kOp (a TF op), kSpan
+      StringId name = 0;                  // the slice's name (the op's type, the frame without '$')
+      StringId full = 0;                  // a TF op's full name
+    };
+    std::vector<NameClass> classes;
+    std::unordered_map<int64_t, NameClass> classes_sparse;
+    StatInfo* Stat(int64_t id) {
+      if (id >= 0 && id < static_cast<int64_t>(stats.size())) return stats[static_cast<size_t>(id)].known ? &stats[static_cast<size_t>(id)] : nullptr;
+      auto it = stats_sparse.find(id);
+      return it == stats_sparse.end() ? nullptr : &it->second;
+    }
   };
 
   void BeginPlane(PlaneCtx& c, const XPlane& p) {
     c.plane = &p;
-    for (const auto& [id, md] : p.stat_metadata()) c.stats[id] = {RoleOf(md.name()), 0};
+    int64_t max_id = -1;
+    for (const auto& [id, md] : p.stat_metadata())
+      if (id < kDense) max_id = std::max(max_id, id);
+    c.stats.assign(static_cast<size_t>(max_id + 1), StatInfo{});
+    for (const auto& [id, md] : p.stat_metadata()) {
+      StatInfo info{true, RoleOf(md.name()), 0, &md.name()};
+      if (id >= 0 && id < kDense) c.stats[static_cast<size_t>(id)] = info;
+      else c.stats_sparse[id] = info;
+    }
   }
 
-  std::string_view StatName(const PlaneCtx& c, int64_t id) const {
-    auto it = c.plane->stat_metadata().find(id);
-    return it == c.plane->stat_metadata().end() ? std::string_view() : std::string_view(it->second.name());
+  StringId StatNameId(StatInfo& info) {
+    if (info.name == 0 && info.text) info.name = t_.strings.Intern(*info.text);
+    return info.name;
   }
 
   void ReadStat(PlaneCtx& c, const XStat& st, EventStats& out) {
-    auto it = c.stats.find(st.metadata_id());
-    if (it == c.stats.end()) {
+    StatInfo* info = c.Stat(st.metadata_id());
+    if (!info) {
       Count("stats with no stat metadata (ignored)");
       return;
     }
@@ -206,10 +246,18 @@ class Builder {
       case XStat::kInt64Value: v.i = st.int64_value(), v.num = static_cast<double>(v.i); break;
       case XStat::kStrValue: v.is_str = true, v.str = st.str_value(); break;
       case XStat::kBytesValue: v.bytes = true; break;
-      case XStat::kRefValue: v.is_str = true, v.str = StatName(c, static_cast<int64_t>(st.ref_value())); break;
+      case XStat::kRefValue: {
+        v.is_str = true;
+        StatInfo* ref = st.ref_value() < static_cast<uint64_t>(INT64_MAX) ? c.Stat(static_cast<int64_t>(st.ref_value())) : nullptr;
+        if (ref) {
+          v.str = *ref->text;
+          v.ref = ref;
+        }
+        break;
+      }
       case XStat::VALUE_NOT_SET: return;
     }
-    switch (it->second.first) {
+    switch (info->role) {
       case Role::kCorrelation: out.correlation = static_cast<uint64_t>(v.i); return;
       case Role::kKernelDetails: out.has_kernel_details = true, out.kernel_details = v.str; return;
       case Role::kMemcpyDetails: out.has_memcpy_details = true, out.memcpy_details = v.str; return;
@@ -225,9 +273,7 @@ class Builder {
       case Role::kArg: break;
     }
     if (v.bytes) return;  // serialized protos (no text to keep)
-    StringId& key = it->second.second;
-    if (key == 0) key = t_.strings.Intern(StatName(c, st.metadata_id()));
-    out.args.push_back({key, v});
+    out.args.push_back({StatNameId(*info), v});
   }
 
   const XEventMetadata* Metadata(const PlaneCtx& c, const XEvent& e) const {
@@ -266,16 +312,51 @@ class Builder {
     return true;
   }
 
+  const PlaneCtx::NameClass& ClassOf(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
+    PlaneCtx::NameClass* k;
+    if (id >= 0 && id < kDense) {
+      if (c.classes.size() <= static_cast<size_t>(id)) c.classes.resize(static_cast<size_t>(id) + 1);
+      k = &c.classes[static_cast<size_t>(id)];
+    } else {
+      k = &c.classes_sparse[id];
+    }
+    if (k->done) return *k;
+    k->done = true;
+    std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+    std::string_view type;
+    if (!name.empty() && name[0] == '$') {
+      k->kind = SliceKind::kPython;
+      k->name = t_.strings.Intern(name.substr(1));
+    } else if (TfOpName(name, &type)) {
+      k->kind = SliceKind::kOp;
+      k->name = t_.strings.Intern(type);
+      k->full = t_.strings.Intern(name);
+    } else {
+      k->name = EventName(c, md, id);
+    }
+    return *k;
+  }
+
   StringId EventName(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
-    auto [it, inserted] = c.names.try_emplace(id, 0);
+    if (id >= 0 && id < kDense) {
+      if (c.names.size() <= static_cast<size_t>(id)) c.names.resize(static_cast<size_t>(id) + 1, 0);
+      StringId& n = c.names[static_cast<size_t>(id)];
+      if (n == 0) n = (md ? t_.strings.Intern(md->name()) : 0) + 1;
+      return n - 1;
+    }
+    auto [it, inserted] = c.names_sparse.try_emplace(id, 0);
     if (inserted && md) it->second = t_.strings.Intern(md->name());
     return it->second;
   }
 
   void AddArgs(uint32_t slice) {
     for (const auto& a : stats_.args) {
-      if (a.v.is_str) t_.args.Add(slice, a.key, t_.strings.Intern(a.v.str), std::numeric_limits<double>::quiet_NaN());
-      else t_.args.Add(slice, a.key, 0, a.v.num);
+      if (a.v.is_str) {
+        StringId v = a.v.sid ? a.v.sid : a.v.ref ? StatNameId(*static_cast<StatInfo*>(a.v.ref)) : t_.strings.Intern(a.v.str);
+        t_.args.Add(slice, a.key, v, std::numeric_limits<double>::quiet_NaN());
+      } else {
+        t_.args.Add(slice, a.key, 0, a.v.num);
+      }
     }
   }
 
@@ -366,6 +447,7 @@ class Builder {
     }
     for (size_t d = first_device_; d < t_.devices.size(); ++d) t_.devices[d].process = proc;
     const StringId tf_op_key = t_.strings.Intern("tf_op");
+    const StringId name_key = t_.strings.Intern("name");
     std::unordered_map<int64_t, uint32_t> tracks;  // line id -> track (lines with one id are one timeline)
     for (const auto& line : p.lines()) {
       std::string_view lname = line.display_name().empty() ? std::string_view(line.name()) : std::string_view(line.display_name());
@@ -392,23 +474,20 @@ class Builder {
         }
         SliceKind kind = SliceKind::kSpan;
         StringId sname;
-        std::string_view type;
+        const PlaneCtx::NameClass& nc = ClassOf(c, md, e.metadata_id());
         if (stats_.correlation != 0) {
           kind = SliceKind::kRuntime;
           // TF names a launch after what it launches; API names (hip*, cu*) stay.
           bool api = name.substr(0, 3) == "hip" || name.substr(0, 2) == "cu";
           sname = api ? EventName(c, md, e.metadata_id()) : ApiName(stats_.has_memcpy_details || name.substr(0, 6) == "Memcpy");
-        } else if (!name.empty() && name[0] == '$') {
-          kind = SliceKind::kPython;
-          sname = t_.strings.Intern(name.substr(1));
-        } else if (TfOpName(name, &type)) {
-          kind = SliceKind::kOp;
-          sname = t_.strings.Intern(type);
+        } else if (nc.kind != SliceKind::kSpan) {
+          kind = nc.kind;
+          sname = nc.name;
         } else if (stats_.device_ordinal >= 0) {
           kind = SliceKind::kOp;  // an XLA op (HLO instruction) run by the CPU client
-          sname = EventName(c, md, e.metadata_id());
+          sname = nc.name;
         } else {
-          sname = EventName(c, md, e.metadata_id());
+          sname = nc.name;
         }
         uint32_t s = t_.slices.Add(ts, dur, track, sname, kind);
         if (kind == SliceKind::kRuntime) {
@@ -417,9 +496,14 @@ class Builder {
             Count("API calls that share a correlation id with an earlier one (the last one is linked)");
             it->second = s;
           }
-          if (sname != EventName(c, md, e.metadata_id())) stats_.args.push_back({t_.strings.Intern("name"), Value{true, name}});
+          if (StringId full = EventName(c, md, e.metadata_id()); sname != full) {
+            Value v;
+            v.is_str = true;
+            v.sid = full;
+            stats_.args.push_back({name_key, v});
+          }
         }
-        if (kind == SliceKind::kOp) t_.args.Add(s, tf_op_key, t_.strings.Intern(name), std::numeric_limits<double>::quiet_NaN());
+        if (kind == SliceKind::kOp && nc.full != 0) t_.args.Add(s, tf_op_key, nc.full, std::numeric_limits<double>::quiet_NaN());
         if (stats_.group >= 0) {
           // The longest host event of a group is the step function's run.
           auto [g, fresh_group] = group_root_.try_emplace(stats_.group, s);
@@ -584,11 +668,15 @@ Status ParseSpace(std::string_view bytes, const std::string& what, XSpace* space
 }
 
 StatusOr<model::Trace> Parse(std::string_view bytes, const std::string& what) {
-  XSpace space;
-  if (Status s = ParseSpace(bytes, what, &space); !s.ok()) return s;
+  // On an arena: the space's millions of small messages are allocated by
+  // bumping a pointer and freed at once (malloc and free were a quarter of an
+  // import without it).
+  google::protobuf::Arena arena;
+  XSpace* space = google::protobuf::Arena::CreateMessage<XSpace>(&arena);
+  if (Status s = ParseSpace(bytes, what, space); !s.ok()) return s;
   model::Trace t;
   Builder b(t, nullptr);
-  if (Status s = b.Build(space); !s.ok()) return s.WithContext(what);
+  if (Status s = b.Build(*space); !s.ok()) return s.WithContext(what);
   return t;
 }
 
@@ -638,6 +726,13 @@ bool LooksLikeXSpace(std::string_view h) {
 }
 
 StatusOr<model::Trace> LoadXPlaneTrace(const std::string& path, const LoadOptions&) {
+  // A plain file is parsed where it is mapped (no copy); gzip is inflated first.
+  auto map = MappedFile::Open(path);
+  if (map.ok() && !kineto::IsGzip(map->data(), map->size())) {
+    auto t = xplane::Parse(std::string_view(reinterpret_cast<const char*>(map->data()), map->size()), path);
+    if (t.ok()) t->path = path;
+    return t;
+  }
   auto src = kineto::OpenByteSource(path);
   if (!src.ok()) return src.status();
   auto bytes = xplane::ReadAllBytes(**src);
@@ -652,10 +747,11 @@ Status MergeXSpace(model::Trace& t, std::string_view bytes, const XSpaceMerge& m
   auto src = kineto::MemoryByteSource(bytes);
   auto all = xplane::ReadAllBytes(*src);
   if (!all.ok()) return all.status();
-  xplane::XSpace space;
-  if (Status s = xplane::ParseSpace(*all, "XSpace", &space); !s.ok()) return s;
+  google::protobuf::Arena arena;
+  xplane::XSpace* space = google::protobuf::Arena::CreateMessage<xplane::XSpace>(&arena);
+  if (Status s = xplane::ParseSpace(*all, "XSpace", space); !s.ok()) return s;
   xplane::Builder b(t, &m);
-  return b.Build(space);
+  return b.Build(*space);
 }
 
 StatusOr<model::Trace> ParseXPlaneTrace(std::string_view bytes, const LoadOptions&) {
