@@ -35,6 +35,15 @@ if [ "${STRATA_SKIP_JAX:-0}" != "1" ] && ! "$JAX_VENV/bin/python" -c "import jax
     echo "strata: could not install JAX into $JAX_VENV; its tests will be skipped" >&2
 fi
 export STRATA_JAX_PYTHON="$JAX_VENV/bin/python"
+# ONNX Runtime (CPU) and onnx likewise (ctest workload_steps_ort; about 150 MB).
+ORT_VENV="${STRATA_ORT_VENV:-$HOME/.cache/strata/venv-ort}"
+if [ "${STRATA_SKIP_ORT:-0}" != "1" ] && ! "$ORT_VENV/bin/python" -c "import onnxruntime, onnx" 2>/dev/null; then
+  echo "== ONNX Runtime in $ORT_VENV (once)"
+  { python3 -m venv "$ORT_VENV" &&
+    "$ORT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "onnxruntime==1.32.0" onnx numpy; } ||
+    echo "strata: could not install ONNX Runtime into $ORT_VENV; its tests will be skipped" >&2
+fi
+export STRATA_ORT_PYTHON="$ORT_VENV/bin/python"
 start=$(date +%s)
 
 echo "== build and test (RelWithDebInfo)"

@@ -3,8 +3,8 @@
 It changes nothing in the program. It only arranges that when the program imports
 torch, strata's PyTorch observer attaches right after torch finished importing
 (strata._torch.attach), and likewise strata's TensorFlow and Keras hooks after
-tensorflow, keras or tf_keras (strata._tf) and its JAX hooks after jax
-(strata._jax), and then runs the sitecustomize
+tensorflow, keras or tf_keras (strata._tf), its JAX hooks after jax
+(strata._jax) and its ONNX Runtime hooks after onnxruntime (strata._ort), and then runs the sitecustomize
 module that this one shadows, if there is one, exactly as Python would have.
 """
 import os
@@ -65,6 +65,7 @@ def _strata_install():
         "keras": (_strata_keras_loaded, _strata_import_failed),
         "tf_keras": (_strata_keras_loaded, _strata_import_failed),
         "jax": (_strata_jax_loaded, _strata_import_failed),
+        "onnxruntime": (_strata_ort_loaded, _strata_import_failed),
     }))
 
 
@@ -109,6 +110,14 @@ def _strata_jax_loaded(module):
         _jax.attach(module)
     except Exception as e:
         _strata_collector_error("jax", "strata's hooks failed to attach", e)
+
+
+def _strata_ort_loaded(module):
+    try:
+        from strata import _ort
+        _ort.attach(module)
+    except Exception as e:
+        _strata_collector_error("onnxruntime", "strata's hooks failed to attach", e)
 
 
 def _strata_keras_loaded(module):

@@ -39,6 +39,7 @@ Framework DetectFramework(const model::Trace& t) {
     if (c.collector == "pytorch") return Framework::kPyTorch;
     if (c.collector == "tensorflow" || c.collector == "keras") return Framework::kTensorFlow;
     if (c.collector == "jax") return Framework::kJax;
+    if (c.collector == "onnxruntime") return Framework::kOnnxRuntime;
   }
   if (t.source == "kineto") return Framework::kPyTorch;
   if (t.source == "xplane") {

@@ -17,7 +17,7 @@
 namespace strata::analysis {
 
 // The framework the program ran on, for fixes in its own terms.
-enum class Framework { kUnknown, kPyTorch, kTensorFlow, kJax };
+enum class Framework { kUnknown, kPyTorch, kTensorFlow, kJax, kOnnxRuntime };
 // From the collectors that recorded (strata traces), else the source format and
 // what it holds (Kineto: PyTorch; XSpace: TensorFlow ops, or XLA modules alone: JAX).
 Framework DetectFramework(const model::Trace& t);

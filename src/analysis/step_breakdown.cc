@@ -399,7 +399,7 @@ bool IsDataLoadingName(std::string_view n) {
 
 bool IsGraphRunName(std::string_view n) {
   return StartsWith(n, "tf.function ") || n == "tf.Session.run" || n == "keras.train_step" || n == "keras.test_step" ||
-         n == "keras.predict_step" || StartsWith(n, "jax.jit ") || StartsWith(n, "jax.pmap ");
+         n == "keras.predict_step" || StartsWith(n, "jax.jit ") || StartsWith(n, "jax.pmap ") || n == "ort.run";
 }
 
 bool IsSyncName(std::string_view n) {

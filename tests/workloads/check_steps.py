@@ -17,7 +17,8 @@ Usage: check_steps.py --strata build/bin/strata [--python /usr/bin/python3 | --p
                       [--only name,name] [--set torch|tensorflow]
 `--set tensorflow`: the TensorFlow and Keras workloads (a custom loop with tf.data
 and a tf.function step; Keras 3 fit; TF1 Session.run), with a Python that has
-tensorflow; `--set jax`: the JAX loop (a jax.jit step), with one that has jax.
+tensorflow; `--set jax`: the JAX loop (a jax.jit step), with one that has jax;
+`--set ort`: the ONNX Runtime inference loop, with one that has onnxruntime and onnx.
 Exit 0 when every workload holds, 1 otherwise (one line per failed check), 77 when
 the Python given cannot import the set's framework.
 """
@@ -65,13 +66,18 @@ EXPECT_TOP = {"keras_slow_input": "input_pipeline"}
 # TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those
 # steps, on the trace's clock (every op inside them), and the steps stay the same.
 DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14)),
-          "jax_train": (["--ops-steps", "10-14"], (10, 14))}
+          "jax_train": (["--ops-steps", "10-14"], (10, 14)),
+          "ort_infer": (["--ops-steps", "10-14"], (10, 14))}
 # JAX (CPU) in a venv of its own.
 JAX_WORKLOADS = [
     ("jax_train", ["--iters", "40", "--batch", "64"], 64),
 ]
-FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax"}
-SETS = {"torch": WORKLOADS, "tensorflow": TF_WORKLOADS, "jax": JAX_WORKLOADS}
+# ONNX Runtime (CPU) with onnx to build the model file, in a venv of its own.
+ORT_WORKLOADS = [
+    ("ort_infer", ["--iters", "40", "--batch", "32"], 32),
+]
+FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", "ort": "onnxruntime"}
+SETS = {"torch": WORKLOADS, "tensorflow": TF_WORKLOADS, "jax": JAX_WORKLOADS, "ort": ORT_WORKLOADS}
 
 
 def check_detail(strata, trace, window, bad):

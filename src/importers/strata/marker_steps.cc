@@ -16,7 +16,7 @@ int MarkerRank(std::string_view name) {
   if (name.substr(0, 12) == "tf.function " || name.substr(0, 8) == "jax.jit " || name.substr(0, 9) == "jax.pmap ")
     return 1;
   if (name == "tf.Session.run") return 2;
-  if (name == "keras.predict_step" || name == "keras.test_step") return 3;
+  if (name == "keras.predict_step" || name == "keras.test_step" || name == "ort.run") return 3;
   return -1;
 }
 

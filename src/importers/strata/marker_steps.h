@@ -8,7 +8,8 @@
 //    its thread, called at least twice (a custom loop's train_step);
 //  - "tf.Session.run" with the same fetches (the span's argument), called at
 //    least twice (TF1 graph code: the training run, not the initializer's);
-//  - "keras.predict_step" or "keras.test_step" (an inference program).
+//  - "keras.predict_step" or "keras.test_step" (an inference program), and
+//    ONNX Runtime's "ort.run" (python/strata/_ort.py), called at least twice.
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
 // marker ends and begins where the previous one ended; the first begins with
 // its marker and is partial. JAX's step function returns before its work is
