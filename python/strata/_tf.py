@@ -16,6 +16,8 @@ span on its thread, which is how the importer finds the steps
     argument a signature of its fetches (the training run repeats one);
   - "tf.data.next": each element a Python loop fetches from a tf.data iterator
     (the input wait of a custom loop; Keras fetches inside its graph);
+  - the graph of each tf.function (once, after its first call): every op's
+    name, type, requested device and inputs, as a dataflow graph of the trace;
   - "tf.data.map (python)", "tf.data.generator": each call of a Python function
     a tf.data pipeline runs per element (tf.py_function / tf.numpy_function
     given to Dataset.map, filter, flat_map or interleave; a from_generator
@@ -241,6 +243,36 @@ def _function_span_id(fn, _cache={}):
     return sid
 
 
+_graphs_written = set()  # id of the tf.function objects whose graph is in the trace
+_graph_count = [0]
+
+
+def _write_graph(fn, args, kwargs):
+    """The graph of a tf.function's call, once per function (its first call):
+    every op's name, type, requested device and inputs, in
+    <trace>/graphs/<pid>/N.json (importers/strata/graph_files.cc)."""
+    key = id(fn)
+    if key in _graphs_written:
+        return
+    _graphs_written.add(key)
+    try:
+        cf = fn.get_concrete_function(*args, **kwargs)
+        ops = cf.graph.get_operations()
+        index = {op.name: i for i, op in enumerate(ops)}
+        nodes = []
+        for op in ops:
+            inputs = sorted({index[t.op.name] for t in op.inputs if t.op.name in index})
+            nodes.append([op.name, op.type, op.device or "", inputs])
+        d = os.path.join(os.environ["STRATA_TRACE_DIR"], "graphs", str(os.getpid()))
+        os.makedirs(d, exist_ok=True)
+        _graph_count[0] += 1
+        name = getattr(fn, "_name", None) or getattr(fn, "__name__", "function")
+        with open(os.path.join(d, "%d.json" % _graph_count[0]), "w") as f:
+            json.dump({"framework": "tensorflow", "name": "tf.function " + name, "nodes": nodes}, f)
+    except Exception as e:
+        _report("tensorflow-graph", "error", "graph of %r not recorded: %s: %s" % (fn, type(e).__name__, e))
+
+
 def _wrap_function_call(cls):
     """tf.function calls made outside any other, each in a "tf.function NAME" span;
     with --ops-steps, the profiler starts and stops around the step's calls."""
@@ -249,10 +281,22 @@ def _wrap_function_call(cls):
         return False
     lib = _strata()._lib
 
+    def graph_once(self, args, kwargs):
+        if id(self) not in _graphs_written:
+            _tls.depth = _depth() + 1
+            try:
+                _write_graph(self, args, kwargs)
+            finally:
+                _tls.depth -= 1
+
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
         if _depth() > 0:
-            return orig(self, *args, **kwargs)
+            # (A Keras step function's tf.function: its graph is recorded all the same.)
+            result = orig(self, *args, **kwargs)
+            if getattr(_tls, "keras_step", False):
+                graph_once(self, args, kwargs)
+            return result
         sid = _function_span_id(self)
         step = -1
         if _profiler is not None and not _training:
@@ -267,6 +311,7 @@ def _wrap_function_call(cls):
             lib.strata_span_end_()
             if step >= 0:
                 _profiler.after(step)
+            graph_once(self, args, kwargs)
 
     wrapper.__strata_wrapped__ = True
     cls.__call__ = wrapper
@@ -476,9 +521,11 @@ class _StepFunction:
             if self._train or not _training:
                 _samples(pending)
         _tls.depth = _depth() + 1
+        _tls.keras_step = True
         try:
             return self._fn(*args, **kwargs)
         finally:
+            _tls.keras_step = False
             _tls.depth -= 1
             lib.strata_span_end_()
             if step >= 0:

@@ -382,6 +382,10 @@ struct Graph {
   StringId name = 0;
   std::vector<StringId> nodes;                         // node kinds ("aten::linear")
   std::vector<std::pair<uint32_t, uint32_t>> edges;    // node index -> node index
+  // Per node where the source names them (TensorFlow's graphs): its name in
+  // the graph ("sequential/dense/MatMul") and requested device; empty otherwise.
+  std::vector<StringId> node_names;
+  std::vector<StringId> node_devices;
 };
 
 // A period in which a process recorded framework ops (--ops sampled records

@@ -23,6 +23,7 @@ Exit 0 when every workload holds, 1 otherwise (one line per failed check), 77 wh
 the Python given cannot import the set's framework.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -54,7 +55,7 @@ TF_WORKLOADS = [
     ("tf_custom_loop", ["--iters", "40", "--batch", "64"], 64),
     ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
     ("tf1_session", ["--iters", "60", "--batch", "64"], 64),
-    ("keras_slow_input", ["--batch", "32", "--epochs", "2"], 32),
+    ("keras_slow_input", ["--batch", "32", "--epochs", "5"], 32),
 ]
 # Where strata cannot know the samples per step (Keras fit on a tf.data dataset
 # whose batch dimension is unknown: the batches are taken inside Keras' graph),
@@ -95,7 +96,25 @@ def check_detail(strata, trace, window, bad):
     lo = con.execute("select ts from steps where number = ?", (first,)).fetchone()
     hi = con.execute("select ts + dur from steps where number = ?", (last,)).fetchone()
     ops = con.execute("select count(*), min(ts), max(ts + dur) from slices where kind = 'op'").fetchone()
+    tf_ops = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
+                         "where a.key = 'tf_op' and s.kind = 'op'").fetchall()
     con.close()
+    graph_note = ""
+    if tf_ops:
+        # TensorFlow: every op that ran is a node of a recorded graph, by name and type.
+        nodes = {}
+        for f in glob.glob(os.path.join(trace, "graphs", "*", "*.json")):
+            with open(f) as g:
+                for name, typ, _device, _inputs in json.load(g)["nodes"]:
+                    nodes[name] = typ
+        # (Grappler fuses nodes at run time: "dense/Relu:_FusedMatMul" ran the
+        # MatMul, BiasAdd and Relu of the graph as one op named after the last.)
+        missing = [(full, typ) for full, typ in tf_ops
+                   if nodes.get(full.rsplit(":", 1)[0]) != typ
+                   and not (typ.startswith("_Fused") and full.rsplit(":", 1)[0] in nodes)]
+        graph_note = f"; {len(tf_ops) - len(missing)} of {len(tf_ops)} distinct ops are graph nodes of that name and type"
+        if missing:
+            bad.append(f"{len(missing)} ops are no node of the recorded graphs: {missing[:3]}")
     if not lo or not hi:
         bad.append(f"no steps {first} and {last}")
         return "no steps"
@@ -104,7 +123,7 @@ def check_detail(strata, trace, window, bad):
         return "no ops"
     if ops[1] < lo[0] or ops[2] > hi[0]:
         bad.append(f"ops from {ops[1]} to {ops[2]} outside steps {first}-{last} ({lo[0]} to {hi[0]})")
-    return f"{ops[0]} ops in steps {first}-{last}"
+    return f"{ops[0]} ops in steps {first}-{last}" + graph_note
 
 
 def check_missing(strata, python, work):

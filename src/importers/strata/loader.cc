@@ -12,6 +12,7 @@
 #include "base/files.h"
 #include "format/schema.h"
 #include "importers/strata/decoder.h"
+#include "importers/strata/graph_files.h"
 #include "importers/strata/ort_merge.h"
 #include "importers/strata/xspace_merge.h"
 #include "importers/strata_trace.h"
@@ -142,6 +143,7 @@ class Loader {
     for (const auto& [file, lost] : manifest_lost_) t.events_lost += lost;
     MergeFrameworkProfiles(dir_, t);
     MergeOrtProfiles(dir_, t);
+    ReadGraphFiles(dir_, t);
     for (auto& h : reg_.before_) h(ctx_);
     ctx_.slice_remap_ = t.Finalize();
     for (auto& h : reg_.after_) h(ctx_);
