@@ -55,7 +55,7 @@ TF_WORKLOADS = [
     ("tf_custom_loop", ["--iters", "40", "--batch", "64"], 64),
     ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
     ("tf1_session", ["--iters", "60", "--batch", "64"], 64),
-    ("keras_slow_input", ["--batch", "32", "--epochs", "5"], 32),
+    ("keras_slow_input", ["--batch", "32", "--epochs", "2", "--batches", "40"], 32),
 ]
 # Where strata cannot know the samples per step (Keras fit on a tf.data dataset
 # whose batch dimension is unknown: the batches are taken inside Keras' graph),

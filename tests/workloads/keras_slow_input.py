@@ -12,6 +12,7 @@ from common import IterClock, parse_args  # noqa: E402
 def extra(p):
     p.add_argument("--work", type=int, default=1500, help="Python loop iterations per sample")
     p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batches", type=int, default=40, help="batches per epoch")
 
 
 args = parse_args(__doc__, iters=0, batch=32, extra=extra)
@@ -19,7 +20,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
-n = args.batch * 10
+n = args.batch * args.batches
 rng = np.random.default_rng(0)
 x = rng.standard_normal((n, 32)).astype("float32")
 y = rng.integers(0, 10, n)
