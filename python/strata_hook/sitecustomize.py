@@ -81,8 +81,7 @@ def _strata_not_installed(name):
     _strata_missing.add(name)
     try:
         from strata import _report_collector
-        collector = {"torch": "pytorch", "tf_keras": "keras"}.get(name, name)
-        _report_collector(collector, "unavailable",
+        _report_collector(_strata_collector_name(name), "unavailable",
                           "the program looked for %s, which is not installed for %s" % (name, sys.executable))
     except Exception:
         pass
@@ -96,55 +95,34 @@ def _strata_collector_error(collector, what, e):
         pass
 
 
-def _strata_tf_loaded(module):
-    try:
-        from strata import _tf
-        _tf.attach_tensorflow(module)
-    except Exception as e:  # never break the program
-        _strata_collector_error("tensorflow", "strata's hooks failed to attach", e)
-
-
-def _strata_jax_loaded(module):
-    try:
-        from strata import _jax
-        _jax.attach(module)
-    except Exception as e:
-        _strata_collector_error("jax", "strata's hooks failed to attach", e)
-
-
-def _strata_ort_loaded(module):
-    try:
-        from strata import _ort
-        _ort.attach(module)
-    except Exception as e:
-        _strata_collector_error("onnxruntime", "strata's hooks failed to attach", e)
-
-
-def _strata_keras_loaded(module):
-    try:
-        from strata import _tf
-        _tf.attach_keras(module)
-    except Exception as e:
-        _strata_collector_error("keras", "strata's hooks failed to attach", e)
-
-
-def _strata_torch_loaded(torch_module):
-    try:
-        from strata import _torch
-        _torch.attach(torch_module)
-    except Exception as e:  # never break the program
+def _strata_attacher(module_name, attach, collector, what="strata's hooks failed to attach"):
+    """The callback that runs strata.<module_name>.<attach>(module) once the
+    framework's module has executed; a failure is said, never raised."""
+    def loaded(module):
         try:
-            from strata import _report_collector
-            _report_collector("pytorch", "error", "the observer failed to attach: %s: %s" % (type(e).__name__, e))
-        except Exception:
-            pass
+            import importlib
+            getattr(importlib.import_module("strata." + module_name), attach)(module)
+        except Exception as e:  # never break the program
+            _strata_collector_error(collector, what, e)
+    return loaded
+
+
+_strata_torch_loaded = _strata_attacher("_torch", "attach", "pytorch", "the observer failed to attach")
+_strata_tf_loaded = _strata_attacher("_tf", "attach_tensorflow", "tensorflow")
+_strata_keras_loaded = _strata_attacher("_tf", "attach_keras", "keras")
+_strata_jax_loaded = _strata_attacher("_jax", "attach", "jax")
+_strata_ort_loaded = _strata_attacher("_ort", "attach", "onnxruntime")
+
+
+def _strata_collector_name(module_name):
+    # The collector a framework's module reports as.
+    return {"torch": "pytorch", "tf_keras": "keras"}.get(module_name, module_name)
 
 
 def _strata_import_failed(name, exc):
     try:
         from strata import _report_collector
-        collector = {"torch": "pytorch", "tf_keras": "keras"}.get(name, name)
-        _report_collector(collector, "unavailable", "the program's 'import %s' failed: %s: %s" % (name, type(exc).__name__, exc))
+        _report_collector(_strata_collector_name(name), "unavailable", "the program's 'import %s' failed: %s: %s" % (name, type(exc).__name__, exc))
     except Exception:
         pass
 
