@@ -337,6 +337,17 @@ class Builder {
     return *k;
   }
 
+  // An event of a line imported into `track`: counted, its metadata found, its
+  // time and stats read (false when it has no time).
+  bool TrackEvent(PlaneCtx& c, const XLine& line, const XEvent& e, uint32_t track, const XEventMetadata** md,
+                  int64_t* ts, int64_t* dur) {
+    ++t_.events_read;
+    ++t_.tracks[track].events;
+    *md = Metadata(c, e);
+    if (!*md) Count("events whose metadata is missing (imported without a name)");
+    return ReadEvent(c, line, e, *md, ts, dur);
+  }
+
   StringId EventName(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
     if (id >= 0 && id < kDense) {
       if (c.names.size() <= static_cast<size_t>(id)) c.names.resize(static_cast<size_t>(id) + 1, 0);
@@ -455,12 +466,9 @@ class Builder {
       if (fresh) ti->second = NewTrack(proc, line.id(), model::TrackKind::kThread, model::kNone, lname);
       uint32_t track = ti->second;
       for (const auto& e : line.events()) {
-        ++t_.events_read;
-        ++t_.tracks[track].events;
-        const XEventMetadata* md = Metadata(c, e);
-        if (!md) Count("events whose metadata is missing (imported without a name)");
+        const XEventMetadata* md;
         int64_t ts, dur;
-        if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) continue;
         std::string_view name = md ? std::string_view(md->name()) : std::string_view();
         if (dur == 0 && (name == "MemoryAllocation" || name == "MemoryDeallocation")) {
           int64_t bytes = name == "MemoryAllocation" ? stats_.allocation_bytes : -stats_.allocation_bytes;
@@ -555,12 +563,9 @@ class Builder {
       if (fresh) ti->second = NewTrack(proc, stream, model::TrackKind::kDeviceQueue, dev, line.name());
       uint32_t track = ti->second;
       for (const auto& e : line.events()) {
-        ++t_.events_read;
-        ++t_.tracks[track].events;
-        const XEventMetadata* md = Metadata(c, e);
-        if (!md) Count("events whose metadata is missing (imported without a name)");
+        const XEventMetadata* md;
         int64_t ts, dur;
-        if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) continue;
         std::string_view name = md ? std::string_view(md->name()) : std::string_view();
         if (annotations) {
           AddArgs(t_.slices.Add(ts, dur, track, EventName(c, md, e.metadata_id()), SliceKind::kAnnotation));
