@@ -71,7 +71,7 @@ DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14)),
           "ort_infer": (["--ops-steps", "10-14"], (10, 14))}
 # JAX (CPU) in a venv of its own.
 JAX_WORKLOADS = [
-    ("jax_train", ["--iters", "40", "--batch", "64"], 64),
+    ("jax_train", ["--iters", "80", "--batch", "64"], 64),
 ]
 # ONNX Runtime (CPU) with onnx to build the model file, in a venv of its own.
 ORT_WORKLOADS = [
