@@ -37,12 +37,17 @@ def _strata():
 
 
 def _end_profiling(sess):
+    # In a span: the step it falls in is left out of the step statistics.
+    lib = _strata()._lib
+    lib.strata_span_begin_(_strata()._intern("strata: ONNX Runtime profiler stop (--ops-steps)"))
     try:
         if sess in _sessions:
             _sessions.discard(sess)
             sess.end_profiling()
     except Exception as e:
         _tf._report("onnxruntime-ops", "error", "end_profiling failed: %s: %s" % (type(e).__name__, e))
+    finally:
+        lib.strata_span_end_()
 
 
 def _at_exit():

@@ -122,6 +122,8 @@ class _Profiler:
 
     def _start(self):
         self.state = 2
+        span = _Span("strata: %s profiler start (--ops-steps)" % self.title)
+        span.begin()
         try:
             logdir = os.path.join(os.environ["STRATA_TRACE_DIR"], "xspace", str(os.getpid()))
             os.makedirs(logdir, exist_ok=True)
@@ -142,6 +144,8 @@ class _Profiler:
             atexit.register(self.at_exit)
         except Exception as e:
             _report(self.collector, "error", "%s's profiler did not start: %s: %s" % (self.title, type(e).__name__, e))
+        finally:
+            span.end()
 
     def _stop(self):
         self.state = 2

@@ -48,6 +48,7 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
       loader_names.insert(static_cast<model::StringId>(i));
   model::StringId batch_key = t.strings.Find("batch_size");
   model::StringId partial_key = t.strings.Find("partial_step");
+  model::StringId profiled_key = t.strings.Find("profiled_step");
   MemoryTimelines mem = BuildMemoryTimelines(t);
   std::vector<TimelineMax> maxes;
   maxes.reserve(mem.devices.size());
@@ -75,6 +76,7 @@ TrainingSteps Training(const model::Trace& t, const FrameworkOptions& opt) {
          a != t.args.slice.end() && *a == i; ++a) {
       size_t r = static_cast<size_t>(a - t.args.slice.begin());
       if (partial_key != model::StringPool::kNotFound && t.args.key[r] == partial_key) st.skipped = st.partial = true;
+      if (profiled_key != model::StringPool::kNotFound && t.args.key[r] == profiled_key) st.skipped = st.profiled = true;
       // (A number from the trace: converting one outside int64 would be undefined.)
       if (batch_key != model::StringPool::kNotFound && t.args.key[r] == batch_key && t.args.num[r] >= 0 &&
           t.args.num[r] < 9.2e18)

@@ -32,6 +32,7 @@ struct TrainingStep {
   uint64_t allocs = 0;       // allocations made during the step
   bool skipped = false;      // a warm-up step (FrameworkOptions::skip_steps), or partial
   bool partial = false;      // a found first step: from its first activity, not the loop's start
+  bool profiled = false;     // run under a framework's own profiler (--ops-steps): its time is not the program's alone
 };
 
 struct TrainingSteps {

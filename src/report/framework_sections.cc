@@ -56,11 +56,17 @@ class TrainingSection : public Section {
     if (s_.steps.empty()) return;
     const auto& d = s_.duration;
     out += fmt::format("Training steps: {} counted", d.count);
-    size_t partial = 0;
-    for (const auto& st : s_.steps) partial += st.partial;
-    if (s_.skipped > partial)
-      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped - partial,
-                         s_.skipped - partial == 1 ? "" : "s", opt_.skip_steps);
+    size_t partial = 0, profiled = 0;
+    for (const auto& st : s_.steps) {
+      partial += st.partial;
+      profiled += st.profiled && !st.partial;
+    }
+    if (s_.skipped > partial + profiled)
+      out += fmt::format(" ({} warm-up step{} left out: strata record --skip-steps {})", s_.skipped - partial - profiled,
+                         s_.skipped - partial - profiled == 1 ? "" : "s", opt_.skip_steps);
+    if (profiled)
+      out += fmt::format(" ({} step{} under the framework's own profiler left out: --ops-steps)", profiled,
+                         profiled == 1 ? "" : "s");
     if (partial)
       out += fmt::format(" (the first step left out: found steps begin at the first batch or forward, not where the "
                          "loop's first iteration began)");
@@ -85,7 +91,7 @@ class TrainingSection : public Section {
       out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}{}\n", st.number, FormatDuration(st.dur),
                          FormatDuration(st.data_wait_ns), st.samples ? std::to_string(st.samples) : "-",
                          st.mem_peak >= 0 ? FormatBytes(static_cast<double>(st.mem_peak)) : "-", st.allocs,
-                         st.partial ? "  (partial)" : st.skipped ? "  (warm-up)" : "");
+                         st.partial ? "  (partial)" : st.profiled ? "  (profiled)" : st.skipped ? "  (warm-up)" : "");
     }
   }
   void RenderJson(json& root, const ReportOptions& opt) const override {
@@ -103,7 +109,7 @@ class TrainingSection : public Section {
                   {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
                   {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
                   {"allocs", st.allocs},   {"skipped", st.skipped},
-                  {"partial", st.partial}, {"breakdown", BreakdownJson(b_.steps[order[k]])}};
+                  {"partial", st.partial}, {"profiled", st.profiled}, {"breakdown", BreakdownJson(b_.steps[order[k]])}};
     });
     const auto& d = s_.duration;
     Framework(root)["steps"] = {{"count", d.count},

@@ -206,12 +206,21 @@ def main():
             bad.append(f"steps {found} != iterations {len(iters)}")
         durs = sorted(s["duration_ns"] / 1e6 for s in steps.get("steps", []) if not s.get("skipped"))
         skipped = sum(1 for s in steps.get("steps", []) if s.get("skipped"))
+        # The program's iterations that strata's counted steps stand for: the
+        # same ones where steps = iterations (a profiled window in the middle is
+        # left out of both), else all but the first `skipped`.
+        flags = [bool(s.get("skipped")) for s in steps.get("steps", [])]
+        if len(flags) == len(iters):
+            kept_iters = [v for v, f in zip(iters, flags) if not f]
+            kept_per = [v for v, f in zip(per, flags) if not f]
+        else:
+            kept_iters, kept_per = iters[skipped:], per[skipped:]
         if durs and iters:
-            med, own = statistics.median(durs), statistics.median(iters[skipped:])
+            med, own = statistics.median(durs), statistics.median(kept_iters)
             line += f"; median step {med:.1f} ms vs the program's {own:.1f} ms"
             if abs(med - own) > 0.05 * own:
                 bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
-            own_sps = sum(per[skipped:]) / (sum(iters[skipped:]) / 1e3)
+            own_sps = sum(kept_per) / (sum(kept_iters) / 1e3)
             sps = steps.get("samples_per_s", 0.0)
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if name in NO_SAMPLES:

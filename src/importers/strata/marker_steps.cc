@@ -117,6 +117,28 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
   }
 }
 
+void AddProfiledSteps(const model::Trace& t, std::vector<std::pair<uint32_t, int64_t>>* profiled) {
+  // Per track: from the first profiler start to the last profiler stop.
+  std::map<uint32_t, std::pair<int64_t, int64_t>> windows;
+  for (uint32_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.kind[i] != SliceKind::kSpan) continue;
+    std::string_view n = t.strings.Get(t.slices.name[i]);
+    if (n.substr(0, 8) != "strata: " || n.find(" profiler st") == std::string_view::npos) continue;
+    auto [it, fresh] = windows.try_emplace(t.slices.track[i], t.slices.ts[i], t.slices.end(i));
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, t.slices.ts[i]);
+      it->second.second = std::max(it->second.second, t.slices.end(i));
+    }
+  }
+  if (windows.empty()) return;
+  for (uint32_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.kind[i] != SliceKind::kStep) continue;
+    auto it = windows.find(t.slices.track[i]);
+    if (it != windows.end() && t.slices.ts[i] < it->second.second && t.slices.end(i) > it->second.first)
+      profiled->emplace_back(t.slices.track[i], t.slices.ts[i]);
+  }
+}
+
 void AddSampleMarks(const model::Trace& t, std::vector<BatchMark>* marks) {
   model::StringId name = t.strings.Find("strata.samples");
   if (name == model::StringPool::kNotFound) return;

@@ -37,6 +37,13 @@ void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, cons
 // hooks' spans.
 void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial);
 
+// The steps a framework's own profiler ran in (strata._tf's "strata: ...
+// profiler start/stop (--ops-steps)" spans and the steps between them): their
+// times are the profiler's as much as the program's, so they are left out of
+// the step statistics like a partial first step. Appends (track, step begin)
+// to `profiled` (after Finalize; AttachStepSamples marks them).
+void AddProfiledSteps(const model::Trace& t, std::vector<std::pair<uint32_t, int64_t>>* profiled);
+
 // The samples the framework hooks saw go into each step's batch size: a
 // zero-length span "strata.samples" whose argument is the count (a batch a
 // tf.data iterator gave the program, the batches a Keras step function took).

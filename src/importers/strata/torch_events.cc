@@ -505,7 +505,9 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     BuildEdges(ctx, st);
     BuildWindows(ctx, st);
     AddSampleMarks(t, &st.batches);
-    AttachStepSamples(t, st.batches, st.partial_steps);
+    std::vector<std::pair<uint32_t, int64_t>> profiled;
+    AddProfiledSteps(t, &profiled);
+    AttachStepSamples(t, st.batches, st.partial_steps, profiled);
     if (st.unmatched_ends) ctx.Warn(std::to_string(st.unmatched_ends) + " framework op/scope/module ends had no matching begin");
     if (st.orphan_details) ctx.Warn(std::to_string(st.orphan_details) + " op details arrived with no op open");
     if (st.bad_ids) ctx.Warn(std::to_string(st.bad_ids) + " malformed tensor ids skipped");

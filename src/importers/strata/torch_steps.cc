@@ -216,8 +216,9 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
 }
 
 void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
-                       const std::vector<std::pair<uint32_t, int64_t>>& partial) {
-  if (marks.empty() && partial.empty()) return;
+                       const std::vector<std::pair<uint32_t, int64_t>>& partial,
+                       const std::vector<std::pair<uint32_t, int64_t>>& profiled) {
+  if (marks.empty() && partial.empty() && profiled.empty()) return;
   struct PerStep {
     uint64_t given = 0;
     bool any_given = false, training = false;
@@ -269,6 +270,18 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     added = true;
   }
   model::StringId partial_key = t.strings.Intern("partial_step");
+  model::StringId profiled_key = t.strings.Intern("profiled_step");
+  for (const auto& [trk, ts] : profiled) {
+    auto st = step_at.find(trk);
+    if (st == step_at.end()) continue;
+    auto it = std::lower_bound(st->second.begin(), st->second.end(), std::make_pair(ts, INT32_MIN));
+    if (it == st->second.end() || it->first != ts) continue;
+    t.args.slice.push_back(static_cast<uint32_t>(it->second));
+    t.args.key.push_back(profiled_key);
+    t.args.str.push_back(0);
+    t.args.num.push_back(1);
+    added = true;
+  }
   for (const auto& [trk, ts] : partial) {
     auto st = step_at.find(trk);
     if (st == step_at.end()) continue;

@@ -61,7 +61,10 @@ struct BatchMark {
 // micro-batch of gradient accumulation counts; a GAN's discriminator, run on
 // real and on generated batches, does not count twice).
 // Also gives the partial first steps (AddFoundSteps) a "partial_step" argument of 1.
+// Gives the steps in `profiled` (a framework's profiler ran in them,
+// marker_steps.h AddProfiledSteps) a "profiled_step" argument of 1.
 void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
-                       const std::vector<std::pair<uint32_t, int64_t>>& partial);
+                       const std::vector<std::pair<uint32_t, int64_t>>& partial,
+                       const std::vector<std::pair<uint32_t, int64_t>>& profiled = {});
 
 }  // namespace strata::importers::strata_ctf
