@@ -15,10 +15,20 @@ alone), and the profile is written (end_profiling) once the session has run
 step B, or at exit. The importer puts its node events on the trace's clock by
 matching its model_run events with the "ort.run" spans
 (importers/strata/ort_merge.cc), and keeps those of the steps asked for.
+
+Each session's model graph (once, when the session is made) is written to
+<trace>/graphs/<pid>/N.json like a tf.function's (strata._tf): every node of the
+main graph with its name (ORT's "OpType_index" for an unnamed node, the name its
+profiler gives it), op type, the session's execution provider when it has one,
+and the nodes whose outputs it reads. Only the nodes are read from the model's
+protobuf: its initializers (the weights, most of the file) are skipped unread,
+so that neither the time nor the memory of a second load is spent on them, and
+the program needs no `onnx` package.
 """
 import atexit
 import functools
 import json
+import mmap
 import os
 import threading
 import weakref
@@ -55,6 +65,100 @@ def _at_exit():
         _end_profiling(sess)
 
 
+def _varint(buf, i):
+    n = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("malformed varint")
+
+
+def _fields(buf, start, end):
+    """(field number, start, end) of each length-delimited field of the protobuf
+    message in buf[start:end]; the others are stepped over."""
+    i = start
+    while i < end:
+        key, i = _varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            if i + n > end:
+                raise ValueError("field past the end of its message")
+            yield key >> 3, i, i + n
+            i += n
+        else:
+            raise ValueError("wire type %d" % wire)
+
+
+def _text(buf, s, e):
+    return bytes(buf[s:e]).decode("utf-8", "replace")
+
+
+def _onnx_graph(buf):
+    """The main graph of a serialized ONNX ModelProto (field 7, a GraphProto):
+    its name (field 2) and nodes (field 1, NodeProto: inputs 1, outputs 2, name 3,
+    op_type 4) as [name, op_type, [inputs], [outputs]]."""
+    graph = None
+    for field, s, e in _fields(buf, 0, len(buf)):
+        if field == 7:
+            graph = (s, e)
+    if graph is None:
+        raise ValueError("no graph: not an ONNX model (an ORT-format model?)")
+    name, nodes = "", []
+    for field, s, e in _fields(buf, *graph):
+        if field == 2:
+            name = _text(buf, s, e)
+        elif field == 1:
+            node = ["", "", [], []]
+            for f, a, b in _fields(buf, s, e):
+                if f == 1 or f == 2:
+                    node[f + 1].append(_text(buf, a, b))
+                elif f == 3 or f == 4:
+                    node[f - 3] = _text(buf, a, b)
+            nodes.append(node)
+    return name, nodes
+
+
+def _write_graph(sess, model):
+    """The session's model graph in <trace>/graphs/<pid>/N.json
+    (importers/strata/graph_files.cc), from a path or the bytes it was made from."""
+    try:
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            graph_name, nodes = _onnx_graph(memoryview(model))
+            title = graph_name or "model"
+        else:
+            path = os.fspath(model)
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                graph_name, nodes = _onnx_graph(buf)
+            title = os.path.basename(path)
+        providers = sess.get_providers()
+        device = providers[0] if len(providers) == 1 else ""
+        # ORT's profiler names an unnamed node "OpType_index" (its index: its place in the graph).
+        names = [name or "%s_%d" % (op, i) for i, (name, op, _, _) in enumerate(nodes)]
+        producer = {out: i for i, node in enumerate(nodes) for out in node[3] if out}
+        out = [[names[i], op, device, sorted({producer[t] for t in inputs if t in producer})]
+               for i, (_, op, inputs, _) in enumerate(nodes)]
+        d = os.path.join(os.environ["STRATA_TRACE_DIR"], "graphs", str(os.getpid()))
+        os.makedirs(d, exist_ok=True)
+        _tf._graph_count[0] += 1
+        with open(os.path.join(d, "%d.json" % _tf._graph_count[0]), "w") as f:
+            json.dump({"framework": "onnxruntime", "name": "onnx " + title, "nodes": out}, f)
+    except Exception as e:
+        _tf._report("onnxruntime-graph", "error", "graph of the session's model not recorded: %s: %s" %
+                    (type(e).__name__, e))
+
+
 def _wrap_init(cls, ort, window):
     orig = cls.__dict__.get("__init__")
     if orig is None or getattr(orig, "__strata_wrapped__", False):
@@ -78,6 +182,8 @@ def _wrap_init(cls, ort, window):
             except Exception as e:
                 _tf._report("onnxruntime-ops", "error", "cannot enable ORT's profiler: %s: %s" % (type(e).__name__, e))
         orig(self, path_or_bytes, sess_options, *args, **kwargs)
+        if "STRATA_TRACE_DIR" in os.environ:
+            _write_graph(self, path_or_bytes)
         if ours:
             _sessions.add(self)
             _runs[self] = 0
@@ -139,7 +245,7 @@ def attach(ort):
     done = []
     if _wrap_run(Session, "run", window):
         done.append("Session.run")
-    if window is not None and _wrap_init(InferenceSession, ort, window):
-        done.append("its profiler for --ops-steps")
+    if _wrap_init(InferenceSession, ort, window):
+        done.append("model graphs" + (", its profiler for --ops-steps" if window is not None else ""))
     _tf._report("onnxruntime", "ok" if done else "unavailable",
                 "onnxruntime %s: %s" % (getattr(ort, "__version__", "?"), ", ".join(done) or "nothing"))

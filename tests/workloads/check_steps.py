@@ -65,7 +65,9 @@ NO_SAMPLES = {"keras_slow_input"}
 EXPECT_TOP = {"keras_slow_input": "input_pipeline"}
 # Recorded again with these `strata record` options, and what must hold then:
 # TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those
-# steps, on the trace's clock (every op inside them), and the steps stay the same.
+# steps, on the trace's clock (every op inside them), and the steps stay the same;
+# each op is a node of a graph the hooks recorded (TensorFlow's tf.function graphs,
+# the ONNX session's model graph, each jitted module's HLO graph by its hlo_module).
 DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14)),
           "jax_train": (["--ops-steps", "10-14"], (10, 14)),
           "ort_infer": (["--ops-steps", "10-14"], (10, 14))}
@@ -98,8 +100,19 @@ def check_detail(strata, trace, window, bad):
     ops = con.execute("select count(*), min(ts), max(ts + dur) from slices where kind = 'op'").fetchone()
     tf_ops = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
                          "where a.key = 'tf_op' and s.kind = 'op'").fetchall()
+    ort_nodes = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
+                            "where a.key = 'node' and s.kind = 'op'").fetchall()
+    xla_ops = con.execute("select s.name, (select str_value from args a where a.slice_id = s.id and "
+                          "a.key = 'hlo_module') from slices s where s.kind = 'op' and ts >= ? and ts + dur <= ?",
+                          (lo[0] if lo else 0, hi[0] if hi else 0)).fetchall()
+    # (The graphs of this recording's processes: --force leaves an earlier one's.)
+    pids = {str(pid) for (pid,) in con.execute("select pid from processes")}
     con.close()
     graph_note = ""
+    if ort_nodes:
+        graph_note = check_ort_graph(trace, pids, ort_nodes, bad)
+    elif xla_ops:
+        graph_note = check_hlo_graphs(trace, pids, xla_ops, bad)
     if tf_ops:
         # TensorFlow: every op that ran is a node of a recorded graph, by name and type.
         nodes = {}
@@ -124,6 +137,67 @@ def check_detail(strata, trace, window, bad):
     if ops[1] < lo[0] or ops[2] > hi[0]:
         bad.append(f"ops from {ops[1]} to {ops[2]} outside steps {first}-{last} ({lo[0]} to {hi[0]})")
     return f"{ops[0]} ops in steps {first}-{last}" + graph_note
+
+
+def graph_files(trace, pids, framework):
+    out = []
+    for f in sorted(glob.glob(os.path.join(trace, "graphs", "*", "*.json"))):
+        if os.path.basename(os.path.dirname(f)) not in pids:
+            continue
+        with open(f) as g:
+            doc = json.load(g)
+        if doc.get("framework") == framework:
+            out.append(doc)
+    return out
+
+
+def check_ort_graph(trace, pids, ort_nodes, bad):
+    """ONNX Runtime: every node its profiler timed is a node of the session's
+    recorded .onnx graph of that name and op type, or one ORT fused from a graph
+    node (its graph optimizations: "fused fc1/MatMul/MatMulAddFusion", a
+    FusedGemm, is named after the MatMul it began from)."""
+    graphs = graph_files(trace, pids, "onnxruntime")
+    if not graphs:
+        bad.append("no ONNX model graph recorded (graphs/<pid>/N.json)")
+        return "no model graph"
+    nodes = {n[0]: n[1] for g in graphs for n in g["nodes"]}
+    exact, fused, missing = 0, [], []
+    for name, typ in ort_nodes:
+        if nodes.get(name) == typ:
+            exact += 1
+            continue
+        base = name
+        while base.startswith("fused "):
+            base = base[len("fused "):]
+        origin = next((n for n in sorted(nodes, key=len, reverse=True) if base.startswith(n + "/")), None)
+        if origin is not None:
+            fused.append(f"{typ} {name!r} from {nodes[origin]} {origin!r}")
+        else:
+            missing.append((name, typ))
+    note = (f"; {exact} of {len(ort_nodes)} distinct ORT nodes are nodes of the recorded .onnx graph "
+            f"({len(nodes)} nodes) of that name and op type, {len(fused)} fused by ORT from one: {', '.join(fused)}")
+    if missing:
+        bad.append(f"{len(missing)} ORT nodes are no node of the recorded .onnx graph: {missing[:3]}")
+    return note
+
+
+def check_hlo_graphs(trace, pids, xla_ops, bad):
+    """JAX: every XLA op of the steps names its HLO module (arg hlo_module), a
+    module whose graph was recorded, and is an instruction of that graph."""
+    modules = {}
+    for g in graph_files(trace, pids, "jax"):
+        modules.setdefault(g.get("module", ""), set()).update(n[0] for n in g["nodes"])
+    unlinked = [(name, mod) for name, mod in xla_ops if mod not in modules]
+    not_node = [(name, mod) for name, mod in xla_ops if mod in modules and name not in modules[mod]]
+    linked = len(xla_ops) - len(unlinked) - len(not_node)
+    if unlinked:
+        bad.append(f"{len(unlinked)} of {len(xla_ops)} XLA ops have no hlo_module of a recorded graph "
+                   f"(recorded: {sorted(modules)}): {sorted(set(unlinked))[:3]}")
+    if not_node:
+        bad.append(f"{len(not_node)} XLA ops are no instruction of their module's graph: {sorted(set(not_node))[:3]}")
+    distinct = len({name for name, _ in xla_ops})
+    return (f"; {linked} of {len(xla_ops)} XLA ops ({distinct} distinct) linked to a recorded HLO module graph "
+            f"({', '.join(f'{m}: {len(n)} nodes' for m, n in sorted(modules.items()))})")
 
 
 def check_missing(strata, python, work):

@@ -10,7 +10,9 @@
 //                                      "cudaMemcpyAsync", or the hip* name)
 //     "name:Type" (a TF op)         -> kOp named Type, arg tf_op = full name
 //     events with a device_ordinal  -> kOp: an XLA op (HLO instruction) that
-//                                      XLA's CPU client ran (JAX on the CPU)
+//     and an hlo_op                    XLA's CPU client ran (JAX on the CPU),
+//                                      named by its instruction, its module
+//                                      in arg hlo_module
 //     "$..." (Python tracer)        -> kPython
 //     MemoryAllocation/Deallocation -> MemoryTable (allocator_name "GPU_0_bfc"
 //                                      is device 0, others host memory)

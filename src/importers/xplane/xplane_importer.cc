@@ -50,6 +50,7 @@ enum class Role : uint8_t {
   kBytesReserved,
   kAddr,
   kDeviceOrdinal,
+  kHloOp,
   kDrop,  // internal bookkeeping (context ids, producer/consumer links)
 };
 
@@ -60,7 +61,7 @@ Role RoleOf(std::string_view n) {
       {"step_name", Role::kStepName},         {"allocator_name", Role::kAllocatorName},
       {"allocation_bytes", Role::kAllocationBytes}, {"bytes_allocated", Role::kBytesAllocated},
       {"bytes_reserved", Role::kBytesReserved}, {"addr", Role::kAddr},
-      {"device_ordinal", Role::kDeviceOrdinal},
+      {"device_ordinal", Role::kDeviceOrdinal}, {"hlo_op", Role::kHloOp},
       {"context_id", Role::kDrop},            {"_ct", Role::kDrop},
       {"_c", Role::kDrop},                    {"_pt", Role::kDrop},
       {"_p", Role::kDrop},                    {"_r", Role::kDrop},
@@ -91,6 +92,7 @@ struct EventStats {
   int64_t allocation_bytes = 0, bytes_allocated = -1, bytes_reserved = -1;
   uint64_t addr = 0;
   int64_t device_ordinal = -1;  // XLA's CPU ops carry the device they run for
+  bool hlo_op = false;          // and their instruction (hlo_op) and module (hlo_module, an arg)
   struct ArgRef {
     StringId key;
     Value v;
@@ -269,6 +271,7 @@ class Builder {
       case Role::kBytesReserved: out.bytes_reserved = v.i; return;
       case Role::kAddr: out.addr = static_cast<uint64_t>(v.i); return;
       case Role::kDeviceOrdinal: out.device_ordinal = v.i; break;  // kept as an arg too
+      case Role::kHloOp: out.hlo_op = true; break;                   // kept as an arg too
       case Role::kDrop: return;
       case Role::kArg: break;
     }
@@ -491,8 +494,11 @@ class Builder {
         } else if (nc.kind != SliceKind::kSpan) {
           kind = nc.kind;
           sname = nc.name;
-        } else if (stats_.device_ordinal >= 0) {
-          kind = SliceKind::kOp;  // an XLA op (HLO instruction) run by the CPU client
+        } else if (stats_.device_ordinal >= 0 && stats_.hlo_op) {
+          // An XLA op (HLO instruction) run by the CPU client. (Its executor's
+          // "ThunkExecutor::Execute (wait for completion)" carries the device
+          // too, but names no instruction: a span.)
+          kind = SliceKind::kOp;
           sname = nc.name;
         } else {
           sname = nc.name;
