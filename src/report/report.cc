@@ -27,6 +27,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeAcceleratorSection());
   s.push_back(MakeCriticalPathSection());
   s.push_back(MakeRooflineSection());
+  s.push_back(MakeLayersSection());
   s.push_back(MakeOsSection());
   s.push_back(MakeCountersSection());
   s.push_back(MakeCollectorsSection());

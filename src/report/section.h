@@ -79,6 +79,8 @@ std::unique_ptr<Section> MakeDataflowSection();
 
 // Roofline (roofline_section.cc).
 std::unique_ptr<Section> MakeRooflineSection();
+// Per-layer tables: modules and TF name scopes (layers_section.cc).
+std::unique_ptr<Section> MakeLayersSection();
 // Memory: timelines, peak and what was live at it, churn (memory_section.cc).
 std::unique_ptr<Section> MakeMemorySection();
 

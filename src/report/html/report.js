@@ -443,6 +443,23 @@
     { key: "total_ns", title: "total", num: true, fmt: dur }, { key: "self_ns", title: "self", num: true, fmt: dur }], FW.modules.slice(0, 20));
   }
 
+  // ---- layers ----------------------------------------------------------------------
+  if (R.layers && Array.isArray(R.layers.layers) && R.layers.layers.length) {
+    const L = R.layers;
+    const s = section("layers", "Layers", "PyTorch modules (inclusive: a module holds its submodules) and TensorFlow name scopes, by total time; % of " +
+      (L.step_basis === "steps" ? "step" : "trace") + " time." + (L.cost_skipped ? " FLOPs: " + L.cost_skipped + "." : ""));
+    const cols = [{ key: "name", title: "layer", fmt: v => trunc(v, 70) },
+    { key: "depth", title: "depth", num: true, fmt: (v, r) => v + (r.leaf && r.framework === "pytorch" ? " leaf" : "") },
+    { key: "occurrences", title: "calls", num: true, fmt: v => num(v, 0) }, { key: "total_ns", title: "total", num: true, fmt: dur },
+    { key: "mean_ns", title: "mean", num: true, fmt: dur }, { key: "step_pct", title: "% step", num: true, fmt: pct },
+    { key: "cpu_ns", title: "CPU ops", num: true, fmt: dur }];
+    if (L.has_device) cols.push({ key: "device_ns", title: "device", num: true, fmt: dur });
+    if (L.has_memory) cols.push({ key: "alloc_bytes", title: "allocated", num: true, fmt: bytes }, { key: "peak_bytes", title: "peak", num: true, fmt: bytes });
+    if (L.has_cost) cols.push({ key: "flops", title: "GFLOP", num: true, fmt: (v, r) => r.estimated_ops ? num(v / 1e9, 3) : "-" },
+      { key: "intensity", title: "FLOP/byte", num: true, fmt: (v, r) => r.estimated_ops ? num(v, 2) : "-" }, { key: "bound", title: "bound" });
+    table(s, cols, L.layers.slice(0, 30));
+  }
+
   // ---- the OS level ------------------------------------------------------------------
   const OS = R.os || {};
   if (Array.isArray(OS.threads) && OS.threads.length) {
