@@ -273,8 +273,88 @@ def _write_graph(fn, args, kwargs):
         name = getattr(fn, "_name", None) or getattr(fn, "__name__", "function")
         with open(os.path.join(d, "%d.json" % _graph_count[0]), "w") as f:
             json.dump({"framework": "tensorflow", "name": "tf.function " + name, "nodes": nodes}, f)
+        _write_placed_graph(d, name, ops)
     except Exception as e:
         _report("tensorflow-graph", "error", "graph of %r not recorded: %s: %s" % (fn, type(e).__name__, e))
+
+
+def _output_bytes(op):
+    """Bytes of an op's first output where its static shape is fully known, else -1."""
+    try:
+        t = op.outputs[0]
+        n = t.shape.num_elements()
+        return -1 if n is None else int(n) * t.dtype.size
+    except Exception:
+        return -1
+
+
+def _write_placed_graph(d, name, ops):
+    """The graph as TensorFlow placed and partitioned it at the function's first
+    call (graph collection is on from the start: _enable_graph_collection):
+    every node of every partition with the device it runs on, _Send -> _Recv
+    pairs as edges between partitions, and the bytes a _Send carries (from the
+    traced graph's static shapes). Written as "tf.function NAME (placed)"; the
+    placement analysis reads it."""
+    if not _graph_collection or not _graph_collection[0]:
+        return
+    from tensorflow.python.eager import context
+    md = context.export_run_metadata()
+    parts = [p for fg in (md.function_graphs if md is not None else []) for p in fg.partition_graphs]
+    if not parts:
+        return
+    sizes = {op.name: _output_bytes(op) for op in ops}
+    nodes, index, sends, recvs = [], {}, {}, []
+    for p in parts:
+        for n in p.node:
+            key = n.name if n.name not in index else "%s@%s" % (n.name, n.device)
+            index[key] = len(nodes)
+            nodes.append([n.name, n.op, n.device, [], n])
+    for i, (nm, op, dev, inputs, n) in enumerate(nodes):
+        for inp in n.input:
+            src = inp.lstrip("^").split(":")[0]
+            j = index.get(src)
+            if j is not None:
+                inputs.append(j)
+        if op in ("_Send", "_Recv", "_HostSend", "_HostRecv"):
+            a = n.attr
+            k = (a["tensor_name"].s, a["send_device"].s, a["recv_device"].s)
+            if op.endswith("Send"):
+                sends[k] = i
+            else:
+                recvs.append((k, i))
+    for k, i in recvs:
+        if k in sends:
+            nodes[i][3].append(sends[k])
+    out = []
+    for nm, op, dev, inputs, n in nodes:
+        b = -1
+        if op.endswith("Send") and n.input:
+            b = sizes.get(n.input[0].split(":")[0], -1)
+        elif nm in sizes:
+            b = sizes[nm]
+        out.append([nm, op, dev, sorted(set(inputs)), b])
+    _graph_count[0] += 1
+    with open(os.path.join(d, "%d.json" % _graph_count[0]), "w") as f:
+        json.dump({"framework": "tensorflow", "name": "tf.function %s (placed)" % name, "nodes": out}, f)
+
+
+_graph_collection = []  # non-empty once tried; [True] when TensorFlow collects the graphs it places
+
+
+def _enable_graph_collection():
+    """Graph collection makes TensorFlow keep each function's partition graphs
+    (placed, with Send/Recv) when it instantiates the function: a copy of the
+    graph once per function, nothing per call. Turned on at the first
+    tf.function call, not when TensorFlow is imported: it initializes the
+    eager context, after which the program could no longer configure its
+    devices (set_logical_device_configuration, set_memory_growth)."""
+    _graph_collection.append(False)
+    try:
+        from tensorflow.python.eager import context
+        context.enable_graph_collection()
+        _graph_collection[0] = True
+    except Exception as e:
+        _report("tensorflow-graph", "partial", "placed graphs not recorded: %s: %s" % (type(e).__name__, e))
 
 
 def _wrap_function_call(cls):
@@ -295,6 +375,8 @@ def _wrap_function_call(cls):
 
     @functools.wraps(orig)
     def wrapper(self, *args, **kwargs):
+        if not _graph_collection:
+            _enable_graph_collection()
         if _depth() > 0:
             # (A Keras step function's tf.function: its graph is recorded all the same.)
             result = orig(self, *args, **kwargs)

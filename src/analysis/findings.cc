@@ -60,6 +60,14 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     size_t skip = std::min(opt.skip_steps, paths.size() - 1);
     paths.erase(paths.begin(), paths.begin() + static_cast<ptrdiff_t>(skip));
   }
+  // Steps a framework's own profiler ran in (--ops-steps) are not the program's
+  // usual steps: left out, as the step statistics leave them out.
+  if (model::StringId key = t.strings.Find("profiled_step"); key != model::StringPool::kNotFound && paths.size() >= 3) {
+    auto profiled = [&](const StepCriticalPath& p) {
+      return p.step_slice != model::kNone && t.FindArg(static_cast<uint32_t>(p.step_slice), key) != model::kNone;
+    };
+    if (static_cast<size_t>(std::count_if(paths.begin(), paths.end(), profiled)) < paths.size()) std::erase_if(paths, profiled);
+  }
   for (const auto& p : paths) {
     windows.push_back({p.start, p.end, p.step_slice == model::kNone ? UINT32_MAX : t.slices.track[static_cast<size_t>(p.step_slice)]});
     total_step_ns += p.end - p.start;
@@ -725,45 +733,6 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
-void Placement(FindingsContext& c, std::vector<Finding>* out) {
-  // Heavy host compute ops that launched no device work, in a trace with a device.
-  if (c.t.device.size() == 0) return;
-  const auto& sl = c.t.slices;
-  std::vector<uint8_t> flags = HostCallFlags(c.t);
-  static const std::set<std::string_view> kCompute = {"aten::mm",     "aten::matmul", "aten::addmm",  "aten::bmm",
-                                                      "aten::conv2d", "aten::linear", "aten::conv1d", "aten::conv3d",
-                                                      "aten::convolution"};
-  double ns = 0;
-  std::set<std::string> names;
-  auto ops = std::make_shared<std::set<int32_t>>();
-  for (size_t i = 0; i < sl.size(); ++i) {
-    if (sl.kind[i] != model::SliceKind::kOp || (flags[i] & kLaunches) || !kCompute.count(c.Name(i)) || !c.InSteps(i))
-      continue;
-    ns += static_cast<double>(sl.dur[i]);
-    ops->insert(static_cast<int32_t>(i));
-    names.insert(std::string(c.Name(i)));
-  }
-  double pct = c.Pct(c.PerStep(ns));
-  if (pct < 5) return;
-  Finding f;
-  f.category = "placement";
-  f.title = fmt::format("Compute-heavy ops run on the CPU while a device is available: {:.0f}% of the step", pct);
-  f.evidence = fmt::format("{} per step in matrix/convolution ops that launched no device work.", Ms(c.PerStep(ns)));
-  f.metrics = {{"host_compute_ns_per_step", c.PerStep(ns)}};
-  f.involved.assign(names.begin(), names.end());
-  // Replayed: the ops' host time a fifth of what it was (their kernels would
-  // run on the device; the launches stay).
-  ReplayFix fix;
-  fix.host = [&c, ops](const ReplayStep&, const ReplayPiece& p) {
-    return WithinAny(c.t, p.slice, *ops) ? 0.2 * static_cast<double>(p.own) : static_cast<double>(p.own);
-  };
-  c.Replayed(&f, fix);
-  f.what_if = "the matrix and convolution ops run on the device: their host time a fifth of what it was";
-  f.suggestion = "Place these ops and their tensors on the accelerator (model.to(device), create inputs on the device); "
-                 "check for tensors created on the CPU by default inside the model.";
-  out->push_back(std::move(f));
-}
-
 }  // namespace
 
 std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt, ReplayCheck* check) {
@@ -780,7 +749,8 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   AllocationOps(c, &out);
   Memcpy(c, &out);
   Communication(c, &out);
-  Placement(c, &out);
+  HostPlacement(c, &out);
+  CrossDevicePlacement(c, &out);
   ComputeBound(c, &out);
   MemoryBound(c, &out);
   UnoptimizedLibrary(c, &out);

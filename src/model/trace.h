@@ -380,12 +380,17 @@ struct EdgeTable {
 struct Graph {
   uint32_t process = 0;
   StringId name = 0;
+  StringId module = 0;  // the compiled module it is (XLA: "jit_train_step", the XLA ops' hlo_module), or 0
   std::vector<StringId> nodes;                         // node kinds ("aten::linear")
   std::vector<std::pair<uint32_t, uint32_t>> edges;    // node index -> node index
   // Per node where the source names them (TensorFlow's graphs): its name in
   // the graph ("sequential/dense/MatMul") and requested device; empty otherwise.
   std::vector<StringId> node_names;
   std::vector<StringId> node_devices;
+  // Bytes of the tensor each node produces (its first output; for a _Send,
+  // the tensor it sends) where the graph's static shapes give them, -1 where
+  // not; empty when the source has none.
+  std::vector<int64_t> node_bytes;
 };
 
 // A period in which a process recorded framework ops (--ops sampled records

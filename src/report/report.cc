@@ -19,6 +19,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeFrameworkMemorySection());
   s.push_back(MakeMemorySection());
   s.push_back(MakeDataflowSection());
+  s.push_back(MakePlacementSection());
   s.push_back(MakeGpuSection());
   s.push_back(MakeLaunchesSection());
   s.push_back(MakeTransfersSection());

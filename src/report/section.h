@@ -77,6 +77,8 @@ std::unique_ptr<Section> MakeFrameworkOpsSection();
 std::unique_ptr<Section> MakeFrameworkMemorySection();
 std::unique_ptr<Section> MakeDataflowSection();
 
+// Functions placed on several devices (placement_section.cc).
+std::unique_ptr<Section> MakePlacementSection();
 // Roofline (roofline_section.cc).
 std::unique_ptr<Section> MakeRooflineSection();
 // Per-layer tables: modules and TF name scopes (layers_section.cc).

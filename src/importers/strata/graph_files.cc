@@ -27,24 +27,35 @@ bool ReadGraph(simdjson::dom::element doc, model::Trace& t, model::Graph* g) {
   simdjson::dom::array nodes;
   if (doc["name"].get_string().get(name) || doc["nodes"].get_array().get(nodes)) return false;
   g->name = t.strings.Intern(name);
+  std::string_view module;
+  if (!doc["module"].get_string().get(module)) g->module = t.strings.Intern(module);
   size_t n = nodes.size();
   for (simdjson::dom::element node : nodes) {
     simdjson::dom::array a;
     std::string_view node_name, type, device;
     simdjson::dom::array inputs;
-    if (node.get_array().get(a) || a.size() != 4 || a.at(0).get_string().get(node_name) ||
+    // [name, type, device, [input node indices]] and, optionally, the bytes of
+    // the node's output (-1 unknown).
+    if (node.get_array().get(a) || a.size() < 4 || a.size() > 5 || a.at(0).get_string().get(node_name) ||
         a.at(1).get_string().get(type) || a.at(2).get_string().get(device) || a.at(3).get_array().get(inputs))
       return false;
     uint32_t to = static_cast<uint32_t>(g->nodes.size());
     g->nodes.push_back(t.strings.Intern(type));
     g->node_names.push_back(t.strings.Intern(node_name));
     g->node_devices.push_back(t.strings.Intern(device));
+    if (a.size() == 5) {
+      int64_t bytes = -1;
+      if (a.at(4).get_int64().get(bytes)) return false;
+      g->node_bytes.resize(g->nodes.size() - 1, -1);
+      g->node_bytes.push_back(bytes);
+    }
     for (simdjson::dom::element in : inputs) {
       uint64_t from;
       if (in.get_uint64().get(from) || from >= n) return false;
       g->edges.emplace_back(static_cast<uint32_t>(from), to);
     }
   }
+  if (!g->node_bytes.empty()) g->node_bytes.resize(g->nodes.size(), -1);
   return true;
 }
 
