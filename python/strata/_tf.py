@@ -394,10 +394,12 @@ def _wrap_function_call(cls):
             return orig(self, *args, **kwargs)
         finally:
             _tls.depth -= 1
+            # (Inside the call's span: the graph written at the first call is
+            # that call's time, in its step, as the program's clock sees it.)
+            graph_once(self, args, kwargs)
             lib.strata_span_end_()
             if step >= 0:
                 _profiler.after(step)
-            graph_once(self, args, kwargs)
 
     wrapper.__strata_wrapped__ = True
     cls.__call__ = wrapper

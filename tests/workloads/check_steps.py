@@ -111,15 +111,15 @@ def check_detail(strata, trace, window, bad):
     graph_note = ""
     if ort_nodes:
         graph_note = check_ort_graph(trace, pids, ort_nodes, bad)
-    elif xla_ops:
+    elif xla_ops and not tf_ops:  # (TF ops are ops with no hlo_module)
         graph_note = check_hlo_graphs(trace, pids, xla_ops, bad)
     if tf_ops:
         # TensorFlow: every op that ran is a node of a recorded graph, by name and type.
         nodes = {}
         for f in glob.glob(os.path.join(trace, "graphs", "*", "*.json")):
             with open(f) as g:
-                for name, typ, _device, _inputs in json.load(g)["nodes"]:
-                    nodes[name] = typ
+                for node in json.load(g)["nodes"]:  # [name, type, device, inputs(, bytes)]
+                    nodes[node[0]] = node[1]
         # (Grappler fuses nodes at run time: "dense/Relu:_FusedMatMul" ran the
         # MatMul, BiasAdd and Relu of the graph as one op named after the last.)
         missing = [(full, typ) for full, typ in tf_ops
@@ -299,6 +299,10 @@ def main():
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if name in NO_SAMPLES:
                 line += " (not known to strata: not compared)"
+            elif detail:
+                # The framework's profiler slows the steps around its window
+                # unevenly; the median (above) is compared, throughput is not.
+                line += " (profiled run: not compared)"
             elif abs(sps - own_sps) > 0.05 * own_sps:
                 bad.append(f"throughput {sps:.1f} samples/s vs the program's {own_sps:.1f} (more than 5% apart)")
         for s in steps.get("steps", []):
