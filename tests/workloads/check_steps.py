@@ -69,8 +69,31 @@ EXPECT_TOP = {"keras_slow_input": "input_pipeline"}
 # each op is a node of a graph the hooks recorded (TensorFlow's tf.function graphs,
 # the ONNX session's model graph, each jitted module's HLO graph by its hlo_module).
 DETAIL = {"tf_custom_loop": (["--ops-steps", "10-14"], (10, 14)),
+          "tf1_session": (["--ops-steps", "10-14"], (10, 14)),
           "jax_train": (["--ops-steps", "10-14"], (10, 14)),
           "ort_infer": (["--ops-steps", "10-14"], (10, 14))}
+# TF1 Session.run with --ops-steps: TensorFlow's step stats (RunOptions
+# FULL_TRACE) of those runs, written by the hook as TensorFlow returned them;
+# this reads them again with TensorFlow's own RunMetadata class and prints
+# each node run: step, device, node name, type (from the timeline label),
+# all_start and all_end_rel in ns.
+STEP_STATS_DUMP = r"""
+import glob, json, os, sys
+from tensorflow.core.protobuf import config_pb2
+out = []
+for f in [f for d in sys.argv[1:] for f in glob.glob(os.path.join(d, "*.pb"))]:
+    md = config_pb2.RunMetadata()
+    with open(f, "rb") as fh:
+        md.ParseFromString(fh.read())
+    step = int(os.path.basename(f)[:-3])
+    for d in md.step_stats.dev_stats:
+        for n in d.node_stats:
+            start = n.all_start_nanos or n.all_start_micros * 1000
+            dur = n.all_end_rel_nanos or n.all_end_rel_micros * 1000
+            typ = n.timeline_label.split(" = ", 1)[1].split("(", 1)[0] if " = " in n.timeline_label else ""
+            out.append([step, d.device, n.node_name, typ, start, dur])
+print(json.dumps(out))
+"""
 # JAX (CPU) in a venv of its own.
 JAX_WORKLOADS = [
     ("jax_train", ["--iters", "80", "--batch", "64"], 64),
@@ -83,7 +106,46 @@ FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "jax": "jax", 
 SETS = {"torch": WORKLOADS, "tensorflow": TF_WORKLOADS, "jax": JAX_WORKLOADS, "ort": ORT_WORKLOADS}
 
 
-def check_detail(strata, trace, window, bad):
+def check_step_stats(python, trace, con, window, bad):
+    """The ops strata merged from TF1 step stats against TensorFlow's own step
+    stats decoded independently: the same node runs, with the same durations,
+    each on its device (the track's), of the type and device the placed graph gives."""
+    # (This recording's processes: --force leaves an earlier one's files.)
+    dirs = [os.path.join(trace, "stepstats", str(pid)) for (pid,) in con.execute("select pid from processes")]
+    r = subprocess.run([python, "-c", STEP_STATS_DUMP] + dirs, capture_output=True, text=True)
+    if r.returncode != 0:
+        bad.append(f"step stats dump exited {r.returncode}: {r.stderr.strip()[-200:]}")
+        return ""
+    runs = json.loads(r.stdout)
+    steps = sorted({step for step, *_ in runs})
+    if steps != list(range(window[0], window[1] + 1)):
+        bad.append(f"step stats written for steps {steps}, asked for {window[0]}-{window[1]}")
+    # TF's runs by (node, duration) against strata's ops by (tf_op node, dur).
+    tf_runs = sorted((name, typ, dur, dev.rsplit("/device:", 1)[-1]) for _, dev, name, typ, _, dur in runs)
+    ours = sorted((op.rsplit(":", 1)[0], op.rsplit(":", 1)[1], dur, track.split(" ")[3])
+                  for op, dur, track in con.execute(
+                      "select a.str_value, s.dur, t.name from slices s join args a on a.slice_id = s.id "
+                      "join tracks t on t.id = s.track_id where a.key = 'tf_op' and s.kind = 'op' "
+                      "and t.name like 'TF step stats %'"))
+    if tf_runs != ours:
+        diff = set(tf_runs) ^ set(ours)
+        bad.append(f"{len(ours)} ops merged vs {len(tf_runs)} node runs in TF's step stats; differing: {sorted(diff)[:3]}")
+    placed = {}
+    for f in [f for d in dirs for f in glob.glob(os.path.join(d.replace("stepstats", "graphs"), "*.json"))]:
+        with open(f) as g:
+            doc = json.load(g)
+        if doc["name"] == "tf.Session.run (placed)":
+            placed = {n[0]: (n[1], n[2].rsplit("/device:", 1)[-1]) for n in doc["nodes"]}
+    if not placed:
+        bad.append("no placed graph of the Session.run")
+    off = [(n, t, d) for n, t, _, d in ours if n not in ("_SOURCE", "_SINK") and placed.get(n) != (t, d)]
+    if placed and off:
+        bad.append(f"{len(off)} of {len(ours)} ops differ from the placed graph's node (type, device): {off[:3]}")
+    return (f"; {len(ours)} node runs equal TF's step stats (name, type, device, duration)"
+            f"; {len(ours) - len(off)} match the placed graph's node type and device")
+
+
+def check_detail(strata, python, trace, window, bad):
     """The framework's own profile for steps [first, last]: ops, all inside those steps."""
     import sqlite3
     db = trace + ".sqlite"
@@ -100,6 +162,9 @@ def check_detail(strata, trace, window, bad):
     ops = con.execute("select count(*), min(ts), max(ts + dur) from slices where kind = 'op'").fetchone()
     tf_ops = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
                          "where a.key = 'tf_op' and s.kind = 'op'").fetchall()
+    stats_note = ""
+    if os.path.isdir(os.path.join(trace, "stepstats")):
+        stats_note = check_step_stats(python, trace, con, window, bad)
     ort_nodes = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
                             "where a.key = 'node' and s.kind = 'op'").fetchall()
     xla_ops = con.execute("select s.name, (select str_value from args a where a.slice_id = s.id and "
@@ -122,8 +187,9 @@ def check_detail(strata, trace, window, bad):
                     nodes[node[0]] = node[1]
         # (Grappler fuses nodes at run time: "dense/Relu:_FusedMatMul" ran the
         # MatMul, BiasAdd and Relu of the graph as one op named after the last.)
+        # (The executor's implicit _SOURCE and _SINK are in no GraphDef.)
         missing = [(full, typ) for full, typ in tf_ops
-                   if nodes.get(full.rsplit(":", 1)[0]) != typ
+                   if nodes.get(full.rsplit(":", 1)[0]) != typ and full not in ("_SOURCE:NoOp", "_SINK:NoOp")
                    and not (typ.startswith("_Fused") and full.rsplit(":", 1)[0] in nodes)]
         graph_note = f"; {len(tf_ops) - len(missing)} of {len(tf_ops)} distinct ops are graph nodes of that name and type"
         if missing:
@@ -136,7 +202,7 @@ def check_detail(strata, trace, window, bad):
         return "no ops"
     if ops[1] < lo[0] or ops[2] > hi[0]:
         bad.append(f"ops from {ops[1]} to {ops[2]} outside steps {first}-{last} ({lo[0]} to {hi[0]})")
-    return f"{ops[0]} ops in steps {first}-{last}" + graph_note
+    return f"{ops[0]} ops in steps {first}-{last}" + graph_note + stats_note
 
 
 def graph_files(trace, pids, framework):
@@ -327,7 +393,7 @@ def main():
                 if f["category"] in NOT_CAUSES and f["estimated_gain_pct"] > 5:
                     bad.append(f"compute-bound, yet {f['category']} claims {f['estimated_gain_pct']:.1f}%")
         if detail:
-            line += "; " + check_detail(a.strata, out, detail, bad)
+            line += "; " + check_detail(a.strata, a.python, out, detail, bad)
         if name in EXPECT_TOP and not detail:
             fs = report.get("findings", [])
             top = fs[0]["category"] if fs else "none"

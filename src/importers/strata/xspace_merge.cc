@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/files.h"
+#include "importers/strata/step_stats_merge.h"
 #include "importers/xplane/xplane.h"
 
 namespace strata::importers::strata_ctf {
@@ -38,30 +39,38 @@ std::vector<std::string> SpaceFiles(const std::string& dir) {
 
 }  // namespace
 
+bool ReadProfileClock(const std::string& dir, model::Trace& t, uint32_t* process, int64_t* realtime_to_trace) {
+  std::string clock_path = JoinPath(dir, "strata_clock.json");
+  auto text = ReadFile(clock_path);
+  if (!text.ok()) {
+    t.warnings.push_back(fmt::format("{}: no strata_clock.json: its framework profile is not merged", dir));
+    return false;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  int64_t pid = 0, realtime = 0, trace_clock = 0;
+  if (parser.parse(simdjson::padded_string(*text)).get(doc) || doc["pid"].get_int64().get(pid) ||
+      doc["realtime_ns"].get_int64().get(realtime) || doc["trace_clock_ns"].get_int64().get(trace_clock)) {
+    t.warnings.push_back(fmt::format("{}: malformed (pid, realtime_ns, trace_clock_ns): not merged", clock_path));
+    return false;
+  }
+  // The process that wrote it: the last image of that pid (a profile is written by the running program).
+  int32_t found = model::kNone;
+  for (size_t p = 0; p < t.processes.size(); ++p)
+    if (t.processes[p].pid == pid && !t.processes[p].is_device) found = static_cast<int32_t>(p);
+  if (found == model::kNone) {
+    t.warnings.push_back(fmt::format("{}: pid {} is not in the trace: its framework profile is not merged", dir, pid));
+    return false;
+  }
+  *process = static_cast<uint32_t>(found);
+  *realtime_to_trace = trace_clock - realtime;
+  return true;
+}
+
 void MergeFrameworkProfiles(const std::string& trace_dir, model::Trace& t) {
   for (const std::string& dir : Subdirs(JoinPath(trace_dir, "xspace"))) {
-    std::string clock_path = JoinPath(dir, "strata_clock.json");
-    auto text = ReadFile(clock_path);
-    if (!text.ok()) {
-      t.warnings.push_back(fmt::format("{}: no strata_clock.json: its framework profile is not merged", dir));
-      continue;
-    }
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    int64_t pid = 0, realtime = 0, trace_clock = 0;
-    if (parser.parse(simdjson::padded_string(*text)).get(doc) || doc["pid"].get_int64().get(pid) ||
-        doc["realtime_ns"].get_int64().get(realtime) || doc["trace_clock_ns"].get_int64().get(trace_clock)) {
-      t.warnings.push_back(fmt::format("{}: malformed (pid, realtime_ns, trace_clock_ns): not merged", clock_path));
-      continue;
-    }
-    // The process that wrote it: the last image of that pid (a profile is written by the running program).
-    int32_t process = model::kNone;
-    for (size_t p = 0; p < t.processes.size(); ++p)
-      if (t.processes[p].pid == pid && !t.processes[p].is_device) process = static_cast<int32_t>(p);
-    if (process == model::kNone) {
-      t.warnings.push_back(fmt::format("{}: pid {} is not in the trace: its framework profile is not merged", dir, pid));
-      continue;
-    }
+    XSpaceMerge m;
+    if (!ReadProfileClock(dir, t, &m.process, &m.realtime_to_trace_ns)) continue;
     std::vector<std::string> files = SpaceFiles(dir);
     if (files.empty()) t.warnings.push_back(fmt::format("{}: the framework profile wrote no XSpace", dir));
     for (const std::string& f : files) {
@@ -70,13 +79,11 @@ void MergeFrameworkProfiles(const std::string& trace_dir, model::Trace& t) {
         t.warnings.push_back(bytes.status().message());
         continue;
       }
-      XSpaceMerge m;
-      m.process = static_cast<uint32_t>(process);
-      m.realtime_to_trace_ns = trace_clock - realtime;
       if (Status s = MergeXSpace(t, *bytes, m); !s.ok())
         t.warnings.push_back(fmt::format("{}: {} (not merged)", f, s.message()));
     }
   }
+  MergeStepStats(trace_dir, t);
 }
 
 }  // namespace strata::importers::strata_ctf
