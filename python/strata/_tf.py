@@ -804,6 +804,42 @@ def _wrap_maker(cls, maker, attr, span_name):
     return True
 
 
+def _dataset_batches(adapter):
+    """(batch size, size of the last partial batch or 0) of a tf.data dataset
+    whose element spec leaves the batch dimension unknown (Dataset.batch keeps
+    a partial last batch): from the batching dataset in its chain (batch,
+    padded_batch and their parallel forms) and the cardinality of what it
+    batches. (0, 0) when there is none. Once per adapter."""
+    cached = getattr(adapter, "_strata_batches", None)
+    if cached is not None:
+        return cached
+    found = (0, 0)
+    d = getattr(adapter, "_dataset", None)
+    for _ in range(64):
+        if d is None:
+            break
+        b = getattr(d, "_batch_size", None)
+        if b is not None:
+            b = int(b)
+            partial = 0
+            drop = getattr(d, "_drop_remainder", None)
+            src = getattr(d, "_input_dataset", None)
+            if b > 0 and src is not None and drop is not None and not bool(drop):
+                card = int(src.cardinality())
+                batches = getattr(adapter, "num_batches", None)
+                # (Only where the epoch is those batches: no take() or filter() after them.)
+                if card > 0 and batches == -(-card // b):
+                    partial = card % b
+            found = (max(b, 0), partial)
+            break
+        d = getattr(d, "_input_dataset", None)
+    try:
+        adapter._strata_batches = found
+    except Exception:
+        pass
+    return found
+
+
 def _wrap_epoch_iterator():
     """Keras 3 (TensorFlow backend): the batches of each step function call, from
     the (begin, end) steps its epoch iterator yields and the data's batch size."""
@@ -822,8 +858,10 @@ def _wrap_epoch_iterator():
             begin, end = int(item[0]), int(item[1])
             adapter = getattr(self, "data_adapter", None)
             batch = getattr(adapter, "batch_size", None) or 0
-            n = (end - begin + 1) * batch
             partial = getattr(adapter, "partial_batch_size", None)
+            if not batch:
+                batch, partial = _dataset_batches(adapter)
+            n = (end - begin + 1) * batch
             batches = getattr(adapter, "num_batches", None)
             if partial and batches and end == batches - 1:
                 n -= batch - partial

@@ -39,10 +39,18 @@ def _strata_install():
                 return None
             if spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return None
-            loaded, failed = self._on_load.pop(fullname)
+            loaded, failed = self._on_load[fullname]
             real_exec = spec.loader.exec_module
 
             def exec_module(module, _real=real_exec):
+                # (Done only once the module runs: a find_spec alone, such as
+                # TensorFlow's check for keras, is no import.)
+                self._on_load.pop(fullname, None)
+                if not self._on_load:
+                    try:
+                        sys.meta_path.remove(self)
+                    except ValueError:
+                        pass
                 try:
                     _real(module)
                 except BaseException as e:
@@ -52,11 +60,6 @@ def _strata_install():
 
             # An instance attribute: the loader object belongs to this spec only.
             spec.loader.exec_module = exec_module
-            if not self._on_load:
-                try:
-                    sys.meta_path.remove(self)
-                except ValueError:
-                    pass
             return spec
 
     sys.meta_path.insert(0, _ImportHook({

@@ -31,6 +31,8 @@ import statistics
 import subprocess
 import sys
 
+from checking import SKIP, framework_python
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Programs whose steps are bound by their ops' arithmetic: no finding may blame
@@ -57,10 +59,10 @@ TF_WORKLOADS = [
     ("tf1_session", ["--iters", "60", "--batch", "64"], 64),
     ("keras_slow_input", ["--batch", "32", "--epochs", "2", "--batches", "40"], 32),
 ]
-# Where strata cannot know the samples per step (Keras fit on a tf.data dataset
-# whose batch dimension is unknown: the batches are taken inside Keras' graph),
-# throughput is not compared.
-NO_SAMPLES = {"keras_slow_input"}
+# Where strata cannot know the samples per step, throughput is not compared (none
+# now: Keras fit on a tf.data dataset whose batch dimension is unknown gets its
+# batch size from the dataset's Dataset.batch).
+NO_SAMPLES = set()
 # The finding that must lead, where the program has one planted cause.
 EXPECT_TOP = {"keras_slow_input": "input_pipeline"}
 # Recorded again with these `strata record` options, and what must hold then:
@@ -294,19 +296,9 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--set", default="torch", choices=sorted(FRAMEWORK_MODULE))
     a = ap.parse_args()
-    module = FRAMEWORK_MODULE[a.set]
-    if a.python_env:
-        a.python = os.environ.get(a.python_env, "")
-        if not a.python:
-            print(f"check_steps: {a.python_env} is not set: skipped")
-            return 77
-    try:
-        can = subprocess.run([a.python, "-c", "import " + module], capture_output=True).returncode == 0
-    except OSError:
-        can = False
-    if not can:
-        print(f"check_steps: {a.python} cannot import {module}: skipped")
-        return 77
+    a.python = framework_python("check_steps", FRAMEWORK_MODULE[a.set], a.python, a.python_env)
+    if a.python is None:
+        return SKIP
     only = set(x for x in a.only.split(",") if x)
     os.makedirs(a.work, exist_ok=True)
     failures = []
