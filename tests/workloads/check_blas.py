@@ -26,6 +26,8 @@ import statistics
 import subprocess
 import sys
 
+from checking import SKIP, framework_python
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
 
@@ -86,18 +88,17 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--work", default="/tmp/strata-check-blas")
     a = ap.parse_args()
-    if subprocess.run([a.python, "-c", "import torch"], capture_output=True).returncode != 0:
-        print(f"check_blas: {a.python} cannot import torch: skipped")
-        return 77
+    if framework_python("check_blas", "torch", a.python) is None:
+        return SKIP
     reference = os.path.join(LIBDIR, "blas")
     if not os.path.exists(os.path.join(reference, "libblas.so.3")):
         print("check_blas: no reference BLAS (Debian libblas3) at " + reference + ": skipped")
-        return 77
+        return SKIP
     os.makedirs(a.work, exist_ok=True)
     fast = openblas_dir(a.work)
     if not fast:
         print("check_blas: OpenBLAS neither installed nor downloadable (apt-get download libopenblas0-pthread): skipped")
-        return 77
+        return SKIP
     failures = []
     for name, args in PROGRAMS:
         slow_f = findings(a.strata, a.python, name, args, reference, os.path.join(a.work, name + "-ref"))

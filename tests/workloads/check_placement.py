@@ -26,6 +26,8 @@ import re
 import subprocess
 import sys
 
+from checking import SKIP, framework_python
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROG = os.path.join(HERE, "tf_placement.py")
 
@@ -48,10 +50,9 @@ def main():
     ap.add_argument("--python-env", default="STRATA_TF_PYTHON")
     ap.add_argument("--work", default="/tmp/strata-check-placement")
     a = ap.parse_args()
-    python = os.environ.get(a.python_env, "")
-    if not python or subprocess.run([python, "-c", "import tensorflow"], capture_output=True).returncode != 0:
-        print(f"check_placement: no Python with tensorflow in {a.python_env}: skipped")
-        return 77
+    python = framework_python("check_placement", "tensorflow", python_env=a.python_env)
+    if python is None:
+        return SKIP
     os.makedirs(a.work, exist_ok=True)
     trace = os.path.join(a.work, "placement")
     subprocess.run(["rm", "-rf", trace])
