@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/layers.h"
+#include "base/files.h"
+#include "importers/load.h"
 #include "report/report.h"
 #include "tests/testing.h"
 
@@ -251,6 +253,33 @@ TEST(Layers, ReportShowsOnlyColumnsWithData) {
 // A real program: tests/workloads/inference_loop.py's nn.Sequential, recorded
 // with framework ops and their shapes. Its layers are the model's modules, named as
 // named_modules() names them, each called once per iteration.
+// torch.profiler's own trace with with_modules=True (a BERT step on an H100,
+// ../shared/data/external/tracelens): its "nn.Module: Class_N" events are the
+// layers, nested as the model nests them, with the kernels they launched.
+TEST(Layers, KinetoModuleEventsAreLayers) {
+  std::string data = testing::ExternalDataDir();
+  std::string path = data + "/tracelens/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz";
+  if (data.empty() || !PathExists(path)) GTEST_SKIP() << "shared trace absent: " << path;
+  auto t = importers::LoadTrace(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  analysis::LayersSummary s = analysis::Layers(*t);
+  const analysis::LayerStats* root = Find(s, "BertLMHeadModel_0");
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->depth, 0);
+  EXPECT_FALSE(root->leaf);
+  ASSERT_NE(Find(s, "BertModel_0"), nullptr);
+  EXPECT_EQ(Find(s, "BertModel_0")->depth, 1);
+  for (const char* layer : {"BertLayer_0", "BertLayer_1", "BertLayer_2", "BertLayer_3"}) {
+    const analysis::LayerStats* l = Find(s, layer);
+    ASSERT_NE(l, nullptr) << layer;
+    EXPECT_EQ(l->depth, 3) << layer;
+    EXPECT_EQ(l->occurrences, 1u) << layer;
+    EXPECT_GT(l->device_ns, 0) << layer;  // its kernels, through their launches
+    EXPECT_LE(l->total_ns, root->total_ns) << layer;
+  }
+  for (const auto& l : s.layers) EXPECT_EQ(l.name.find("nn.Module"), std::string::npos) << l.name;
+}
+
 TEST(LayersTorch, RecordedLayersAreTheProgramsModules) {
   REQUIRE_TORCH();
   const int iters = 4;

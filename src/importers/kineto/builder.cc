@@ -300,7 +300,16 @@ uint32_t Builder::AddSlice(Cat cat, int64_t ts, int64_t dur) {
     arg = step;
   }
   if (cat == Cat::kTrace) kind = SliceKind::kOther;
-  uint32_t s = t_.slices.Add(ts, dur, trk, Name(), kind, arg);
+  StringId name;
+  // torch.profiler(with_modules=True): each module's forward, "nn.Module: Linear_3"
+  // (class and instance number), is a module scope, named without the prefix.
+  if (cat == Cat::kPython && ev_.name.starts_with("nn.Module: ") && ev_.name.size() > 11) {
+    kind = SliceKind::kModule;
+    name = intern_.Intern(ev_.name.substr(11));
+  } else {
+    name = Name();
+  }
+  uint32_t s = t_.slices.Add(ts, dur, trk, name, kind, arg);
   int64_t corr = 0;
   if (IsDeviceCat(cat) && cat != Cat::kGpuAnnotation) {
     ArgInt(Role::kCorrelation, &corr);

@@ -7,7 +7,8 @@
 // What goes where in the model:
 //   cpu_op, Operator                 -> SliceKind::kOp on the thread's track
 //   user_annotation                  -> kSpan; "ProfilerStep#N" -> kStep with arg N
-//   python_function                  -> kPython
+//   python_function                  -> kPython; "nn.Module: Linear_3" (with_modules)
+//                                       -> kModule named "Linear_3"
 //   cuda_runtime, Runtime            -> kRuntime (arg = correlation id)
 //   cuda_driver                      -> kDriver  (arg = correlation id)
 //   kernel/gpu_memcpy/gpu_memset/cuda_sync (and the legacy names)
