@@ -1,7 +1,8 @@
-// Import throughput and peak memory of one trace file, for bench/bench_import.sh:
-//   strata_import_bench FILE [--repeat N] [--window BYTES] [--digest] [--no-fast-path]
+// Import throughput and peak memory of one trace file or directory, for bench/bench_import.sh:
+//   strata_import_bench PATH [--repeat N] [--window BYTES] [--digest] [--no-fast-path]
 // Prints one JSON line: bytes (uncompressed), seconds (best and median of N,
-// wall and CPU), MB/s, peak RSS. --digest adds a hash of every model table, so
+// wall and CPU), MB/s, events and events/s (wall), peak RSS. CPU time is this
+// process's: the LTTng importer reads in a child process, so compare its wall time. --digest adds a hash of every model table, so
 // that an optimized importer can be checked to build the identical model.
 #include <sys/resource.h>
 
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -128,7 +130,12 @@ int main(int argc, char** argv) {
   }
   // Uncompressed size: what the throughput is measured against.
   uint64_t bytes = 0;
-  {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // A trace directory (strata's, LTTng's): the bytes of its files.
+    for (const auto& e : std::filesystem::recursive_directory_iterator(path, ec))
+      if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+  } else {
     auto src = strata::importers::kineto::OpenByteSource(path);
     if (!src.ok()) {
       std::fprintf(stderr, "%s\n", src.status().message().c_str());
@@ -149,6 +156,7 @@ int main(int argc, char** argv) {
   std::vector<double> wall, cpu;
   long first_rss_kb = 0;
   size_t slices = 0;
+  uint64_t events = 0;
   std::string model_digest;
   for (int r = 0; r < repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
@@ -168,6 +176,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     slices = t->slices.size();
+    events = t->events_read;
     if (digest && r == 0) model_digest = ModelDigest(*t);
   }
   double best = *std::min_element(wall.begin(), wall.end()), best_cpu = *std::min_element(cpu.begin(), cpu.end());
@@ -175,9 +184,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"file\": \"%s\", \"bytes\": %llu, \"slices\": %zu, \"runs\": %d, \"wall_s\": %.4f, \"cpu_s\": %.4f, "
       "\"mb_per_s_wall\": %.1f, \"mb_per_s_cpu\": %.1f, \"median_cpu_s\": %.4f, \"median_mb_per_s_cpu\": %.1f, "
-      "\"median_wall_s\": %.4f, \"peak_rss_bytes\": %lld%s%s}\n",
+      "\"median_wall_s\": %.4f, \"events\": %llu, \"events_per_s_wall\": %.0f, \"peak_rss_bytes\": %lld%s%s}\n",
       path.c_str(), static_cast<unsigned long long>(bytes), slices, repeat, best, best_cpu, bytes / best / 1e6,
-      bytes / best_cpu / 1e6, med_cpu, bytes / med_cpu / 1e6, med, static_cast<long long>(first_rss_kb) * 1024,
+      bytes / best_cpu / 1e6, med_cpu, bytes / med_cpu / 1e6, med, static_cast<unsigned long long>(events),
+      static_cast<double>(events) / best, static_cast<long long>(first_rss_kb) * 1024,
       digest ? ", \"digest\": " : "", model_digest.c_str());
   return 0;
 }

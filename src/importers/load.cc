@@ -8,12 +8,17 @@
 #include "base/files.h"
 #include "importers/kineto/byte_source.h"
 #include "importers/kineto/kineto.h"
+#include "importers/lttng/lttng.h"
 #include "importers/xplane/xplane.h"
 
 namespace strata::importers {
 
 TraceFormat DetectFormat(const std::string& path) {
-  if (IsDirectory(path)) return IsStrataTraceDir(path) ? TraceFormat::kStrata : TraceFormat::kUnknown;
+  if (IsDirectory(path)) {
+    // strata's traces are CTF too (ctf/metadata, tracer "strata"): they go first.
+    if (IsStrataTraceDir(path)) return TraceFormat::kStrata;
+    return IsLttngTraceDir(path) ? TraceFormat::kLttng : TraceFormat::kUnknown;
+  }
   auto head = kineto::ReadHead(path, 4096);
   if (head.ok() && LooksLikeJsonTrace(*head)) return TraceFormat::kChromeJson;
   if (head.ok() && LooksLikeXSpace(*head)) return TraceFormat::kXSpace;
@@ -32,9 +37,11 @@ StatusOr<model::Trace> LoadTrace(const std::string& path, const LoadOptions& opt
     case TraceFormat::kStrata: return LoadStrataTrace(path, opt);
     case TraceFormat::kChromeJson: return LoadKinetoTrace(path, opt);
     case TraceFormat::kXSpace: return LoadXPlaneTrace(path, opt);
+    case TraceFormat::kLttng: return LoadLttngTrace(path, opt);
     case TraceFormat::kUnknown: break;
   }
-  if (IsDirectory(path)) return Err(StatusCode::kInvalidArgument, "{}: not a trace directory (no ctf/metadata)", path);
+  if (IsDirectory(path))
+    return Err(StatusCode::kInvalidArgument, "{}: not a trace directory (no ctf/metadata, and no LTTng trace)", path);
   return Err(StatusCode::kUnsupported,
              "{}: unrecognized trace format (expected a strata trace directory, a PyTorch-profiler JSON trace, "
              ".json or .json.gz, or an XSpace, .xplane.pb)",
