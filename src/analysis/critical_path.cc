@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <unordered_map>
 
+#include "analysis/memo.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -352,7 +354,9 @@ class Walker {
 
 }  // namespace
 
-std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
+namespace {
+
+std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const CriticalPathOptions& opt) {
   std::vector<StepCriticalPath> out;
   std::vector<uint32_t> steps;
   for (size_t i = 0; i < t.slices.size(); ++i)
@@ -381,6 +385,26 @@ std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const Critica
     uint32_t i = steps[k * steps.size() / n];
     out.push_back(w.Run(static_cast<int32_t>(i), t.slices.ts[i], t.slices.end(i), t.slices.track[i]));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
+  Memo* memo = Memo::Of(t);
+  if (memo == nullptr) return ComputePaths(t, opt);
+  // Every step's path once (the findings want them all); fewer are an evenly
+  // spread choice of them, the same ones ComputePaths would walk.
+  CriticalPathOptions all = opt;
+  all.max_steps = SIZE_MAX;
+  auto paths = memo->Get<std::vector<StepCriticalPath>>("critical_paths/" + std::to_string(opt.queue_gap_ns),
+                                                        [&] { return ComputePaths(t, all); });
+  if (paths.empty() || paths[0].step_slice == kNone) return paths;  // (the whole trace as one window)
+  size_t n = std::min(paths.size(), std::max<size_t>(1, opt.max_steps));
+  if (n == paths.size()) return paths;
+  std::vector<StepCriticalPath> out;
+  out.reserve(n);
+  for (size_t k = 0; k < n; ++k) out.push_back(paths[k * paths.size() / n]);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "analysis/layers.h"
+#include "analysis/memo.h"
 
 namespace strata::analysis {
 namespace {
@@ -499,7 +500,9 @@ class PlacedGraph {
 
 }  // namespace
 
-std::vector<PlacementResult> Placement(const model::Trace& t) {
+namespace {
+
+std::vector<PlacementResult> ComputePlacement(const model::Trace& t) {
   std::vector<PlacementResult> out;
   for (const auto& g : t.graphs) {
     if (!EndsWith(t.strings.Get(g.name), kPlacedSuffix)) continue;
@@ -512,6 +515,14 @@ std::vector<PlacementResult> Placement(const model::Trace& t) {
     return std::make_pair(a.cross_ns, a.cross_tensors) > std::make_pair(b.cross_ns, b.cross_tensors);
   });
   return out;
+}
+
+}  // namespace
+
+std::vector<PlacementResult> Placement(const model::Trace& t) {
+  Memo* memo = Memo::Of(t);
+  if (memo == nullptr) return ComputePlacement(t);
+  return memo->Get<std::vector<PlacementResult>>("placement", [&] { return ComputePlacement(t); });
 }
 
 }  // namespace strata::analysis

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <string_view>
 
 #include "analysis/device_peaks.h"
+#include "analysis/memo.h"
 #include "base/int_math.h"
 #include "base/json_get.h"
 #include "opcost/cost_model.h"
@@ -462,7 +464,11 @@ class Builder {
 
 }  // namespace
 
-RooflineResult Roofline(const model::Trace& t, const RooflineOptions& opt) { return Builder(t, opt).Run(); }
+RooflineResult Roofline(const model::Trace& t, const RooflineOptions& opt) {
+  Memo* memo = Memo::Of(t);
+  if (memo == nullptr) return Builder(t, opt).Run();
+  return memo->Get<RooflineResult>("roofline/" + std::to_string(opt.skip_steps), [&] { return Builder(t, opt).Run(); });
+}
 
 RecordedHost RecordedHostPeaks(const model::Trace& t) {
   RecordedHost r;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "analysis/memo.h"
 #include "base/units.h"
 
 namespace strata::report {
@@ -41,6 +42,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
 Report::Report(const model::Trace& t, const ReportOptions& opt, const std::function<void(size_t, size_t)>& progress)
     : opt_(opt), sections_(MakeSections()) {
   opt_.max_rows = opt_.full ? SIZE_MAX : std::max<size_t>(1, opt_.top);
+  analysis::Memo memo(t);  // (sections and findings share the analyses they both ask for)
   for (size_t i = 0; i < sections_.size(); ++i) {
     sections_[i]->Build(t, opt_);
     if (progress) progress(i + 1, sections_.size());
