@@ -50,6 +50,11 @@ PROGRAMS = {
 }
 
 
+# The planted cause's line in the program, which must lead the finding's call
+# sites ("/path/gpu_item_sync.py:68 (main) (8 per step)").
+PLANTED_SITE = {"gpu_pageable_copies": ":46", "gpu_item_sync": ":68"}
+
+
 def record(a, name, opts, args, fixed):
     out = os.path.join(a.work, name + ("-fixed" if fixed else ""))
     cmd = [a.strata, "record", "-q", "--force", "-o", out] + opts + ["--", a.python, os.path.join(HERE, name + ".py")]
@@ -128,6 +133,12 @@ def check(a, name, planted, opts, args, expect, has_fixed, summary, pairs=1):
             row[k] = v
             if v is None or not lo <= v <= hi:
                 bad.append(f"{k} = {v}, expected {lo}..{hi}")
+        # The program's call sites of the planted cause, where the finding names
+        # them (copies, syncs): the program's own file comes first.
+        site = PLANTED_SITE.get(name)
+        where = top.get("evidence", {}).get("where", [])
+        if site and not (where and name + ".py" + site in where[0]):
+            bad.append(f"the finding's call sites {where[:2]} do not lead with {name}.py {site}")
     if has_fixed:
         fixed_iters, fixed_rep, _ = record(a, name, opts, args, True)
         if iters and fixed_iters:

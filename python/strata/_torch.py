@@ -316,8 +316,9 @@ _sites = []  # (owner, name) of the host-reading calls wrapped by _install_sites
 
 def _install_sites(torch):
     """Wraps the calls that read a device's result on the host (each waits for
-    the device): the C wrapper says where the program called them, so a sync
-    finding names the program's lines. Needs the C hooks; nothing otherwise."""
+    the device) and those that copy between host and device: the C wrapper
+    says where the program called them, so a sync or copy finding names the
+    program's lines. Needs the C hooks; nothing otherwise."""
     hooks = _hooks if _hooks is not None else _load_c_hooks()
     if hooks is None or not hasattr(hooks, "wrap_site") or not hasattr(_lib, "strata_torch_site_begin"):
         return
@@ -325,7 +326,11 @@ def _install_sites(torch):
     try:
         hooks.init_sites(addr(_lib.strata_torch_site_begin), addr(_lib.strata_torch_site_end),
                          addr(_lib.strata_torch_intern))
-        targets = [(torch.Tensor, "item"), (torch.Tensor, "tolist")]
+        # (.to() and .cpu() too: a copy between host and device, and a .cpu()
+        # the host waits for, are named by the program's line as syncs are.)
+        targets = [(torch.Tensor, "item"), (torch.Tensor, "tolist"), (torch.Tensor, "to"), (torch.Tensor, "cpu")]
+        if hasattr(torch.Tensor, "cuda"):
+            targets.append((torch.Tensor, "cuda"))
         if hasattr(torch, "cuda") and hasattr(torch.cuda, "synchronize"):
             targets.append((torch.cuda, "synchronize"))
         for owner, name in targets:

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "analysis/findings_context.h"
@@ -252,12 +253,24 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   if (pct < 3) return;
   double bytes = 0, pageable = 0, copies = 0, pageable_ns = 0, pageable_bytes = 0, saved = 0;
   bool measured = true;
+  // Where the program asked for each copy (the Python file:line of the op
+  // around its API call: a .to(device), a copy_): copies and bytes per site.
+  std::map<model::StringId, std::pair<double, double>> at_site;
   std::map<model::CopyKind, double> pinned_bw;
   for (size_t r = 0; r < c.t.device.size(); ++r) {
     size_t s = c.t.device.slice[r];
     if (c.t.slices.kind[s] != model::SliceKind::kMemcpy || !c.InSteps(s)) continue;
     copies += 1;
     bytes += static_cast<double>(c.t.device.bytes[r]);
+    for (int32_t p = c.t.device.launch[r]; p != model::kNone; p = c.t.slices.parent[static_cast<size_t>(p)]) {
+      int32_t row = c.t.OpRow(static_cast<uint32_t>(p));
+      if (row != model::kNone && c.t.ops.site[static_cast<size_t>(row)] != 0) {
+        auto& site = at_site[c.t.ops.site[static_cast<size_t>(row)]];
+        site.first += 1;
+        site.second += static_cast<double>(c.t.device.bytes[r]);
+        break;
+      }
+    }
     if (c.t.device.pinned[r] != 0) continue;
     pageable += 1;
     double d = static_cast<double>(c.t.slices.dur[s]), b = static_cast<double>(c.t.device.bytes[r]);
@@ -290,6 +303,19 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
     f.evidence += fmt::format(" ({} per step at {:.1f} GB/s; pinned copies {} {:.1f} GB/s)", MiB(c.PerStep(pageable_bytes)),
                               pageable_bw / 1e9, source, pinned / 1e9);
   f.evidence += ".";
+  std::vector<std::tuple<double, double, std::string>> sites;  // bytes, copies, site
+  for (const auto& [site, n] : at_site) sites.emplace_back(n.second, n.first, std::string(c.t.strings.Get(site)));
+  std::sort(sites.begin(), sites.end(), [](const auto& a, const auto& b) {
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) > std::get<0>(b) : std::get<2>(a) < std::get<2>(b);
+  });
+  for (const auto& [b, n, site] : sites)
+    f.where.push_back(fmt::format("{} ({} copies, {} per step)", site, N(c.PerStep(n)), MiB(c.PerStep(b))));
+  if (!sites.empty()) {
+    f.evidence += " The program asks for them at ";
+    for (size_t k = 0; k < sites.size() && k < 3; ++k)
+      f.evidence += fmt::format("{}{} ({} per step)", k ? ", " : "", std::get<2>(sites[k]), MiB(c.PerStep(std::get<0>(sites[k]))));
+    f.evidence += sites.size() > 3 ? fmt::format(" and {} more places.", sites.size() - 3) : ".";
+  }
   f.metrics = {{"copy_ns_on_path_per_step", per_step}, {"copies_per_step", c.PerStep(copies)},
                {"bytes_per_step", c.PerStep(bytes)}, {"pageable_copies_per_step", c.PerStep(pageable)},
                {"pageable_bandwidth_bytes_per_s", pageable_bw}, {"pinned_bandwidth_bytes_per_s", pinned}};

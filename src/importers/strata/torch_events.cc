@@ -54,9 +54,10 @@ struct TorchState {
   std::vector<PendingOp> ops;
   std::vector<uint64_t> tensors;
   std::map<const StreamState*, PendingStep> pending_steps;
-  // Per thread: the host-reading calls from Python open now (site names), and
-  // whether the outermost op of the innermost one has begun.
-  std::map<const StreamState*, std::vector<std::pair<model::StringId, bool>>> sites;
+  // Per thread: the host-reading and copying calls from Python open now (site
+  // names), and the last op given the innermost one's site (an index into ops,
+  // -1 before the first).
+  std::map<const StreamState*, std::vector<std::pair<model::StringId, int32_t>>> sites;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> track_of_thread;  // (process, framework thread) -> track
   std::unordered_map<uint32_t, uint64_t> thread_of_track;
   std::vector<BatchMark> batches;
@@ -118,16 +119,22 @@ int32_t NewOp(LoadContext& ctx, StreamState& ss, int64_t ts, OpScope scope, int6
   op.scope = scope;
   op.seq = seq;
   op.fwd_thread = fwd;
-  // The first op to begin inside a call site is its outermost op.
+  // The ops a call site runs at its outermost level carry the site: the first
+  // to begin inside it, and each that begins after the last of them closed
+  // (Tensor.to runs aten::resolve_conj, then aten::to).
+  int32_t index = static_cast<int32_t>(st.ops.size());
   if (scope == OpScope::kFunction && !st.sites.empty()) {
     auto it = st.sites.find(&ss);
-    if (it != st.sites.end() && !it->second.empty() && !it->second.back().second) {
-      op.site = it->second.back().first;
-      it->second.back().second = true;
+    if (it != st.sites.end() && !it->second.empty()) {
+      int32_t& last = it->second.back().second;
+      if (last < 0 || static_cast<size_t>(last) >= st.ops.size() || st.ops[static_cast<size_t>(last)].slice >= 0) {
+        op.site = it->second.back().first;
+        last = index;
+      }
     }
   }
   st.ops.push_back(op);
-  return static_cast<int32_t>(st.ops.size() - 1);
+  return index;
 }
 
 void BeginOp(LoadContext& ctx, StreamState& ss, const EventView& ev, SliceKind kind, OpScope scope, int64_t seq,
@@ -406,7 +413,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     ctx.Ext<TorchState>().batches.push_back(b);
   });
   r.On(kThreadStream, "site_begin", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    ctx.Ext<TorchState>().sites[&ss].emplace_back(ctx.Name(*ss.process, PayloadReader(ev).Get<uint32_t>()), false);
+    ctx.Ext<TorchState>().sites[&ss].emplace_back(ctx.Name(*ss.process, PayloadReader(ev).Get<uint32_t>()), -1);
   });
   r.On(kThreadStream, "site_end", [](LoadContext& ctx, StreamState& ss, const EventView&) {
     auto& sites = ctx.Ext<TorchState>().sites;
