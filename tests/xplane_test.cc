@@ -271,6 +271,127 @@ TEST(XPlane, MalformedInputIsAnErrorNotACrash) {
       << r->warnings.back();
 }
 
+// --- The wire reader: what protobuf's parser accepts, read the same way -------
+
+// Protobuf's wire encoding, to write what its serializer never does.
+std::string Varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7f) | 0x80);
+  return out + static_cast<char>(v);
+}
+std::string Bytes(int field, const std::string& b) { return Varint(static_cast<uint64_t>(field) << 3 | 2) + Varint(b.size()) + b; }
+// Fields no XSpace message has: a varint, and a group holding a string.
+std::string Unknown() {
+  return Varint(99 << 3) + Varint(7) + Varint(98 << 3 | 3) + Bytes(1, "skipped") + Varint(98 << 3 | 4);
+}
+
+// SmallSpace with every message's fields in another order (protobuf merges a
+// message given in parts): a plane's metadata before its lines, a line's own
+// fields after its events, an event's stats before its metadata id; unknown
+// fields everywhere; a stat metadata entry replaced by a later one of its id.
+std::string ReorderedSmallSpace() {
+  xs::XSpace space;
+  EXPECT_TRUE(space.ParseFromString(SmallSpace()));
+  std::string out;
+  for (const auto& p : space.planes()) {
+    xs::XPlane meta = p;
+    meta.clear_lines();
+    std::string lines;
+    for (const auto& l : p.lines()) {
+      xs::XLine head = l;
+      head.clear_events();
+      std::string events;
+      for (const auto& e : l.events()) {
+        xs::XEvent stats, rest = e;
+        *stats.mutable_stats() = e.stats();
+        rest.clear_stats();
+        events += Bytes(4, stats.SerializeAsString() + Unknown() + rest.SerializeAsString());
+      }
+      lines += Bytes(3, events + head.SerializeAsString() + Unknown());
+    }
+    xs::XStatMetadata bogus;
+    bogus.set_name("replaced");
+    std::string early;
+    for (const auto& [id, md] : p.stat_metadata())
+      early += Bytes(5, Varint(8) + Varint(static_cast<uint64_t>(id)) + Bytes(2, bogus.SerializeAsString()));
+    out += Bytes(1, early + Unknown() + meta.SerializeAsString() + lines);
+  }
+  xs::XSpace rest = space;
+  rest.clear_planes();
+  return rest.SerializeAsString() + Unknown() + out;
+}
+
+// Everything a trace holds, by content (string ids may differ).
+std::string Summary(const model::Trace& t) {
+  std::ostringstream o;
+  auto str = [&t](model::StringId id) { return std::string(t.strings.Get(id)); };
+  o << t.hostname << "|" << t.devices.size() << "|" << t.events_read << "\n";
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    o << t.slices.ts[i] << " " << t.slices.dur[i] << " " << static_cast<int>(t.slices.kind[i]) << " "
+      << str(t.slices.name[i]) << " " << t.tracks[t.slices.track[i]].tid << " " << t.slices.arg[i] << "\n";
+  for (size_t i = 0; i < t.args.size(); ++i)
+    o << t.args.slice[i] << " " << str(t.args.key[i]) << "=" << (std::isnan(t.args.num[i]) ? str(t.args.str[i]) : std::to_string(t.args.num[i])) << "\n";
+  for (size_t i = 0; i < t.device.size(); ++i)
+    o << t.device.slice[i] << " " << t.device.stream[i] << " " << t.device.launch[i] << " " << t.device.bytes[i] << "\n";
+  for (size_t i = 0; i < t.memory.size(); ++i) o << t.memory.ts[i] << " " << t.memory.bytes[i] << "\n";
+  for (const auto& w : t.warnings) o << w << "\n";
+  return o.str();
+}
+
+TEST(XPlane, FieldsInAnyOrderAreReadAsProtobufReadsThem) {
+  auto canonical = importers::ParseXPlaneTrace(SmallSpace());
+  auto reordered = importers::ParseXPlaneTrace(ReorderedSmallSpace());
+  ASSERT_TRUE(canonical.ok()) << canonical.status().message();
+  ASSERT_TRUE(reordered.ok()) << reordered.status().message();
+  EXPECT_EQ(Summary(*reordered), Summary(*canonical));
+  EXPECT_GT(canonical->slices.size(), 5u);
+}
+
+TEST(XPlane, WhatProtobufRejectsIsAnError) {
+  std::string plane = Bytes(2, "/host:CPU");
+  auto parse = [](const std::string& b) { return importers::ParseXPlaneTrace(b); };
+  ASSERT_TRUE(parse(Bytes(1, plane)).ok());
+  // Groups nest up to protobuf's 100 levels (with the space and the plane).
+  auto nested = [](int depth) {
+    std::string g;
+    for (int i = 0; i < depth; ++i) g = Varint(9 << 3 | 3) + g + Varint(9 << 3 | 4);
+    return g;
+  };
+  EXPECT_TRUE(parse(Bytes(1, plane + nested(99))).ok());
+  EXPECT_FALSE(parse(Bytes(1, plane + nested(100))).ok());
+  EXPECT_FALSE(parse(Bytes(1, plane + Varint(9 << 3 | 3))).ok());             // a group never ended
+  EXPECT_FALSE(parse(Bytes(1, plane + Varint(9 << 3 | 4))).ok());             // an end without a start
+  EXPECT_FALSE(parse(Bytes(1, plane) + std::string("\x00", 1)).ok());         // field number 0
+  EXPECT_FALSE(parse(Bytes(1, plane + Varint(7 << 3 | 6) + "12345678")).ok());  // wire type 6
+  EXPECT_FALSE(parse(Bytes(1, Bytes(2, "/host:\xff"))).ok());                  // a string field of invalid UTF-8
+  EXPECT_FALSE(parse(Bytes(1, plane + Varint(8) + std::string(10, '\xff') + "\x01")).ok());  // an 11-byte varint
+  auto r = parse(Bytes(1, plane + Bytes(3, Bytes(4, Bytes(4, Varint(6 << 3 | 2) + Varint(1) + "\xff")))));
+  EXPECT_TRUE(r.ok()) << r.status().message();  // bytes_value holds any bytes
+  // An event that ends inside a field (its duration's value missing).
+  std::string event = Bytes(4, Varint(8) + Varint(1)) + Varint(3 << 3);
+  auto past = parse(Bytes(1, plane + Bytes(3, Bytes(4, event))));
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("not a valid XSpace"), std::string::npos);
+}
+
+TEST(XPlane, AMalformedProfileLeavesTheTraceItMergesIntoUnchanged) {
+  // A second host plane whose one event is malformed (a string stat of
+  // invalid UTF-8), after planes that are not.
+  std::string bad = Bytes(1, Bytes(2, "/host:CPU") + Bytes(3, Bytes(4, Bytes(4, Varint(5 << 3 | 2) + Varint(1) + "\xff"))));
+  model::Trace t;
+  t.processes.resize(2);
+  importers::XSpaceMerge m;
+  m.process = 1;
+  Status s = importers::MergeXSpace(t, SmallSpace() + bad, m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "XSpace: not a valid XSpace protobuf (truncated or another format)");
+  EXPECT_EQ(t.slices.size(), 0u);
+  EXPECT_EQ(t.tracks.size(), 0u);
+  EXPECT_TRUE(t.warnings.empty());
+  EXPECT_TRUE(importers::MergeXSpace(t, SmallSpace(), m).ok());
+  EXPECT_GT(t.slices.size(), 0u);
+}
+
 TEST(XPlane, AProfileMergesIntoTheTraceOfItsProcessOnTheTracesClock) {
   // What TF's profiler writes for a traced process: times relative to the
   // session's start, which the Task Environment plane gives in wall-clock ns.

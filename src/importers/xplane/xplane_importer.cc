@@ -1,35 +1,33 @@
-// XSpace -> model (xplane.h says what goes where). The file is parsed whole
-// with protobuf's lite runtime; planes are then read one at a time.
+// XSpace -> model (xplane.h says what goes where). The bytes are read where
+// they lie (a mapped file) by xplane_wire.h: each plane's metadata decoded
+// first, then its lines' events one at a time straight into the model, so that
+// nothing per event is kept but what the model stores.
 #include <fmt/format.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "base/error.h"
-#include "base/files.h"
-#include "importers/kineto/byte_source.h"
-#include "importers/xplane/xplane.h"
-#include "importers/xplane/xplane.pb.h"
-
-#include <google/protobuf/arena.h>
+#include "importers/kineto/caches.h"
+#include "importers/xplane/xplane_arg_strings.h"
+#include "importers/xplane/xplane_build.h"
 #include "importers/xplane/xplane_names.h"
+#include "importers/xplane/xplane_wire.h"
 
-namespace strata::importers {
-namespace xplane {
+namespace strata::importers::xplane {
 namespace {
 
 using model::SliceKind;
 using model::StringId;
-using xspace::XEvent;
-using xspace::XEventMetadata;
-using xspace::XLine;
-using xspace::XPlane;
-using xspace::XSpace;
-using xspace::XStat;
+using StatKind = Stat::Kind;
 
 // Times beyond +-2^61 ns (73 years) are malformed: starts, ends and their
 // differences must not overflow int64 downstream (the Kineto importer's bound).
@@ -76,6 +74,7 @@ struct Value {
   std::string_view str;
   void* ref = nullptr;  // a ref value: the StatInfo of the string (its interned id is cached there)
   StringId sid = 0;     // the string's id when already interned
+  uint64_t hash = 0;    // else its ArgStrings hash
   double num = 0;
   int64_t i = 0;  // integer stats exactly (ids, bytes, addresses)
   bool bytes = false;
@@ -97,12 +96,18 @@ struct EventStats {
     StringId key;
     Value v;
   };
-  std::vector<ArgRef> args;
+  // The args: the first `nargs` rows of a table reused from event to event.
+  std::vector<ArgRef> arg_rows;
+  size_t nargs = 0;
+  void AddArg(StringId key, const Value& v) {
+    if (nargs == arg_rows.size()) arg_rows.emplace_back();
+    arg_rows[nargs++] = {key, v};
+  }
+  std::span<const ArgRef> args() const { return {arg_rows.data(), nargs}; }
   void Clear() {
-    std::vector<ArgRef> keep = std::move(args);  // keeps its capacity
+    std::vector<ArgRef> keep = std::move(arg_rows);
     *this = EventStats();
-    keep.clear();
-    args = std::move(keep);
+    arg_rows = std::move(keep);
   }
 };
 
@@ -114,26 +119,39 @@ struct StepEvent {
 class Builder {
  public:
   // merge: add to a trace being loaded (XSpaceMerge) instead of building one.
-  Builder(model::Trace& t, const XSpaceMerge* merge) : t_(t), merge_(merge) {
+  Builder(model::Trace& t, const XSpaceMerge* merge) : t_(t), merge_(merge), arg_strings_(t.strings) {
     if (!merge_) t_.source = "xplane";
   }
 
-  Status Build(const XSpace& space) {
-    if (!merge_ && space.hostnames_size() > 0) t_.hostname = space.hostnames(0);
-    for (const auto& e : space.errors()) t_.warnings.push_back("profiler error: " + e);
-    for (const auto& w : space.warnings()) t_.warnings.push_back("profiler warning: " + w);
+  // Malformed bytes: what = the file (or "XSpace"), as the caller names it.
+  Status Build(std::string_view bytes, const std::string& input) {
+    what_ = &input;
+    Space space;
+    if (!ReadSpace(bytes, &space)) return WireError();
+    std::vector<Plane> planes(space.planes.size());
+    for (size_t i = 0; i < planes.size(); ++i)
+      if (!ReadPlane(space.planes[i], &planes[i])) return WireError();
+    // A merge changes the trace as it goes: every event is read once first.
+    if (merge_)
+      for (const auto& p : planes)
+        if (uint64_t n; !Skim(p, &n)) return WireError();
+    Reserve(planes, bytes.size());
+    arg_strings_.SizeFor(bytes.size());
+    if (!merge_ && !space.hostnames.empty()) t_.hostname = space.hostnames[0];
+    for (auto e : space.errors) t_.warnings.push_back(fmt::format("profiler error: {}", e));
+    for (auto w : space.warnings) t_.warnings.push_back(fmt::format("profiler warning: {}", w));
     // Recent profilers write times relative to the session's start, which the
     // Task Environment plane gives in wall-clock nanoseconds.
     int64_t start = 0;
-    for (const auto& p : space.planes())
-      if (p.name() == "Task Environment")
-        for (const auto& st : p.stats()) {
-          auto it = p.stat_metadata().find(st.metadata_id());
-          if (it == p.stat_metadata().end() || it->second.name() != "profile_start_time") continue;
-          if (st.value_case() == XStat::kUint64Value && st.uint64_value() < static_cast<uint64_t>(kMaxNs))
-            start = static_cast<int64_t>(st.uint64_value());
-          else if (st.value_case() == XStat::kInt64Value && st.int64_value() > 0 && st.int64_value() < kMaxNs)
-            start = st.int64_value();
+    for (const auto& p : planes)
+      if (p.name == "Task Environment")
+        for (const auto& st : p.stats) {
+          const std::string_view* n = p.FindStatName(st.metadata_id);
+          if (!n || *n != "profile_start_time") continue;
+          if (st.kind == StatKind::kUint64 && st.bits < static_cast<uint64_t>(kMaxNs))
+            start = static_cast<int64_t>(st.bits);
+          else if (st.kind == StatKind::kInt64 && static_cast<int64_t>(st.bits) > 0 && static_cast<int64_t>(st.bits) < kMaxNs)
+            start = static_cast<int64_t>(st.bits);
         }
     if (merge_) {
       // Wall-clock times moved onto the trace's clock.
@@ -143,22 +161,30 @@ class Builder {
       t_.clock_offset_ns = start;
     }
     // Vendors first (to name the host's launch calls), host processes before devices.
-    for (const auto& p : space.planes()) {
+    for (const auto& p : planes) {
       int32_t dev;
       std::string_view type;
       // (A trace merged into that describes its devices already keeps its own rows.)
-      if (ClassifyPlane(p.name(), &dev, &type) == PlaneKind::kDevice && !(merge_ && first_device_ > 0))
+      if (ClassifyPlane(p.name, &dev, &type) == PlaneKind::kDevice && !(merge_ && first_device_ > 0))
         ReadDevice(p, dev, type);
     }
-    for (const auto& p : space.planes()) {
+    for (const auto& p : planes) {
       int32_t dev;
       std::string_view type;
-      PlaneKind k = ClassifyPlane(p.name(), &dev, &type);
-      if (k == PlaneKind::kHost) HostPlane(p);
-      else if (k == PlaneKind::kDevice) DevicePlane(p, dev);
-      else if (p.lines_size() > 0) Count(fmt::format("events of plane \"{}\" not imported (not a host or device plane)", p.name()), EventsIn(p));
+      PlaneKind k = ClassifyPlane(p.name, &dev, &type);
+      bool ok = true;
+      if (k == PlaneKind::kHost) {
+        ok = HostPlane(p);
+      } else if (k == PlaneKind::kDevice) {
+        ok = DevicePlane(p, dev);
+      } else {
+        uint64_t n = 0;
+        ok = Skim(p, &n);
+        if (!p.lines.empty()) Count(fmt::format("events of plane \"{}\" not imported (not a host or device plane)", p.name), n);
+      }
+      if (!ok) return WireError();
     }
-    if (t_.events_read == 0 && skipped_ == 0 && space.planes_size() == 0)
+    if (t_.events_read == 0 && skipped_ == 0 && planes.empty())
       return Err(StatusCode::kCorrupt, "the XSpace holds no planes");
     LinkLaunches();
     if (!merge_) AddSteps();
@@ -167,11 +193,94 @@ class Builder {
     return OkStatus();
   }
 
+  // Whether Build's error is about the bytes (it names the input then).
+  bool wire_error() const { return wire_error_; }
+
+  // The bytes are a read-only file mapping, which Release() may drop from
+  // memory line by line.
+  void ReleaseLinesRead() {
+#if defined(__linux__)
+    page_ = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+#endif
+  }
+
  private:
-  static uint64_t EventsIn(const XPlane& p) {
-    uint64_t n = 0;
-    for (const auto& l : p.lines()) n += static_cast<uint64_t>(l.events_size());
-    return n;
+  Status WireError() {
+    wire_error_ = true;
+    return Err(StatusCode::kCorrupt, "{}: not a valid XSpace protobuf (truncated or another format)", *what_);
+  }
+
+  // Sizes the model's columns for the events to come, so that they do not grow
+  // by copying (a fifth of an import's time, with the page faults of the
+  // copies). Reserved pages stay untouched until rows reach them, so the
+  // generous estimates cost address space, not memory.
+  void Reserve(const std::vector<Plane>& planes, size_t bytes) {
+    uint64_t slices = 0, device = 0;  // at most one slice per event (a step's for its Steps event)
+    for (const auto& p : planes) {
+      int32_t dev;
+      std::string_view type;
+      PlaneKind k = ClassifyPlane(p.name, &dev, &type);
+      if (k == PlaneKind::kHost) slices += p.event_count;
+      if (k != PlaneKind::kDevice) continue;
+      // Device activities: the events of stream lines, or of a plane without
+      // them every line's but the steps' (as DevicePlane reads them).
+      uint64_t streams = 0, others = 0;
+      for (const auto& line : p.lines) {
+        int64_t stream;
+        if (StreamLine(line.name, &stream)) streams += line.events;
+        else if (line.name != "Steps") others += line.events;
+        else slices += line.events;
+      }
+      uint64_t rows = streams > 0 ? streams : others;
+      device += rows;
+      slices += rows;
+    }
+    if (slices >= (uint64_t{1} << 31)) return;
+    auto all = [](size_t n, auto&... cols) { (kineto::ReserveColumn(cols, cols.size() + n), ...); };
+    auto& s = t_.slices;
+    all(slices, s.ts, s.dur, s.track, s.name, s.kind, s.depth, s.parent, s.arg);
+    auto& d = t_.device;
+    all(device, d.slice, d.device, d.stream, d.correlation, d.launch, d.bytes, d.copy_kind, d.pinned, d.grid, d.block,
+        d.shared_mem, d.registers, d.occupancy);
+    auto& a = t_.args;  // a kept stat takes 16 bytes or more, but metadata stats repeat on every event
+    all(bytes / 16, a.slice, a.key, a.str, a.num);
+  }
+
+  // Reads every event of a plane that is not imported (so that malformed
+  // bytes there are found as a parser would), counting them.
+  bool Skim(const Plane& p, uint64_t* events) {
+    *events = p.event_count;
+    for (const auto& line : p.lines)
+      if (!SkimLine(line)) return false;
+    return true;
+  }
+  bool SkimLine(const Line& line) {
+    return Events(line, [](const Event&) {});
+  }
+
+  // f(event) for each event of a line; false on a malformed one.
+  template <typename F>
+  bool Events(const Line& line, F&& f) {
+    bool ok = ForEachEvent(line, &event_, f);
+    Release(line);
+    return ok;
+  }
+
+  // A line of a mapped file, read: its pages leave the process (they stay in
+  // the page cache, and come back from it if touched again), so that the
+  // import holds the model and the line at hand rather than the whole file
+  // besides the model (the peak was their sum).
+  void Release(const Line& line) {
+#if defined(__linux__)
+    if (page_ == 0) return;
+    auto begin = reinterpret_cast<uintptr_t>(line.bytes.data());
+    uintptr_t end = begin + line.bytes.size();
+    begin = (begin + page_ - 1) & ~(page_ - 1);
+    end &= ~(page_ - 1);
+    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+#else
+    (void)line;
+#endif
   }
 
   void Count(const std::string& what, uint64_t n = 1) {
@@ -189,14 +298,14 @@ class Builder {
     bool known = false;
     Role role = Role::kArg;
     StringId name = 0;
-    const std::string* text = nullptr;  // the name (a ref value's string)
+    std::string_view text;  // the name (a ref value's string)
   };
   // Per-plane lookups by metadata id: dense tables (profilers number metadata
   // 1, 2, 3...), a map for ids beyond them. Per-event hash lookups and string
   // interning were most of an import before these caches.
   static constexpr int64_t kDense = 1 << 20;
   struct PlaneCtx {
-    const XPlane* plane = nullptr;
+    const Plane* plane = nullptr;
     std::vector<StatInfo> stats;
     std::unordered_map<int64_t, StatInfo> stats_sparse;
     std::vector<StringId> names;  // event metadata id -> interned name (+1; 0: not yet)
@@ -217,47 +326,55 @@ class Builder {
     }
   };
 
-  void BeginPlane(PlaneCtx& c, const XPlane& p) {
+  void BeginPlane(PlaneCtx& c, const Plane& p) {
     c.plane = &p;
     int64_t max_id = -1;
-    for (const auto& [id, md] : p.stat_metadata())
+    for (int64_t id : p.stat_ids)
       if (id < kDense) max_id = std::max(max_id, id);
     c.stats.assign(static_cast<size_t>(max_id + 1), StatInfo{});
-    for (const auto& [id, md] : p.stat_metadata()) {
-      StatInfo info{true, RoleOf(md.name()), 0, &md.name()};
+    // In wire order: an id given twice is its last entry, as in a protobuf map.
+    for (size_t i = 0; i < p.stat_ids.size(); ++i) {
+      int64_t id = p.stat_ids[i];
+      StatInfo info{true, RoleOf(p.stat_names[i]), 0, p.stat_names[i]};
       if (id >= 0 && id < kDense) c.stats[static_cast<size_t>(id)] = info;
       else c.stats_sparse[id] = info;
     }
   }
 
   StringId StatNameId(StatInfo& info) {
-    if (info.name == 0 && info.text) info.name = t_.strings.Intern(*info.text);
+    if (info.name == 0) info.name = t_.strings.Intern(info.text);
     return info.name;
   }
 
-  void ReadStat(PlaneCtx& c, const XStat& st, EventStats& out) {
-    StatInfo* info = c.Stat(st.metadata_id());
+  // A double stat as an integer: what x86's conversion gives (INT64_MIN when
+  // out of range), without the undefined behaviour of a cast.
+  static int64_t Truncate(double d) {
+    return d >= -9223372036854775808.0 && d < 9223372036854775808.0 ? static_cast<int64_t>(d) : INT64_MIN;
+  }
+
+  void ReadStat(PlaneCtx& c, const Stat& st, EventStats& out) {
+    StatInfo* info = c.Stat(st.metadata_id);
     if (!info) {
       Count("stats with no stat metadata (ignored)");
       return;
     }
     Value v;
-    switch (st.value_case()) {
-      case XStat::kDoubleValue: v.num = st.double_value(), v.i = static_cast<int64_t>(v.num); break;
-      case XStat::kUint64Value: v.i = static_cast<int64_t>(st.uint64_value()), v.num = static_cast<double>(st.uint64_value()); break;
-      case XStat::kInt64Value: v.i = st.int64_value(), v.num = static_cast<double>(v.i); break;
-      case XStat::kStrValue: v.is_str = true, v.str = st.str_value(); break;
-      case XStat::kBytesValue: v.bytes = true; break;
-      case XStat::kRefValue: {
+    switch (st.kind) {
+      case StatKind::kDouble: v.num = st.Double(), v.i = Truncate(v.num); break;
+      case StatKind::kUint64: v.i = static_cast<int64_t>(st.bits), v.num = static_cast<double>(st.bits); break;
+      case StatKind::kInt64: v.i = static_cast<int64_t>(st.bits), v.num = static_cast<double>(v.i); break;
+      case StatKind::kStr: v.is_str = true, v.str = st.str; break;
+      case StatKind::kBytes: v.bytes = true; break;
+      case StatKind::kRef: {
         v.is_str = true;
-        StatInfo* ref = st.ref_value() < static_cast<uint64_t>(INT64_MAX) ? c.Stat(static_cast<int64_t>(st.ref_value())) : nullptr;
+        StatInfo* ref = st.bits < static_cast<uint64_t>(INT64_MAX) ? c.Stat(static_cast<int64_t>(st.bits)) : nullptr;
         if (ref) {
-          v.str = *ref->text;
+          v.str = ref->text;
           v.ref = ref;
         }
         break;
       }
-      case XStat::VALUE_NOT_SET: return;
+      case StatKind::kNone: return;
     }
     switch (info->role) {
       case Role::kCorrelation: out.correlation = static_cast<uint64_t>(v.i); return;
@@ -276,21 +393,20 @@ class Builder {
       case Role::kArg: break;
     }
     if (v.bytes) return;  // serialized protos (no text to keep)
-    out.args.push_back({StatNameId(*info), v});
-  }
-
-  const XEventMetadata* Metadata(const PlaneCtx& c, const XEvent& e) const {
-    auto it = c.plane->event_metadata().find(e.metadata_id());
-    return it == c.plane->event_metadata().end() ? nullptr : &it->second;
+    if (v.is_str && !v.ref) {
+      v.hash = ArgStrings::Hash(v.str);
+      arg_strings_.Prefetch(v.hash);
+    }
+    out.AddArg(StatNameId(*info), v);
   }
 
   // Reads an event's time and stats; false (counted) when it has no time.
-  bool ReadEvent(PlaneCtx& c, const XLine& line, const XEvent& e, const XEventMetadata* md, int64_t* ts, int64_t* dur) {
-    if (e.data_case() == XEvent::kNumOccurrences) {
+  bool ReadEvent(PlaneCtx& c, const Line& line, const Event& e, const EventMetadata* md, int64_t* ts, int64_t* dur) {
+    if (e.aggregated) {
       Skip("aggregated events (a count with no time) not imported");
       return false;
     }
-    int64_t base = line.timestamp_ns(), off = e.offset_ps(), d = e.duration_ps();
+    int64_t base = line.timestamp_ns, off = e.offset_ps, d = e.duration_ps;
     if (base <= -kMaxNs || base >= kMaxNs) {
       Skip("events with a time or duration out of range (dropped)");
       return false;
@@ -310,12 +426,12 @@ class Builder {
     }
     stats_.Clear();
     if (md)
-      for (const auto& st : md->stats()) ReadStat(c, st, stats_);
+      for (const auto& st : md->stats) ReadStat(c, st, stats_);
     for (const auto& st : e.stats()) ReadStat(c, st, stats_);
     return true;
   }
 
-  const PlaneCtx::NameClass& ClassOf(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
+  const PlaneCtx::NameClass& ClassOf(PlaneCtx& c, const EventMetadata* md, int64_t id) {
     PlaneCtx::NameClass* k;
     if (id >= 0 && id < kDense) {
       if (c.classes.size() <= static_cast<size_t>(id)) c.classes.resize(static_cast<size_t>(id) + 1);
@@ -325,7 +441,7 @@ class Builder {
     }
     if (k->done) return *k;
     k->done = true;
-    std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+    std::string_view name = md ? md->name : std::string_view();
     std::string_view type;
     if (!name.empty() && name[0] == '$') {
       k->kind = SliceKind::kPython;
@@ -342,31 +458,33 @@ class Builder {
 
   // An event of a line imported into `track`: counted, its metadata found, its
   // time and stats read (false when it has no time).
-  bool TrackEvent(PlaneCtx& c, const XLine& line, const XEvent& e, uint32_t track, const XEventMetadata** md,
+  bool TrackEvent(PlaneCtx& c, const Line& line, const Event& e, uint32_t track, const EventMetadata** md,
                   int64_t* ts, int64_t* dur) {
     ++t_.events_read;
     ++t_.tracks[track].events;
-    *md = Metadata(c, e);
+    *md = c.plane->FindEvent(e.metadata_id);
     if (!*md) Count("events whose metadata is missing (imported without a name)");
     return ReadEvent(c, line, e, *md, ts, dur);
   }
 
-  StringId EventName(PlaneCtx& c, const XEventMetadata* md, int64_t id) {
+  StringId EventName(PlaneCtx& c, const EventMetadata* md, int64_t id) {
     if (id >= 0 && id < kDense) {
       if (c.names.size() <= static_cast<size_t>(id)) c.names.resize(static_cast<size_t>(id) + 1, 0);
       StringId& n = c.names[static_cast<size_t>(id)];
-      if (n == 0) n = (md ? t_.strings.Intern(md->name()) : 0) + 1;
+      if (n == 0) n = (md ? t_.strings.Intern(md->name) : 0) + 1;
       return n - 1;
     }
     auto [it, inserted] = c.names_sparse.try_emplace(id, 0);
-    if (inserted && md) it->second = t_.strings.Intern(md->name());
+    if (inserted && md) it->second = t_.strings.Intern(md->name);
     return it->second;
   }
 
   void AddArgs(uint32_t slice) {
-    for (const auto& a : stats_.args) {
+    for (const auto& a : stats_.args())
+      if (a.v.is_str && !a.v.sid && !a.v.ref) arg_strings_.PrefetchText(a.v.str, a.v.hash);
+    for (const auto& a : stats_.args()) {
       if (a.v.is_str) {
-        StringId v = a.v.sid ? a.v.sid : a.v.ref ? StatNameId(*static_cast<StatInfo*>(a.v.ref)) : t_.strings.Intern(a.v.str);
+        StringId v = a.v.sid ? a.v.sid : a.v.ref ? StatNameId(*static_cast<StatInfo*>(a.v.ref)) : arg_strings_.Intern(a.v.str, a.v.hash);
         t_.args.Add(slice, a.key, v, std::numeric_limits<double>::quiet_NaN());
       } else {
         t_.args.Add(slice, a.key, 0, a.v.num);
@@ -387,26 +505,25 @@ class Builder {
 
   // --- Devices ------------------------------------------------------------------
 
-  void ReadDevice(const XPlane& p, int32_t id, std::string_view type) {
+  void ReadDevice(const Plane& p, int32_t id, std::string_view type) {
     model::Device d;
     d.id = id;
-    std::map<std::string_view, const XStat*> by_name;
-    for (const auto& st : p.stats()) {
-      auto it = p.stat_metadata().find(st.metadata_id());
-      if (it != p.stat_metadata().end()) by_name[it->second.name()] = &st;
-    }
+    std::map<std::string_view, const Stat*> by_name;
+    for (const auto& st : p.stats)
+      if (const std::string_view* n = p.FindStatName(st.metadata_id)) by_name[*n] = &st;
     auto num = [&](std::string_view k) -> uint64_t {
       auto it = by_name.find(k);
       if (it == by_name.end()) return 0;
-      const XStat& s = *it->second;
-      if (s.value_case() == XStat::kUint64Value) return s.uint64_value();
-      if (s.value_case() == XStat::kInt64Value) return s.int64_value() > 0 ? static_cast<uint64_t>(s.int64_value()) : 0;
-      if (s.value_case() == XStat::kDoubleValue) return s.double_value() > 0 && s.double_value() < 1.8e19 ? static_cast<uint64_t>(s.double_value()) : 0;
+      const Stat& s = *it->second;
+      auto i = static_cast<int64_t>(s.bits);
+      if (s.kind == StatKind::kUint64) return s.bits;
+      if (s.kind == StatKind::kInt64) return i > 0 ? static_cast<uint64_t>(i) : 0;
+      if (s.kind == StatKind::kDouble) return s.Double() > 0 && s.Double() < 1.8e19 ? static_cast<uint64_t>(s.Double()) : 0;
       return 0;
     };
     auto str = [&](std::string_view k) -> std::string {
       auto it = by_name.find(k);
-      return it != by_name.end() && it->second->value_case() == XStat::kStrValue ? it->second->str_value() : "";
+      return it != by_name.end() && it->second->kind == StatKind::kStr ? std::string(it->second->str) : "";
     };
     d.clock_khz = static_cast<uint32_t>(std::min<uint64_t>(num("clock_rate"), UINT32_MAX));
     d.compute_units = static_cast<uint32_t>(std::min<uint64_t>(num("core_count"), UINT32_MAX));
@@ -447,7 +564,8 @@ class Builder {
     return t_.strings.Intern(n);
   }
 
-  void HostPlane(const XPlane& p) {
+  // False: a malformed line or event.
+  bool HostPlane(const Plane& p) {
     PlaneCtx c;
     BeginPlane(c, p);
     uint32_t proc;
@@ -456,41 +574,41 @@ class Builder {
     } else {
       proc = static_cast<uint32_t>(t_.processes.size());
       model::Process pr;
-      pr.name = t_.strings.Intern(t_.hostname.empty() ? p.name() : t_.hostname);
+      pr.name = t_.strings.Intern(t_.hostname.empty() ? std::string(p.name) : t_.hostname);
       t_.processes.push_back(pr);
     }
     for (size_t d = first_device_; d < t_.devices.size(); ++d) t_.devices[d].process = proc;
     const StringId tf_op_key = t_.strings.Intern("tf_op");
     const StringId name_key = t_.strings.Intern("name");
     std::unordered_map<int64_t, uint32_t> tracks;  // line id -> track (lines with one id are one timeline)
-    for (const auto& line : p.lines()) {
-      std::string_view lname = line.display_name().empty() ? std::string_view(line.name()) : std::string_view(line.display_name());
-      auto [ti, fresh] = tracks.try_emplace(line.id(), 0);
-      if (fresh) ti->second = NewTrack(proc, line.id(), model::TrackKind::kThread, model::kNone, lname);
+    for (const auto& line : p.lines) {
+      std::string_view lname = line.display_name.empty() ? line.name : line.display_name;
+      auto [ti, fresh] = tracks.try_emplace(line.id, 0);
+      if (fresh) ti->second = NewTrack(proc, line.id, model::TrackKind::kThread, model::kNone, lname);
       uint32_t track = ti->second;
-      for (const auto& e : line.events()) {
-        const XEventMetadata* md;
+      bool ok = Events(line, [&](const Event& e) {
+        const EventMetadata* md;
         int64_t ts, dur;
-        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) continue;
-        std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) return;
+        std::string_view name = md ? md->name : std::string_view();
         if (dur == 0 && (name == "MemoryAllocation" || name == "MemoryDeallocation")) {
           int64_t bytes = name == "MemoryAllocation" ? stats_.allocation_bytes : -stats_.allocation_bytes;
           t_.memory.Add(ts, track, AllocatorDevice(stats_.allocator), stats_.addr, bytes, stats_.bytes_allocated,
                         stats_.bytes_reserved);
-          continue;
+          return;
         }
         if (dur == 0 && stats_.correlation == 0) {
-          t_.instants.Add(ts, track, EventName(c, md, e.metadata_id()));
-          continue;
+          t_.instants.Add(ts, track, EventName(c, md, e.metadata_id));
+          return;
         }
         SliceKind kind = SliceKind::kSpan;
         StringId sname;
-        const PlaneCtx::NameClass& nc = ClassOf(c, md, e.metadata_id());
+        const PlaneCtx::NameClass& nc = ClassOf(c, md, e.metadata_id);
         if (stats_.correlation != 0) {
           kind = SliceKind::kRuntime;
           // TF names a launch after what it launches; API names (hip*, cu*) stay.
           bool api = name.substr(0, 3) == "hip" || name.substr(0, 2) == "cu";
-          sname = api ? EventName(c, md, e.metadata_id()) : ApiName(stats_.has_memcpy_details || name.substr(0, 6) == "Memcpy");
+          sname = api ? EventName(c, md, e.metadata_id) : ApiName(stats_.has_memcpy_details || name.substr(0, 6) == "Memcpy");
         } else if (nc.kind != SliceKind::kSpan) {
           kind = nc.kind;
           sname = nc.name;
@@ -510,11 +628,11 @@ class Builder {
             Count("API calls that share a correlation id with an earlier one (the last one is linked)");
             it->second = s;
           }
-          if (StringId full = EventName(c, md, e.metadata_id()); sname != full) {
+          if (StringId full = EventName(c, md, e.metadata_id); sname != full) {
             Value v;
             v.is_str = true;
             v.sid = full;
-            stats_.args.push_back({name_key, v});
+            stats_.AddArg(name_key, v);
           }
         }
         if (kind == SliceKind::kOp && nc.full != 0) t_.args.Add(s, tf_op_key, nc.full, std::numeric_limits<double>::quiet_NaN());
@@ -524,62 +642,67 @@ class Builder {
           if (!fresh_group && t_.slices.dur[g->second] < dur) g->second = s;
         }
         AddArgs(s);
-      }
+      });
+      if (!ok) return false;
     }
+    return true;
   }
 
   // --- Device planes ------------------------------------------------------------
 
-  void DevicePlane(const XPlane& p, int32_t dev) {
+  // False: a malformed line or event.
+  bool DevicePlane(const Plane& p, int32_t dev) {
     if (merge_ && strata_devices_) {
       // strata's own collector recorded the device (CUPTI takes one subscriber: a
       // profiler beside it records none), so a device plane here repeats it.
-      Count("events of the profile's device planes not merged (the trace's own device collector recorded the device)",
-            EventsIn(p));
-      return;
+      uint64_t n;
+      if (!Skim(p, &n)) return false;
+      Count("events of the profile's device planes not merged (the trace's own device collector recorded the device)", n);
+      return true;
     }
     PlaneCtx c;
     BeginPlane(c, p);
     bool has_streams = false;
-    for (const auto& line : p.lines()) {
+    for (const auto& line : p.lines) {
       int64_t s;
-      has_streams |= StreamLine(line.name(), &s);
+      has_streams |= StreamLine(line.name, &s);
     }
     uint32_t proc = model::kNoProcess;
     std::unordered_map<int64_t, uint32_t> tracks;
-    for (const auto& line : p.lines()) {
-      int64_t stream = line.id();
-      bool is_stream = StreamLine(line.name(), &stream);
-      if (line.name() == "Steps") {
-        ReadSteps(c, line);
+    for (const auto& line : p.lines) {
+      int64_t stream = line.id;
+      bool is_stream = StreamLine(line.name, &stream);
+      if (line.name == "Steps") {
+        if (!ReadSteps(c, line)) return false;
         continue;
       }
       if (!is_stream && has_streams) {
-        t_.events_read += static_cast<uint64_t>(line.events_size());
+        if (!SkimLine(line)) return false;
+        t_.events_read += line.events;
         Count("events of derived device lines (TensorFlow Ops, XLA Ops, name scopes) not imported: the kernels carry "
               "the same ops as args",
-              static_cast<uint64_t>(line.events_size()));
+              line.events);
         continue;
       }
-      if (line.events_size() == 0) continue;
+      if (line.events == 0) continue;
       if (proc == model::kNoProcess) proc = DeviceProcess(dev);
       // A plane without streams (a TPU): "XLA Ops" are its kernels, other lines annotations.
-      bool annotations = !is_stream && line.name() != "XLA Ops";
+      bool annotations = !is_stream && line.name != "XLA Ops";
       auto [ti, fresh] = tracks.try_emplace(stream, 0);
-      if (fresh) ti->second = NewTrack(proc, stream, model::TrackKind::kDeviceQueue, dev, line.name());
+      if (fresh) ti->second = NewTrack(proc, stream, model::TrackKind::kDeviceQueue, dev, line.name);
       uint32_t track = ti->second;
-      for (const auto& e : line.events()) {
-        const XEventMetadata* md;
+      bool ok = Events(line, [&](const Event& e) {
+        const EventMetadata* md;
         int64_t ts, dur;
-        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) continue;
-        std::string_view name = md ? std::string_view(md->name()) : std::string_view();
+        if (!TrackEvent(c, line, e, track, &md, &ts, &dur)) return;
+        std::string_view name = md ? md->name : std::string_view();
         if (annotations) {
-          AddArgs(t_.slices.Add(ts, dur, track, EventName(c, md, e.metadata_id()), SliceKind::kAnnotation));
-          continue;
+          AddArgs(t_.slices.Add(ts, dur, track, EventName(c, md, e.metadata_id), SliceKind::kAnnotation));
+          return;
         }
         model::CopyKind copy;
         SliceKind kind = DeviceKind(name, stats_.has_memcpy_details, &copy);
-        StringId sname = kind == SliceKind::kKernel ? EventName(c, md, e.metadata_id())
+        StringId sname = kind == SliceKind::kKernel ? EventName(c, md, e.metadata_id)
                          : kind == SliceKind::kMemset ? t_.strings.Intern("Memset")
                                                       : t_.strings.Intern(fmt::format("Memcpy {}", model::CopyKindName(copy)));
         uint32_t s = t_.slices.Add(ts, dur, track, sname, kind, stats_.correlation);
@@ -597,24 +720,26 @@ class Builder {
           t_.device.occupancy[row] = k.occupancy;
         }
         AddArgs(s);
-      }
+      });
+      if (!ok) return false;
     }
+    return true;
   }
 
-  void ReadSteps(PlaneCtx& c, const XLine& line) {
-    for (const auto& e : line.events()) {
+  bool ReadSteps(PlaneCtx& c, const Line& line) {
+    return Events(line, [&](const Event& e) {
       ++t_.events_read;
       int64_t ts, dur;
-      const XEventMetadata* md = Metadata(c, e);
-      if (!ReadEvent(c, line, e, md, &ts, &dur)) continue;
+      const EventMetadata* md = c.plane->FindEvent(e.metadata_id);
+      if (!ReadEvent(c, line, e, md, &ts, &dur)) return;
       if (stats_.group < 0) {
         Skip("steps without a group_id (their host events are unknown; not imported)");
-        continue;
+        return;
       }
       StepEvent& s = steps_[stats_.group];
       s.group = stats_.group;
-      if (s.step_name.empty()) s.step_name = stats_.step_name.empty() ? (md ? md->name() : "") : std::string(stats_.step_name);
-    }
+      if (s.step_name.empty()) s.step_name = stats_.step_name.empty() ? (md ? std::string(md->name) : "") : std::string(stats_.step_name);
+    });
   }
 
   // --- After every plane --------------------------------------------------------
@@ -660,7 +785,12 @@ class Builder {
   int64_t base_ = 0;  // added to every line's timestamp
   size_t first_device_ = t_.devices.size();  // the devices this space adds
   bool strata_devices_ = t_.device.size() > 0;  // merge: the trace has device activity of its own
+  const std::string* what_ = nullptr;
+  uintptr_t page_ = 0;  // the page size when lines read are released
+  bool wire_error_ = false;
+  Event event_;  // the event being read (its stats' storage reused)
   EventStats stats_;
+  ArgStrings arg_strings_;
   bool amd_ = false;
   uint64_t skipped_ = 0;
   std::map<std::string, uint64_t> counts_;
@@ -670,106 +800,13 @@ class Builder {
   std::map<int64_t, StepEvent> steps_;               // by group id
 };
 
-Status ParseSpace(std::string_view bytes, const std::string& what, XSpace* space) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return Err(StatusCode::kUnsupported, "{}: an XSpace of {} bytes is larger than protobuf reads (2 GiB)", what, bytes.size());
-  if (!space->ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Err(StatusCode::kCorrupt, "{}: not a valid XSpace protobuf (truncated or another format)", what);
-  return OkStatus();
-}
-
-StatusOr<model::Trace> Parse(std::string_view bytes, const std::string& what) {
-  // On an arena: the space's millions of small messages are allocated by
-  // bumping a pointer and freed at once (malloc and free were a quarter of an
-  // import without it).
-  google::protobuf::Arena arena;
-  XSpace* space = google::protobuf::Arena::CreateMessage<XSpace>(&arena);
-  if (Status s = ParseSpace(bytes, what, space); !s.ok()) return s;
-  model::Trace t;
-  Builder b(t, nullptr);
-  if (Status s = b.Build(*space); !s.ok()) return s.WithContext(what);
-  return t;
-}
-
-StatusOr<std::string> ReadAllBytes(kineto::ByteSource& src) {
-  std::string out;
-  size_t n = 0;
-  for (;;) {
-    if (out.size() - n < (1 << 20)) out.resize(std::max<size_t>(out.size() * 2, 1 << 20));
-    auto r = src.Read(out.data() + n, out.size() - n);
-    if (!r.ok()) return r.status();
-    if (*r == 0) break;
-    n += *r;
-  }
-  out.resize(n);
-  return out;
-}
-
 }  // namespace
-}  // namespace xplane
 
-bool LooksLikeXSpace(std::string_view h) {
-  // Field 1 (planes), length-delimited: tag 0x0a, a varint length, then the
-  // plane: optionally field 1 (id, a varint), then field 2 (name), a short
-  // printable string.
-  size_t i = 0;
-  auto varint = [&h, &i](uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64 && i < h.size(); shift += 7) {
-      auto b = static_cast<uint8_t>(h[i++]);
-      *v |= uint64_t{b & 0x7fu} << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  };
-  uint64_t v;
-  if (h.size() < 4 || h[i++] != 0x0a || !varint(&v) || v < 2) return false;
-  if (i < h.size() && h[i] == 0x08) {
-    ++i;
-    if (!varint(&v)) return false;
-  }
-  if (i >= h.size() || h[i++] != 0x12 || !varint(&v) || v == 0 || v > 256) return false;
-  for (size_t k = 0; k < v && i + k < h.size(); ++k) {
-    auto c = static_cast<unsigned char>(h[i + k]);
-    if (c < 0x20 || c >= 0x7f) return false;
-  }
-  return true;
+Status Build(model::Trace& t, std::string_view bytes, const std::string& what, const XSpaceMerge* merge, bool mapped) {
+  Builder b(t, merge);
+  if (mapped) b.ReleaseLinesRead();
+  Status s = b.Build(bytes, what);
+  return s.ok() || merge || b.wire_error() ? s : s.WithContext(what);
 }
 
-StatusOr<model::Trace> LoadXPlaneTrace(const std::string& path, const LoadOptions&) {
-  // A plain file is parsed where it is mapped (no copy); gzip is inflated first.
-  auto map = MappedFile::Open(path);
-  if (map.ok() && !kineto::IsGzip(map->data(), map->size())) {
-    auto t = xplane::Parse(std::string_view(reinterpret_cast<const char*>(map->data()), map->size()), path);
-    if (t.ok()) t->path = path;
-    return t;
-  }
-  auto src = kineto::OpenByteSource(path);
-  if (!src.ok()) return src.status();
-  auto bytes = xplane::ReadAllBytes(**src);
-  if (!bytes.ok()) return bytes.status().WithContext(path);
-  auto t = xplane::Parse(*bytes, path);
-  if (t.ok()) t->path = path;
-  return t;
-}
-
-Status MergeXSpace(model::Trace& t, std::string_view bytes, const XSpaceMerge& m) {
-  if (m.process >= t.processes.size()) return Err(StatusCode::kInvalidArgument, "no process {} to merge into", m.process);
-  auto src = kineto::MemoryByteSource(bytes);
-  auto all = xplane::ReadAllBytes(*src);
-  if (!all.ok()) return all.status();
-  google::protobuf::Arena arena;
-  xplane::XSpace* space = google::protobuf::Arena::CreateMessage<xplane::XSpace>(&arena);
-  if (Status s = xplane::ParseSpace(*all, "XSpace", space); !s.ok()) return s;
-  xplane::Builder b(t, &m);
-  return b.Build(*space);
-}
-
-StatusOr<model::Trace> ParseXPlaneTrace(std::string_view bytes, const LoadOptions&) {
-  auto src = kineto::MemoryByteSource(bytes);
-  auto all = xplane::ReadAllBytes(*src);
-  if (!all.ok()) return all.status();
-  return xplane::Parse(*all, "XSpace");
-}
-
-}  // namespace strata::importers
+}  // namespace strata::importers::xplane
