@@ -35,5 +35,11 @@ for p in "$BUILD"/tests/programs/*; do [ -x "$p" ] && cp "$p" "$OUT/tests/progra
 ldd "$BUILD/bin/strata" | awk '/=> \// {print $3}' |
   grep -vE '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
   while read -r lib; do cp -L "$lib" "$OUT/lib/deps/"; done
+# babeltrace2's plugins for LTTng import (source.ctf.fs, filter.utils.muxer): the
+# importer looks for them there when the machine has none of its own.
+for p in ctf utils; do
+  f=$(ls /usr/lib/*/babeltrace2/plugins/babeltrace-plugin-$p.so 2>/dev/null | head -1)
+  if [ -n "$f" ]; then mkdir -p "$OUT/lib/deps/babeltrace2/plugins"; cp -L "$f" "$OUT/lib/deps/babeltrace2/plugins/"; fi
+done
 patchelf --set-rpath '$ORIGIN/../lib/deps' "$OUT/bin/strata"
 echo "bundle: $OUT ($(du -sh "$OUT" | cut -f1)); run scripts/gpu-check $OUT on the GPU machine"

@@ -336,12 +336,15 @@ def main():
         bad = []
         if found != len(iters):
             bad.append(f"steps {found} != iterations {len(iters)}")
-        durs = sorted(s["duration_ns"] / 1e6 for s in steps.get("steps", []) if not s.get("skipped"))
+        # (Steps under the framework's own profiler, --ops-steps, are left out
+        # on both sides: they are the profiler's, not the program's usual steps.)
+        left_out = lambda s: s.get("skipped") or s.get("profiled")  # noqa: E731
+        durs = sorted(s["duration_ns"] / 1e6 for s in steps.get("steps", []) if not left_out(s))
         skipped = sum(1 for s in steps.get("steps", []) if s.get("skipped"))
         # The program's iterations that strata's counted steps stand for: the
         # same ones where steps = iterations (a profiled window in the middle is
         # left out of both), else all but the first `skipped`.
-        flags = [bool(s.get("skipped")) for s in steps.get("steps", [])]
+        flags = [bool(left_out(s)) for s in steps.get("steps", [])]
         if len(flags) == len(iters):
             kept_iters = [v for v, f in zip(iters, flags) if not f]
             kept_per = [v for v, f in zip(per, flags) if not f]

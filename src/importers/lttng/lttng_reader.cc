@@ -12,8 +12,12 @@
 #include <babeltrace2/babeltrace.h>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <limits>
 #include <string_view>
 #include <unordered_map>
@@ -546,8 +550,44 @@ struct Graph {
   }
 };
 
+// Where scripts/bundle.sh puts babeltrace2's plugins beside a relocated strata:
+// <bin>/../lib/deps/babeltrace2/plugins ("" when the executable cannot be read).
+std::string BundledPluginDir() {
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return "";
+  std::string_view path(exe, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return "";
+  return std::string(path.substr(0, slash)) + "/../lib/deps/babeltrace2/plugins";
+}
+
+// A plugin found in the bundle's plugin directory, or BT_PLUGIN_FIND_STATUS_NOT_FOUND.
+bt_plugin_find_status FindBundledPlugin(const char* name, const bt_plugin** p) {
+  std::string dir = BundledPluginDir();
+  struct stat st;
+  if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return BT_PLUGIN_FIND_STATUS_NOT_FOUND;
+  const bt_plugin_set* set = nullptr;
+  if (bt_plugin_find_all_from_dir(dir.c_str(), BT_FALSE, BT_FALSE, &set) != BT_PLUGIN_FIND_ALL_FROM_DIR_STATUS_OK)
+    return BT_PLUGIN_FIND_STATUS_NOT_FOUND;
+  bt_plugin_find_status found = BT_PLUGIN_FIND_STATUS_NOT_FOUND;
+  for (uint64_t i = 0; i < bt_plugin_set_get_plugin_count(set); ++i) {
+    const bt_plugin* candidate = bt_plugin_set_borrow_plugin_by_index_const(set, i);
+    if (std::strcmp(bt_plugin_get_name(candidate), name) == 0) {
+      bt_plugin_get_ref(candidate);
+      *p = candidate;
+      found = BT_PLUGIN_FIND_STATUS_OK;
+      break;
+    }
+  }
+  bt_plugin_set_put_ref(set);
+  return found;
+}
+
 Status FindPlugin(const char* name, const bt_plugin** p) {
   bt_plugin_find_status s = bt_plugin_find(name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, p);
+  // (A bundle made by scripts/bundle.sh, on a machine without babeltrace2.)
+  if (s == BT_PLUGIN_FIND_STATUS_NOT_FOUND) s = FindBundledPlugin(name, p);
   if (s == BT_PLUGIN_FIND_STATUS_OK) return OkStatus();
   if (s == BT_PLUGIN_FIND_STATUS_NOT_FOUND)
     return Err(StatusCode::kUnavailable, "babeltrace2's \"{}\" plugin is not installed (Debian: libbabeltrace2-0)", name);
