@@ -162,8 +162,11 @@ def check_detail(strata, python, trace, window, bad):
     lo = con.execute("select ts from steps where number = ?", (first,)).fetchone()
     hi = con.execute("select ts + dur from steps where number = ?", (last,)).fetchone()
     ops = con.execute("select count(*), min(ts), max(ts + dur) from slices where kind = 'op'").fetchone()
+    # (Not the ops tf.data runs on its own threads: its map functions' graphs
+    # are the dataset's, not a tf.function's, and are not recorded.)
     tf_ops = con.execute("select distinct a.str_value, s.name from args a join slices s on a.slice_id = s.id "
-                         "where a.key = 'tf_op' and s.kind = 'op'").fetchall()
+                         "join tracks t on t.id = s.track_id "
+                         "where a.key = 'tf_op' and s.kind = 'op' and t.name not like 'tf_data%'").fetchall()
     stats_note = ""
     if os.path.isdir(os.path.join(trace, "stepstats")):
         stats_note = check_step_stats(python, trace, con, window, bad)
@@ -345,9 +348,18 @@ def main():
         # same ones where steps = iterations (a profiled window in the middle is
         # left out of both), else all but the first `skipped`.
         flags = [bool(left_out(s)) for s in steps.get("steps", [])]
+        if detail and len(flags) == len(iters) and len(flags) > detail[1] + 2:
+            # Around the profiled window, what the program does after a step's
+            # marker (TF1: the evaluation run after the training run, its first
+            # call building the graph) is the program's iteration before the
+            # window but strata's first profiled step; after the last marker it
+            # is strata's teardown. Those two iterations are left out too.
+            flags[detail[0] - 1] = True
+            flags[-1] = True
         if len(flags) == len(iters):
             kept_iters = [v for v, f in zip(iters, flags) if not f]
             kept_per = [v for v, f in zip(per, flags) if not f]
+            durs = sorted(s["duration_ns"] / 1e6 for s, f in zip(steps.get("steps", []), flags) if not f)
         else:
             kept_iters, kept_per = iters[skipped:], per[skipped:]
         if durs and iters:
