@@ -68,7 +68,7 @@ class Parser {
     uint64_t n;
     if (!Pod(&n) || n > (b_.size() - off_) / sizeof(T)) return false;
     v->resize(n);
-    std::memcpy(v->data(), b_.data() + off_, n * sizeof(T));
+    if (n > 0) std::memcpy(v->data(), b_.data() + off_, n * sizeof(T));  // (an empty vector's data() may be null)
     off_ += n * sizeof(T);
     return true;
   }
