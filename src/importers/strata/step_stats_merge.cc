@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/files.h"
+#include "base/int_math.h"
 #include "importers/strata/step_stats.pb.h"
 #include "importers/strata/xspace_merge.h"
 #include "importers/xplane/xplane_names.h"
@@ -34,16 +35,25 @@ std::string_view ShortDevice(std::string_view device) {
   return d == std::string_view::npos ? device : device.substr(d + 8);
 }
 
+// Microseconds to nanoseconds, saturating (the file's numbers are whatever it says).
+int64_t Micros(int64_t us) {
+  int64_t ns;
+  if (!__builtin_mul_overflow(us, int64_t{1000}, &ns)) return ns;
+  return us > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
 int64_t StartNs(const tfstats::NodeExecStats& n) {
-  return n.all_start_nanos() != 0 ? n.all_start_nanos() : n.all_start_micros() * 1000;
+  return n.all_start_nanos() != 0 ? n.all_start_nanos() : Micros(n.all_start_micros());
 }
 int64_t EndRelNs(const tfstats::NodeExecStats& n) {
-  return n.all_end_rel_nanos() != 0 ? n.all_end_rel_nanos() : n.all_end_rel_micros() * 1000;
+  return n.all_end_rel_nanos() != 0 ? n.all_end_rel_nanos() : Micros(n.all_end_rel_micros());
 }
 int64_t ComputeNs(const tfstats::NodeExecStats& n) {
-  if (n.op_end_rel_nanos() != 0 || n.op_start_rel_nanos() != 0) return n.op_end_rel_nanos() - n.op_start_rel_nanos();
-  return (n.op_end_rel_micros() - n.op_start_rel_micros()) * 1000;
+  if (n.op_end_rel_nanos() != 0 || n.op_start_rel_nanos() != 0) return SatSub(n.op_end_rel_nanos(), n.op_start_rel_nanos());
+  return Micros(SatSub(n.op_end_rel_micros(), n.op_start_rel_micros()));
 }
+
+constexpr size_t kMaxLanes = 256;
 
 // The tracks of one device's lanes in a process, kept across the steps' files.
 struct Lanes {
@@ -78,11 +88,16 @@ class Merger {
 
  private:
   void Node(const std::string& device, Lanes& lanes, const tfstats::NodeExecStats& n) {
-    int64_t ts = StartNs(n) + offset_;
+    int64_t ts = SatAdd(StartNs(n), offset_);
     int64_t dur = std::max<int64_t>(0, EndRelNs(n));
+    dur = std::min(dur, SatSub(std::numeric_limits<int64_t>::max(), std::max<int64_t>(ts, 0)));  // (ts + dur fits)
     size_t lane = 0;
     while (lane < lanes.track.size() && lanes.free_at[lane] > ts) ++lane;
-    if (lane == lanes.track.size()) {
+    if (lane == lanes.track.size() && lane >= kMaxLanes) {
+      // (More nodes at once than any executor runs: a damaged file. They share
+      // the lane that frees first rather than growing the search without end.)
+      lane = static_cast<size_t>(std::min_element(lanes.free_at.begin(), lanes.free_at.end()) - lanes.free_at.begin());
+    } else if (lane == lanes.track.size()) {
       model::Track trk;
       trk.process = process_;
       // (Not an OS thread: ids below any the kernel gives, one per lane.)
@@ -105,7 +120,7 @@ class Merger {
     for (const auto& mem : n.memory()) {
       int32_t dev = xplane::AllocatorDevice(mem.allocator_name());
       for (const auto& rec : mem.allocation_records())
-        t_.memory.Add(rec.alloc_micros() * 1000 + offset_, track, dev, 0, rec.alloc_bytes(), -1, -1);
+        t_.memory.Add(SatAdd(Micros(rec.alloc_micros()), offset_), track, dev, 0, rec.alloc_bytes(), -1, -1);
     }
   }
 
