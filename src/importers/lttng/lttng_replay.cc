@@ -11,6 +11,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "importers/os_tables_sort.h"
+
 namespace strata::importers::lttng {
 namespace {
 
@@ -81,7 +83,7 @@ class Replay {
       }
     }
     EndAll();
-    SortOsTables();
+    SortOsTables(t_);
     ReportLosses();
     if (unmatched_exits_)
       t_.warnings.push_back(fmt::format(
@@ -495,51 +497,6 @@ class Replay {
         uint32_t s = t_.slices.Add(o.ts, end - o.ts, trk, o.name, model::SliceKind::kSpan);
         if (o.span) AddArgs(s, o.args, o.nargs);
       }
-  }
-
-  template <typename T>
-  static void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-    std::vector<T> out;
-    out.reserve(v.size());
-    for (uint32_t i : order) out.push_back(v[i]);
-    v.swap(out);
-  }
-
-  template <typename Table>
-  static std::vector<uint32_t> ByTrackTime(const Table& tb) {
-    std::vector<uint32_t> order(tb.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&tb](uint32_t a, uint32_t b) {
-      return tb.track[a] != tb.track[b] ? tb.track[a] < tb.track[b] : tb.ts[a] < tb.ts[b];
-    });
-    return order;
-  }
-
-  // Both tables sorted by (track, ts), as os_tables.h promises.
-  void SortOsTables() {
-    auto& sc = t_.syscalls;
-    std::vector<uint32_t> so = ByTrackTime(sc);
-    std::vector<int32_t> new_row(so.size());
-    for (uint32_t i = 0; i < so.size(); ++i) new_row[so[i]] = static_cast<int32_t>(i);
-    Permute(sc.ts, so);
-    Permute(sc.dur, so);
-    Permute(sc.track, so);
-    Permute(sc.name, so);
-    Permute(sc.nr, so);
-    Permute(sc.ret, so);
-    Permute(sc.returned, so);
-    auto& ts = t_.thread_states;
-    for (auto& r : ts.syscall)
-      if (r >= 0) r = new_row[static_cast<size_t>(r)];
-    std::vector<uint32_t> to = ByTrackTime(ts);
-    Permute(ts.ts, to);
-    Permute(ts.dur, to);
-    Permute(ts.track, to);
-    Permute(ts.state, to);
-    Permute(ts.cpu, to);
-    Permute(ts.syscall, to);
-    Permute(ts.waker, to);
-    Permute(ts.callsite, to);
   }
 
   // ---- losses ----

@@ -15,6 +15,7 @@
 
 #include "base/int_math.h"
 #include "format/schema_os.h"
+#include "importers/os_tables_sort.h"
 #include "importers/strata/os_events.h"
 
 namespace strata::importers::strata_ctf {
@@ -61,7 +62,7 @@ class Replay {
     }
     EndThreads();
     BuildCounters();
-    SortTables();
+    SortOsTables(t_);
     if (unmatched_exits_ > 0)
       ctx_.Warn(std::to_string(unmatched_exits_) +
                 " system call exits without their entry (calls that began before tracing, or lost records)");
@@ -639,56 +640,6 @@ class Replay {
       t_.counters.Add(Series(proc, static_cast<int32_t>(track), "os.involuntary_switches", "switches"), s.ts,
                       static_cast<double>(s.v[3]));
     }
-  }
-
-  template <typename T>
-  static void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-    std::vector<T> out;
-    out.reserve(v.size());
-    for (uint32_t i : order) out.push_back(v[i]);
-    v.swap(out);
-  }
-
-  template <typename Table>
-  static std::vector<uint32_t> ByTrackTime(const Table& tb) {
-    std::vector<uint32_t> order(tb.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&tb](uint32_t a, uint32_t b) {
-      return tb.track[a] != tb.track[b] ? tb.track[a] < tb.track[b] : tb.ts[a] < tb.ts[b];
-    });
-    return order;
-  }
-
-  void SortTables() {
-    auto& sc = t_.syscalls;
-    std::vector<uint32_t> so = ByTrackTime(sc);
-    std::vector<int32_t> new_row(so.size());
-    for (uint32_t i = 0; i < so.size(); ++i) new_row[so[i]] = static_cast<int32_t>(i);
-    Permute(sc.ts, so);
-    Permute(sc.dur, so);
-    Permute(sc.track, so);
-    Permute(sc.name, so);
-    Permute(sc.nr, so);
-    Permute(sc.ret, so);
-    Permute(sc.returned, so);
-    auto& ts = t_.thread_states;
-    for (auto& r : ts.syscall)
-      if (r >= 0) r = new_row[static_cast<size_t>(r)];
-    std::vector<uint32_t> to = ByTrackTime(ts);
-    Permute(ts.ts, to);
-    Permute(ts.dur, to);
-    Permute(ts.track, to);
-    Permute(ts.state, to);
-    Permute(ts.cpu, to);
-    Permute(ts.syscall, to);
-    Permute(ts.waker, to);
-    Permute(ts.callsite, to);
-    auto& cs = t_.cpu_samples;
-    std::vector<uint32_t> co = ByTrackTime(cs);
-    Permute(cs.ts, co);
-    Permute(cs.track, co);
-    Permute(cs.cpu, co);
-    Permute(cs.callsite, co);
   }
 
   LoadContext& ctx_;
