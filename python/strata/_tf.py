@@ -36,7 +36,7 @@ every op, TraceMe and allocation of those steps, merged into the trace when it
 is read (importers/strata/xspace_merge.h). For TF1 graph code the window's
 Session.run calls run with RunOptions(trace_level=FULL_TRACE) instead: their
 RunMetadata (TensorFlow's per-node step stats) goes into <trace>/stepstats/<pid>/
-(importers/strata/step_stats_merge.h), and the first one's partition graphs
+(strata._tf_session; importers/strata/step_stats_merge.h), and the first one's partition graphs
 become the placed graph "tf.Session.run (placed)".
 
 Nothing is wrapped when the process is not recorded, and a failure to wrap
@@ -100,6 +100,17 @@ def _detail_window():
     return first, last
 
 
+def _write_clock(d):
+    """<d>/strata_clock.json: this process's pid and a wall-clock / trace-clock
+    pair read together, which put a framework profile's wall-clock times on the
+    trace's clock (importers/strata/xspace_merge.h, ReadProfileClock)."""
+    r1 = time.time_ns()
+    mono = time.monotonic_ns()  # the trace's clock (CLOCK_MONOTONIC)
+    r2 = time.time_ns()
+    with open(os.path.join(d, "strata_clock.json"), "w") as f:
+        json.dump({"pid": os.getpid(), "realtime_ns": (r1 + r2) // 2, "trace_clock_ns": mono}, f)
+
+
 class _Profiler:
     """The framework's own profiler over steps [first, last] (--ops-steps):
     TensorFlow's, or JAX's (backend "jax"); both write an XSpace."""
@@ -131,11 +142,7 @@ class _Profiler:
         try:
             logdir = os.path.join(os.environ["STRATA_TRACE_DIR"], "xspace", str(os.getpid()))
             os.makedirs(logdir, exist_ok=True)
-            r1 = time.time_ns()
-            mono = time.monotonic_ns()  # the trace's clock (CLOCK_MONOTONIC)
-            r2 = time.time_ns()
-            with open(os.path.join(logdir, "strata_clock.json"), "w") as f:
-                json.dump({"pid": os.getpid(), "realtime_ns": (r1 + r2) // 2, "trace_clock_ns": mono}, f)
+            _write_clock(logdir)
             if self.backend == "jax":
                 import jax
                 jax.profiler.start_trace(logdir)
@@ -428,176 +435,6 @@ def _wrap_function_call(cls):
     return True
 
 
-def _fetch_signature(fetches):
-    """What a Session.run computes, as a number: the identities of its fetches
-    (the init run, the training run and an evaluation run differ)."""
-    if isinstance(fetches, dict):
-        fetches = tuple(fetches.values())
-    if not isinstance(fetches, (list, tuple)):
-        fetches = (fetches,)
-    return hash(tuple(id(f) for f in fetches)) & 0x7FFFFFFFFFFFFFFF
-
-
-class _StepStats:
-    """--ops-steps A-B for TF1 graph code: the Session.run calls of steps A to B
-    run with RunOptions(trace_level=FULL_TRACE), TensorFlow's own per-node step
-    stats, and each call's RunMetadata is written as it is into
-    <trace>/stepstats/<pid>/<step>.pb beside a wall-clock / trace-clock pair
-    (importers/strata/step_stats.cc reads them). The steps are the calls of the
-    first fetch signature called A+1 times (the training run, as the importer
-    counts them: an initializer runs once, an evaluation run less often). The
-    first traced call also returns the partition graphs: the placed graph."""
-
-    def __init__(self, first, last):
-        self.first, self.last = first, last
-        self.sig = None
-        self.done = False
-        self.dir = None
-
-    def wants(self, sig, step):
-        """Whether this call (the step-th of its signature) runs traced."""
-        if self.done:
-            return False
-        if self.sig is None:
-            if step < self.first:
-                return False
-            self.sig = sig
-            self._start()
-        return sig == self.sig and self.dir is not None and self.first <= step <= self.last
-
-    def _start(self):
-        span = _Span("strata: TensorFlow step stats profiler start (--ops-steps)")
-        span.begin()
-        try:
-            d = os.path.join(os.environ["STRATA_TRACE_DIR"], "stepstats", str(os.getpid()))
-            os.makedirs(d, exist_ok=True)
-            r1 = time.time_ns()
-            mono = time.monotonic_ns()  # the trace's clock (CLOCK_MONOTONIC)
-            r2 = time.time_ns()
-            with open(os.path.join(d, "strata_clock.json"), "w") as f:
-                json.dump({"pid": os.getpid(), "realtime_ns": (r1 + r2) // 2, "trace_clock_ns": mono}, f)
-            self.dir = d
-        except Exception as e:
-            self.done = True
-            _report("tensorflow-ops", "error", "step stats not recorded: %s: %s" % (type(e).__name__, e))
-        finally:
-            span.end()
-
-    def run(self, orig, session, fetches, args, kwargs, step):
-        """orig(session, fetches, ...) with FULL_TRACE; the metadata written after."""
-        from tensorflow.core.protobuf import config_pb2
-        args = list(args)
-        options = kwargs.pop("options", args[1] if len(args) > 1 else None)
-        metadata = kwargs.pop("run_metadata", args[2] if len(args) > 2 else None)
-        del args[1:]
-        traced = config_pb2.RunOptions()
-        if options is not None:
-            traced.CopyFrom(options)
-        traced.trace_level = config_pb2.RunOptions.FULL_TRACE
-        traced.output_partition_graphs = step == self.first
-        if metadata is None:
-            metadata = config_pb2.RunMetadata()
-        result = orig(session, fetches, *args, options=traced, run_metadata=metadata, **kwargs)
-        self.metadata = metadata
-        return result
-
-    def after(self, session, step):
-        """Writes the traced call's RunMetadata (after the call's span: the
-        writing is not the run's time); stops after the window's last step."""
-        md = getattr(self, "metadata", None)
-        self.metadata = None
-        if md is not None:
-            try:
-                with open(os.path.join(self.dir, "%d.pb" % step), "wb") as f:
-                    f.write(md.SerializeToString())
-                if md.partition_graphs:
-                    _write_session_graphs(session, md)
-            except Exception as e:
-                _report("tensorflow-ops", "error", "step stats of step %d not written: %s: %s" % (step, type(e).__name__, e))
-        if step >= self.last:
-            self.done = True
-            span = _Span("strata: TensorFlow step stats profiler stop (--ops-steps)")
-            span.begin()
-            span.end()
-            _report("tensorflow-ops", "ok",
-                    "TensorFlow's step stats (FULL_TRACE) for Session.run steps %d-%d" % (self.first, self.last))
-
-
-_step_stats = None
-_session_graphs = set()  # id of the graphs whose Session.run graph is in the trace
-
-
-def _write_session_graph(session):
-    """The graph a Session runs, once per graph (at the second call of a fetch
-    signature: the graph is built by then): every op's name, type, requested
-    device and inputs, as the graph "tf.Session.run"."""
-    g = session.graph
-    if id(g) in _session_graphs:
-        return
-    _session_graphs.add(id(g))
-    try:
-        _write_graph_file(_graphs_dir(), "tf.Session.run", _graph_nodes(g.get_operations()))
-    except Exception as e:
-        _report("tensorflow-graph", "error", "graph of Session.run not recorded: %s: %s" % (type(e).__name__, e))
-
-
-def _write_session_graphs(session, md):
-    """The placed graph of a traced Session.run ("tf.Session.run (placed)"):
-    its partition graphs, a tensor's bytes from the run's own outputs."""
-    sizes = {}
-    for dev in md.step_stats.dev_stats:
-        for ns in dev.node_stats:
-            for out in ns.output:
-                if out.slot == 0:
-                    sizes[ns.node_name] = out.tensor_description.allocation_description.requested_bytes
-    for op in session.graph.get_operations():
-        if op.name not in sizes:
-            b = _output_bytes(op)
-            if b >= 0:
-                sizes[op.name] = b
-    _write_graph_file(_graphs_dir(), "tf.Session.run (placed)", _placed_nodes(md.partition_graphs, sizes))
-
-
-def _wrap_session_run(cls):
-    """Session.run in a "tf.Session.run" span whose argument tells its fetches
-    apart; with --ops-steps, TensorFlow's step stats for the window's calls."""
-    orig = cls.__dict__.get("run")
-    if orig is None or getattr(orig, "__strata_wrapped__", False):
-        return False
-    sid = _Span("tf.Session.run")._id
-    lib = _strata()._lib
-    calls = {}  # fetch signature -> calls so far
-
-    @functools.wraps(orig)
-    def wrapper(self, fetches, *args, **kwargs):
-        if _depth() > 0:
-            return orig(self, fetches, *args, **kwargs)
-        sig = _fetch_signature(fetches)
-        n = calls.get(sig, 0)
-        calls[sig] = n + 1
-        traced = _step_stats is not None and _step_stats.wants(sig, n)
-        lib.strata_span_begin_arg_(sid, sig)
-        _tls.depth = _depth() + 1
-        try:
-            feed = kwargs.get("feed_dict", args[0] if args else None)
-            if isinstance(feed, dict) and feed:
-                _samples(_leading_dim(next(iter(feed.values()))))
-            if traced:
-                return _step_stats.run(orig, self, fetches, args, kwargs, n)
-            return orig(self, fetches, *args, **kwargs)
-        finally:
-            if n == 1:
-                _write_session_graph(self)
-            _tls.depth -= 1
-            lib.strata_span_end_()
-            if traced:
-                _step_stats.after(self, n)
-
-    wrapper.__strata_wrapped__ = True
-    cls.run = wrapper
-    return True
-
-
 def _timed_callable(func, sid):
     """func run inside a span (per element of a tf.data pipeline)."""
     lib = _strata()._lib
@@ -690,7 +527,7 @@ def _wrap_dataset(dataset_cls, script_ops, tf):
 
 
 def attach_tensorflow(tf):
-    global _profiler, _step_stats
+    global _profiler
     s = _strata()
     if not s.enabled() or "tensorflow" in _installed:
         return
@@ -698,8 +535,9 @@ def attach_tensorflow(tf):
     window = _detail_window()
     if window is not None and _profiler is None:
         _profiler = _Profiler(*window)
-    if window is not None and _step_stats is None:
-        _step_stats = _StepStats(*window)
+    from strata import _tf_session
+    if window is not None and _tf_session._step_stats is None:
+        _tf_session._step_stats = _tf_session._StepStats(*window)
     done, missing = [], []
     try:
         from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
@@ -716,7 +554,7 @@ def attach_tensorflow(tf):
         missing.append("tf.function")
     try:
         from tensorflow.python.client import session
-        if _wrap_session_run(session.BaseSession):
+        if _tf_session._wrap_session_run(session.BaseSession):
             done.append("Session.run")
     except Exception:
         missing.append("Session.run")
