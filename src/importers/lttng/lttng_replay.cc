@@ -341,14 +341,22 @@ class Replay {
 
   // ---- system calls ----
 
-  void OnSysEntry(const Event& e) {
+  // The thread a system-call event ran on, or nullptr (counted when the CPU's
+  // thread is unknown).
+  Thread* SyscallThread(const Event& e) {
     CpuTrack(e.cpu, true);
     int32_t tid = CurrentTid(e);
     if (tid <= 0) {
       unattributed_ += tid < 0;
-      return;
+      return nullptr;
     }
-    Thread& th = ThreadOf(tid, e.ts);
+    return &ThreadOf(tid, e.ts);
+  }
+
+  void OnSysEntry(const Event& e) {
+    Thread* thread = SyscallThread(e);
+    if (!thread) return;
+    Thread& th = *thread;
     if (th.sys_row >= 0) EndUnreturned(static_cast<size_t>(th.sys_row), e.ts);
     auto& s = t_.syscalls;
     s.ts.push_back(e.ts);
@@ -362,13 +370,9 @@ class Replay {
   }
 
   void OnSysExit(const Event& e) {
-    CpuTrack(e.cpu, true);
-    int32_t tid = CurrentTid(e);
-    if (tid <= 0) {
-      unattributed_ += tid < 0;
-      return;
-    }
-    Thread& th = ThreadOf(tid, e.ts);
+    Thread* thread = SyscallThread(e);
+    if (!thread) return;
+    Thread& th = *thread;
     auto& s = t_.syscalls;
     if (th.sys_row < 0 || s.name[static_cast<size_t>(th.sys_row)] != e.s1) {
       ++unmatched_exits_;
