@@ -67,7 +67,7 @@ def iter_median(python, name, args, libdir):
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"{name} exited {r.returncode}: {r.stderr.strip()[-300:]}")
-    iters = [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)(?: samples=\d+)?$", r.stdout, re.M)]
+    iters = [float(x) for x in re.findall(r"^iter_ms=([0-9.]+)(?: samples=\d+)?(?: end_ns=\d+)?$", r.stdout, re.M)]
     return statistics.median(iters[1:])
 
 

@@ -325,9 +325,10 @@ def main():
         if r.returncode != 0:
             failures.append(f"{name}: record exited {r.returncode}: {r.stderr.strip()[-300:]}")
             continue
-        lines = re.findall(r"^iter_ms=([0-9.]+)(?: samples=(\d+))?$", r.stdout, re.M)
-        iters = [float(ms) for ms, _ in lines]
-        per = [int(n) if n else (per_iter or 0) for _, n in lines]
+        lines = re.findall(r"^iter_ms=([0-9.]+)(?: samples=(\d+))?(?: end_ns=(\d+))?$", r.stdout, re.M)
+        iters = [float(ms) for ms, _, _ in lines]
+        per = [int(n) if n else (per_iter or 0) for _, n, _ in lines]
+        ends = [int(e) for _, _, e in lines if e]
         rep = subprocess.run([a.strata, "report", "--json", "--full", out], capture_output=True, text=True)
         if rep.returncode != 0:
             failures.append(f"{name}: report exited {rep.returncode}: {rep.stderr.strip()[-300:]}")
@@ -368,6 +369,24 @@ def main():
             if abs(med - own) > 0.05 * own:
                 bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
             own_sps = sum(kept_per) / (sum(kept_iters) / 1e3)
+            counted = [st for st, f in zip(steps.get("steps", []), flags) if not f] if len(flags) == len(iters) else \
+                [st for st in steps.get("steps", []) if not left_out(st)]
+            if len(ends) == len(iters) and counted:
+                # The program's throughput over the span strata's counted steps
+                # cover, from the iteration end nearest their first boundary to
+                # the one nearest their last: steps begin where the loop's work
+                # repeats (a forward, a fetch), not where the program's clock
+                # ticks, so an iteration slower than the rest (a stall under
+                # load) can fall in a step next to its iteration; over the same
+                # span both count it once.
+                first = min(st["ts_ns"] for st in counted)
+                last = max(st["ts_ns"] + st["duration_ns"] for st in counted)
+                # Iteration i runs from starts[i] to starts[i + 1].
+                starts = [ends[0] - int(iters[0] * 1e6)] + ends
+                lo = min(range(len(starts)), key=lambda i: abs(starts[i] - first))
+                hi = min(range(len(starts)), key=lambda i: abs(starts[i] - last))
+                if hi > lo:
+                    own_sps = sum(per[lo:hi]) / ((starts[hi] - starts[lo]) / 1e9)
             sps = steps.get("samples_per_s", 0.0)
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if name in NO_SAMPLES:

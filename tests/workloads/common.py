@@ -39,10 +39,13 @@ class IterClock:
 
     def tick(self, samples):
         t = time.perf_counter()
+        # When the iteration ended on CLOCK_MONOTONIC, the clock of strata's
+        # traces, so a checker can line the program's iterations up with steps.
+        end_ns = time.monotonic_ns()
         self.times.append(t - self.t0)
         self.samples += samples
         if not self.args.quiet:
-            print(f"iter_ms={1e3 * (t - self.t0):.3f} samples={samples}", flush=True)
+            print(f"iter_ms={1e3 * (t - self.t0):.3f} samples={samples} end_ns={end_ns}", flush=True)
         self.t0 = t
 
     def done(self):
