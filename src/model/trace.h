@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/columns.h"
 #include "model/os_tables.h"
 
 namespace strata::model {
@@ -93,15 +94,18 @@ enum class SliceKind : uint8_t {
 const char* SliceKindName(SliceKind k);
 bool IsDeviceKind(SliceKind k);
 
+#define STRATA_SLICE_COLUMNS(X)                                                              \
+  X(int64_t, ts)                                                                             \
+  X(int64_t, dur)                                                                            \
+  X(uint32_t, track)                                                                         \
+  X(StringId, name)                                                                          \
+  X(SliceKind, kind)                                                                         \
+  X(uint16_t, depth)                                                                         \
+  X(int32_t, parent) /* kNone at the top of a track */                                       \
+  X(uint64_t, arg)   /* one numeric argument (strata span arg, step number, seq number) */
+
 struct SliceTable {
-  std::vector<int64_t> ts;
-  std::vector<int64_t> dur;
-  std::vector<uint32_t> track;
-  std::vector<StringId> name;
-  std::vector<SliceKind> kind;
-  std::vector<uint16_t> depth;
-  std::vector<int32_t> parent;  // kNone at the top of a track
-  std::vector<uint64_t> arg;    // one numeric argument (strata span arg, step number, seq number)
+  STRATA_COLUMNS(STRATA_SLICE_COLUMNS)
 
   size_t size() const { return ts.size(); }
   uint32_t Add(int64_t t, int64_t d, uint32_t trk, StringId n, SliceKind k, uint64_t a = 0) {
@@ -134,20 +138,24 @@ const char* CopyKindName(CopyKind k);
 //    a FlowTable row (id = correlation) joins the two;
 //  - kernels' queued/submitted device times, when the source has them, are
 //    ArgTable entries "queued_ns"/"submitted_ns" of the kernel slice (trace clock).
+using Dim3 = std::array<uint32_t, 3>;
+#define STRATA_DEVICE_ACTIVITY_COLUMNS(X)                                                    \
+  X(uint32_t, slice)                                                                         \
+  X(int32_t, device)      /* the source's device number (Device::id) */                      \
+  X(int64_t, stream)      /* queue/stream id (the track's tid) */                            \
+  X(uint64_t, correlation)                                                                   \
+  X(int32_t, launch)      /* the runtime-API slice that caused it; kNone if unknown */       \
+  X(uint64_t, bytes)      /* copies and fills */                                             \
+  X(CopyKind, copy_kind)                                                                     \
+  X(int8_t, pinned)       /* host memory of a copy: 1 pinned, 0 pageable, -1 unknown */      \
+  X(Dim3, grid)                                                                              \
+  X(Dim3, block)                                                                             \
+  X(uint32_t, shared_mem) /* bytes, static + dynamic */                                      \
+  X(uint32_t, registers)  /* per thread */                                                   \
+  X(float, occupancy)     /* estimated achieved occupancy, -1 unknown */
+
 struct DeviceActivityTable {
-  std::vector<uint32_t> slice;
-  std::vector<int32_t> device;       // the source's device number (Device::id)
-  std::vector<int64_t> stream;       // queue/stream id (the track's tid)
-  std::vector<uint64_t> correlation;
-  std::vector<int32_t> launch;       // the runtime-API slice that caused it; kNone if unknown
-  std::vector<uint64_t> bytes;       // copies and fills
-  std::vector<CopyKind> copy_kind;
-  std::vector<int8_t> pinned;        // host memory of a copy: 1 pinned, 0 pageable, -1 unknown
-  std::vector<std::array<uint32_t, 3>> grid;
-  std::vector<std::array<uint32_t, 3>> block;
-  std::vector<uint32_t> shared_mem;  // bytes, static + dynamic
-  std::vector<uint32_t> registers;   // per thread
-  std::vector<float> occupancy;      // estimated achieved occupancy, -1 unknown
+  STRATA_COLUMNS(STRATA_DEVICE_ACTIVITY_COLUMNS)
 
   size_t size() const { return slice.size(); }
   uint32_t Add(uint32_t s, int32_t dev, int64_t strm, uint64_t corr) {
@@ -168,10 +176,9 @@ struct DeviceActivityTable {
   }
 };
 
+#define STRATA_INSTANT_COLUMNS(X) X(int64_t, ts) X(uint32_t, track) X(StringId, name)
 struct InstantTable {
-  std::vector<int64_t> ts;
-  std::vector<uint32_t> track;
-  std::vector<StringId> name;
+  STRATA_COLUMNS(STRATA_INSTANT_COLUMNS)
   size_t size() const { return ts.size(); }
   void Add(int64_t t, uint32_t trk, StringId n) {
     ts.push_back(t);
@@ -187,10 +194,9 @@ struct CounterSeries {
   int32_t track = kNone;  // a thread's own series (e.g. its CPU utilization); kNone for process-wide
 };
 
+#define STRATA_COUNTER_COLUMNS(X) X(uint32_t, series) X(int64_t, ts) X(double, value)
 struct CounterTable {
-  std::vector<uint32_t> series;
-  std::vector<int64_t> ts;
-  std::vector<double> value;
+  STRATA_COLUMNS(STRATA_COUNTER_COLUMNS)
   size_t size() const { return ts.size(); }
   void Add(uint32_t s, int64_t t, double v) {
     series.push_back(s);
@@ -200,10 +206,9 @@ struct CounterTable {
 };
 
 // Flow links (launch -> kernel, producer -> consumer). Slice indices.
+#define STRATA_FLOW_COLUMNS(X) X(uint64_t, id) X(int32_t, from) X(int32_t, to)
 struct FlowTable {
-  std::vector<uint64_t> id;
-  std::vector<int32_t> from;
-  std::vector<int32_t> to;
+  STRATA_COLUMNS(STRATA_FLOW_COLUMNS)
   size_t size() const { return id.size(); }
   void Add(uint64_t i, int32_t f, int32_t t) {
     id.push_back(i);
@@ -214,11 +219,13 @@ struct FlowTable {
 
 // Typed key/value arguments of slices that have no column of their own.
 // Finalize() sorts the rows by slice, so Trace::FindArg can binary-search them.
+#define STRATA_ARG_COLUMNS(X)                                                               \
+  X(uint32_t, slice)                                                                         \
+  X(StringId, key)                                                                           \
+  X(StringId, str) /* string value (a JSON array or object is kept as its text), or 0 */     \
+  X(double, num)   /* numeric value (NaN when the value is a string) */
 struct ArgTable {
-  std::vector<uint32_t> slice;
-  std::vector<StringId> key;
-  std::vector<StringId> str;  // string value (a JSON array or object is kept as its text), or 0
-  std::vector<double> num;    // numeric value (NaN when the value is a string)
+  STRATA_COLUMNS(STRATA_ARG_COLUMNS)
   size_t size() const { return slice.size(); }
   void Add(uint32_t s, StringId k, StringId sv, double n) {
     slice.push_back(s);
@@ -249,15 +256,17 @@ inline std::string MemoryCounterName(int32_t device, MemoryLayer l) {
 }
 
 // Memory allocator events: positive bytes allocate, negative free.
+#define STRATA_MEMORY_COLUMNS(X)                                                            \
+  X(int64_t, ts)                                                                             \
+  X(uint32_t, track)                                                                         \
+  X(int32_t, device) /* kNone for host memory */                                             \
+  X(uint64_t, addr)                                                                          \
+  X(int64_t, bytes)                                                                          \
+  X(int64_t, total_allocated) /* as reported by the allocator, -1 unknown */                 \
+  X(int64_t, total_reserved)                                                                 \
+  X(MemoryLayer, layer)
 struct MemoryTable {
-  std::vector<int64_t> ts;
-  std::vector<uint32_t> track;
-  std::vector<int32_t> device;  // kNone for host memory
-  std::vector<uint64_t> addr;
-  std::vector<int64_t> bytes;
-  std::vector<int64_t> total_allocated;  // as reported by the allocator, -1 unknown
-  std::vector<int64_t> total_reserved;
-  std::vector<MemoryLayer> layer;
+  STRATA_COLUMNS(STRATA_MEMORY_COLUMNS)
   size_t size() const { return ts.size(); }
   void Add(int64_t t, uint32_t trk, int32_t dev, uint64_t a, int64_t b, int64_t allocated, int64_t reserved,
            MemoryLayer l = MemoryLayer::kAllocator) {
@@ -269,23 +278,6 @@ struct MemoryTable {
     total_allocated.push_back(allocated);
     total_reserved.push_back(reserved);
     layer.push_back(l);
-  }
-  // Removes the rows whose `drop` is set, keeping the others' order.
-  void Erase(const std::vector<bool>& drop) {
-    auto keep = [&drop](auto& column) {
-      size_t w = 0;
-      for (size_t i = 0; i < column.size(); ++i)
-        if (!drop[i]) column[w++] = column[i];
-      column.resize(w);
-    };
-    keep(ts);
-    keep(track);
-    keep(device);
-    keep(addr);
-    keep(bytes);
-    keep(total_allocated);
-    keep(total_reserved);
-    keep(layer);
   }
 };
 
@@ -324,27 +316,30 @@ const char* OpScopeName(OpScope s);
 // One row per recorded framework op (kOp slices, and kSpan slices of
 // record_function scopes). Sorted by slice after Trace::Finalize, so
 // OpRow(slice) is a binary search.
+//
+// seq: autograd sequence number: forward ops that record history carry the
+// number of the backward node they create; a backward node carries its own. -1 none.
+// forward: backward nodes: the forward op that created them (same sequence
+// number on the forward thread; the innermost such op). kNone otherwise.
+// shapes, dtypes, flops, bytes: the detail tier (kNone / 0 / -1 when not
+// recorded): input shapes and dtypes as the PyTorch profiler prints them,
+// estimated FLOPs and bytes moved. An op nested in another estimated op repeats
+// part of its parent's estimate: totals count only the outermost estimated op.
+// site: where the program called it (0: not recorded): "file:line (function)"
+// of the Python frame that called a host-reading method (.item(), .tolist(),
+// torch.cuda.synchronize) this op runs in, the outermost op of the call.
+#define STRATA_OP_COLUMNS(X)                                                                 \
+  X(uint32_t, slice)                                                                         \
+  X(OpScope, scope)                                                                          \
+  X(int64_t, seq)                                                                            \
+  X(int32_t, forward)                                                                        \
+  X(StringId, shapes)                                                                        \
+  X(StringId, dtypes)                                                                        \
+  X(int64_t, flops)                                                                          \
+  X(int64_t, bytes)                                                                          \
+  X(StringId, site)
 struct OpTable {
-  std::vector<uint32_t> slice;
-  std::vector<OpScope> scope;
-  // Autograd sequence number: forward ops that record history carry the number
-  // of the backward node they create; a backward node carries its own. -1 none.
-  std::vector<int64_t> seq;
-  // Backward nodes: the forward op that created them (same sequence number on
-  // the forward thread; the innermost such op). kNone otherwise.
-  std::vector<int32_t> forward;
-  // Detail tier (kNone / 0 / -1 when not recorded): input shapes and dtypes as
-  // the PyTorch profiler prints them, estimated FLOPs and bytes moved. An op
-  // nested in another estimated op repeats part of its parent's estimate:
-  // totals count only the outermost estimated op.
-  std::vector<StringId> shapes;
-  std::vector<StringId> dtypes;
-  std::vector<int64_t> flops;
-  std::vector<int64_t> bytes;
-  // Where the program called it (0: not recorded): "file:line (function)" of
-  // the Python frame that called a host-reading method (.item(), .tolist(),
-  // torch.cuda.synchronize) this op runs in, the outermost op of the call.
-  std::vector<StringId> site;
+  STRATA_COLUMNS(STRATA_OP_COLUMNS)
 
   size_t size() const { return slice.size(); }
   uint32_t Add(uint32_t s, OpScope sc, int64_t sq) {
@@ -364,10 +359,12 @@ struct OpTable {
 // Dataflow edges between slices: `to` consumed a tensor that `from` produced
 // (the last op to output it before `to` began). Only the outermost consumer of
 // a tensor gets the edge: aten::relu, not the aten::clamp_min it calls.
+#define STRATA_EDGE_COLUMNS(X)                                                              \
+  X(int32_t, from)                                                                           \
+  X(int32_t, to)                                                                             \
+  X(uint64_t, tensor) /* the tensor's id in its process (TensorImpl address) */
 struct EdgeTable {
-  std::vector<int32_t> from;
-  std::vector<int32_t> to;
-  std::vector<uint64_t> tensor;  // the tensor's id in its process (TensorImpl address)
+  STRATA_COLUMNS(STRATA_EDGE_COLUMNS)
   size_t size() const { return from.size(); }
   void Add(int32_t f, int32_t t, uint64_t tensor_id) {
     from.push_back(f);
