@@ -127,52 +127,29 @@ uint32_t Builder::HostProcess(const Id& pid) {
     StringId s = t_.strings.Intern(pid.str);
     key = INT64_MIN + s;  // string pids ("Spans") live apart from numbers
   }
-  auto [it, inserted] = host_procs_.try_emplace(key, 0);
-  if (inserted) {
-    it->second = static_cast<uint32_t>(t_.processes.size());
-    model::Process p;
-    p.pid = pid.is_str ? 0 : pid.num;
-    if (pid.is_str) p.name = t_.strings.Intern(pid.str);
-    t_.processes.push_back(p);
+  bool fresh = false;
+  uint32_t p = procs_.Process(key, 0, &fresh);
+  if (fresh && pid.is_str) {
+    t_.processes[p].pid = 0;
+    t_.processes[p].name = t_.strings.Intern(pid.str);
   }
-  return it->second;
+  return p;
 }
 
-uint32_t Builder::DeviceProcess(int64_t device) {
-  auto [it, inserted] = dev_procs_.try_emplace(device, 0);
-  if (inserted) {
-    it->second = static_cast<uint32_t>(t_.processes.size());
-    model::Process p;
-    p.pid = device;
-    p.is_device = true;
-    p.device = static_cast<int32_t>(device);
-    p.name = t_.strings.Intern(fmt::format("GPU {}", device));
-    t_.processes.push_back(p);
-  }
-  return it->second;
-}
+uint32_t Builder::DeviceProcess(int64_t device) { return procs_.DeviceProcess(device); }
 
 uint32_t Builder::Track(uint32_t process, int64_t tid, model::TrackKind kind, int32_t device) {
-  std::pair<uint32_t, int64_t> key{process, tid};
-  if (key == last_track_key_) return last_track_;
-  auto [it, inserted] = tracks_.try_emplace(key, 0);
-  if (inserted) {
-    it->second = static_cast<uint32_t>(t_.tracks.size());
-    model::Track trk;
-    trk.kind = kind;
-    trk.process = process;
-    trk.tid = tid;
-    trk.device = device;
+  bool fresh = false;
+  uint32_t track = procs_.Track(process, kind, tid, device, &fresh);
+  if (fresh) {
+    model::Track& trk = t_.tracks[track];
     if (kind == model::TrackKind::kDeviceQueue) trk.name = t_.strings.Intern(fmt::format("stream {}", tid));
     else if (tid < INT64_MIN / 2) {
       trk.name = static_cast<StringId>(tid - INT64_MIN);
       trk.tid = 0;
     }
-    t_.tracks.push_back(trk);
   }
-  last_track_key_ = key;
-  last_track_ = it->second;
-  return it->second;
+  return track;
 }
 
 StringId Builder::Name() {

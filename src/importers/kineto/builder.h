@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "importers/common/process_tracker.h"
 #include "importers/kineto/caches.h"
 #include "importers/kineto/events.h"
 #include "importers/kineto/json_stream.h"
@@ -121,11 +122,6 @@ class Builder final : public JsonEventSink {
     std::string key, raw;
     bool container;
   };
-  struct PairHash {
-    size_t operator()(const std::pair<uint32_t, int64_t>& p) const {
-      return std::hash<int64_t>{}(p.second) * 1000003u ^ p.first;
-    }
-  };
   struct PendingThreadName {
     int64_t pid, tid;
     StringId name;
@@ -141,10 +137,7 @@ class Builder final : public JsonEventSink {
   std::deque<std::string> escaped_args_;
   StringId k_external_id_;
   int64_t rank_ = -1;
-  std::unordered_map<int64_t, uint32_t> host_procs_, dev_procs_;
-  std::unordered_map<std::pair<uint32_t, int64_t>, uint32_t, PairHash> tracks_;
-  std::pair<uint32_t, int64_t> last_track_key_{UINT32_MAX, 0};
-  uint32_t last_track_ = 0;
+  ProcessTracker procs_{t_};
   LaunchIndex launches_;
   std::unordered_map<uint64_t, uint32_t> series_;
   InternCache intern_{t_.strings};

@@ -14,14 +14,14 @@ namespace strata::importers::kineto {
 Status Builder::Finish() {
   // Names from metadata events.
   for (auto& [pid, name] : process_names_) {
-    auto it = host_procs_.find(pid);
-    if (it != host_procs_.end()) t_.processes[it->second].name = name;
+    uint32_t proc = procs_.FindProcess(pid);
+    if (proc != ProcessTracker::kNotFound) t_.processes[proc].name = name;
   }
   for (auto& p : pending_thread_names_) {
-    auto hp = host_procs_.find(p.pid);
-    if (hp == host_procs_.end()) continue;
-    auto it = tracks_.find({hp->second, p.tid});
-    if (it != tracks_.end()) t_.tracks[it->second].name = p.name;
+    uint32_t proc = procs_.FindProcess(p.pid);
+    if (proc == ProcessTracker::kNotFound) continue;
+    uint32_t track = procs_.FindTrack(proc, model::TrackKind::kThread, p.tid);
+    if (track != ProcessTracker::kNotFound) t_.tracks[track].name = p.name;
   }
   for (auto& p : t_.processes) p.rank = rank_;
   // Launch links by correlation id.
@@ -140,16 +140,15 @@ void Builder::ResolveFlows() {
 // Device-side flow ends sit on (device pid, stream tid); the rest on threads.
 uint32_t Builder::FlowTrack(const PendingFlow& f) const {
   if (f.numeric_pid) {
-    auto dp = dev_procs_.find(f.pid);
-    if (dp != dev_procs_.end()) {
-      auto it = tracks_.find({dp->second, f.tid});
-      if (it != tracks_.end()) return it->second;
+    uint32_t dev = procs_.FindDeviceProcess(f.pid);
+    if (dev != ProcessTracker::kNotFound) {
+      uint32_t track = procs_.FindTrack(dev, model::TrackKind::kDeviceQueue, f.tid, t_.processes[dev].device);
+      if (track != ProcessTracker::kNotFound) return track;
     }
   }
-  auto hp = host_procs_.find(f.pid);
-  if (hp == host_procs_.end()) return UINT32_MAX;
-  auto it = tracks_.find({hp->second, f.tid});
-  return it == tracks_.end() ? UINT32_MAX : it->second;
+  uint32_t proc = procs_.FindProcess(f.pid);
+  if (proc == ProcessTracker::kNotFound) return UINT32_MAX;
+  return procs_.FindTrack(proc, model::TrackKind::kThread, f.tid);
 }
 
 int32_t Builder::NextSliceAt(uint32_t track, int64_t ts) const {

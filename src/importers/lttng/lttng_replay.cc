@@ -11,6 +11,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "importers/common/process_tracker.h"
 #include "importers/os_tables_sort.h"
 
 namespace strata::importers::lttng {
@@ -148,50 +149,33 @@ class Replay {
   }
 
   uint32_t ProcessOf(int32_t pid) {
-    auto [it, fresh] = processes_.try_emplace(pid, 0);
+    bool fresh = false;
+    uint32_t proc = procs_.Process(pid, 0, &fresh);
     if (fresh) {
-      it->second = static_cast<uint32_t>(t_.processes.size());
-      model::Process p;
-      p.pid = pid;
+      model::Process& p = t_.processes[proc];
       auto pp = ppid_.find(pid);
       if (pp != ppid_.end()) p.ppid = pp->second;
       auto n = names_.find(pid);
       if (n != names_.end()) p.name = n->second;
-      t_.processes.push_back(p);
     }
-    return it->second;
+    return proc;
   }
 
   uint32_t ThreadTrack(int32_t pid, int32_t tid) {
-    int64_t key = (static_cast<int64_t>(pid) << 32) | static_cast<uint32_t>(tid);
-    auto [it, fresh] = thread_tracks_.try_emplace(key, 0);
+    bool fresh = false;
+    uint32_t track = procs_.Track(ProcessOf(pid), model::TrackKind::kThread, tid, model::kNone, &fresh);
     if (fresh) {
-      it->second = static_cast<uint32_t>(t_.tracks.size());
-      model::Track trk;
-      trk.kind = model::TrackKind::kThread;
-      trk.process = ProcessOf(pid);
-      trk.tid = tid;
       auto n = names_.find(tid);
-      if (n != names_.end()) trk.name = n->second;
-      t_.tracks.push_back(trk);
+      if (n != names_.end()) t_.tracks[track].name = n->second;
     }
-    return it->second;
+    return track;
   }
 
   // The CPU's track (cpu -1: events whose CPU is unknown). `event`: count one event on it.
   uint32_t CpuTrack(int16_t cpu, bool event) {
-    auto [it, fresh] = cpu_tracks_.try_emplace(cpu, 0);
-    if (fresh) {
-      it->second = static_cast<uint32_t>(t_.tracks.size());
-      model::Track trk;
-      trk.kind = model::TrackKind::kCpu;
-      trk.process = model::kNoProcess;
-      trk.tid = cpu;
-      trk.name = t_.strings.Intern(cpu >= 0 ? fmt::format("CPU {}", cpu) : std::string("CPU ?"));
-      t_.tracks.push_back(trk);
-    }
-    if (event) ++t_.tracks[it->second].events;
-    return it->second;
+    uint32_t track = procs_.CpuTrack(cpu);
+    if (event) ++t_.tracks[track].events;
+    return track;
   }
 
   Thread& ThreadOf(int32_t tid, int64_t ts) {
@@ -582,9 +566,7 @@ class Replay {
   std::unordered_map<int32_t, int32_t> tid_pid_;
   std::unordered_map<int32_t, int64_t> ppid_;
   std::unordered_map<int32_t, model::StringId> names_;
-  std::unordered_map<int32_t, uint32_t> processes_;
-  std::unordered_map<int64_t, uint32_t> thread_tracks_;
-  std::map<int16_t, uint32_t> cpu_tracks_;
+  ProcessTracker procs_{t_};
   std::unordered_map<int32_t, Thread> threads_;
   std::unordered_map<int16_t, int32_t> cpu_cur_;
   std::unordered_map<int16_t, int64_t> cpu_first_;

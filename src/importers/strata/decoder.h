@@ -19,6 +19,7 @@
 
 #include "format/ctf_reader.h"
 #include "format/tsdl.h"
+#include "importers/common/process_tracker.h"
 #include "model/trace.h"
 
 namespace strata::importers::strata_ctf {
@@ -95,7 +96,7 @@ class LoadContext {
   model::Trace trace_;
   format::ParsedMetadata md_;
   std::map<std::pair<uint32_t, uint64_t>, ProcessState> procs_;
-  std::map<std::tuple<uint32_t, int, int64_t, int32_t>, uint32_t> tracks_;
+  ProcessTracker tracks_{trace_};
   std::unordered_map<uint64_t, uint32_t> series_;
   uint64_t last_series_key_ = UINT64_MAX;
   uint32_t last_series_ = 0;

@@ -34,18 +34,7 @@ ProcessState& LoadContext::Process(uint32_t pid, uint64_t instance) {
 }
 
 uint32_t LoadContext::Track(uint32_t process, model::TrackKind kind, int64_t tid, int32_t device) {
-  auto key = std::make_tuple(process, static_cast<int>(kind), tid, device);
-  auto it = tracks_.find(key);
-  if (it != tracks_.end()) return it->second;
-  model::Track t;
-  t.kind = kind;
-  t.process = process;
-  t.tid = tid;
-  t.device = device;
-  auto idx = static_cast<uint32_t>(trace_.tracks.size());
-  trace_.tracks.push_back(t);
-  tracks_.emplace(key, idx);
-  return idx;
+  return tracks_.Track(process, kind, tid, device);
 }
 
 model::StringId LoadContext::Name(ProcessState& ps, uint32_t id) {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "importers/common/process_tracker.h"
 #include "importers/kineto/caches.h"
 #include "importers/xplane/xplane_arg_strings.h"
 #include "importers/xplane/xplane_build.h"
@@ -543,19 +544,7 @@ class Builder {
     t_.devices.push_back(std::move(d));
   }
 
-  uint32_t DeviceProcess(int32_t device) {
-    auto [it, inserted] = dev_procs_.try_emplace(device, 0);
-    if (inserted) {
-      it->second = static_cast<uint32_t>(t_.processes.size());
-      model::Process p;
-      p.pid = device;
-      p.is_device = true;
-      p.device = device;
-      p.name = t_.strings.Intern(fmt::format("GPU {}", device));
-      t_.processes.push_back(p);
-    }
-    return it->second;
-  }
+  uint32_t DeviceProcess(int32_t device) { return procs_.DeviceProcess(device); }
 
   // --- Host planes --------------------------------------------------------------
 
@@ -794,7 +783,7 @@ class Builder {
   bool amd_ = false;
   uint64_t skipped_ = 0;
   std::map<std::string, uint64_t> counts_;
-  std::unordered_map<int32_t, uint32_t> dev_procs_;
+  ProcessTracker procs_{t_};
   std::unordered_map<uint64_t, uint32_t> launches_;  // correlation id -> host launch slice
   std::unordered_map<int64_t, uint32_t> group_root_;  // group id -> longest host slice
   std::map<int64_t, StepEvent> steps_;               // by group id
