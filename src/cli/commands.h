@@ -6,9 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
-namespace strata::model {
-struct Trace;
-}
+#include "base/status.h"
+#include "importers/load_options.h"
+#include "model/trace.h"
 
 namespace strata::cli {
 
@@ -62,6 +62,11 @@ int WriteOutput(const std::string& path, const std::string& contents, bool force
 // Writes to standard output; kExitOutput (with a message) when that fails (a
 // closed pipe, a full disk).
 int WriteStdout(const std::string& contents);
+// Opens a trace as every command does: through its index (index/open_trace.h),
+// built on the first open. STRATA_INDEX=off imports the trace directly,
+// STRATA_INDEX=rebuild imports it and replaces the index.
+StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo = {});
+
 // A trace that could not be loaded: prints the reason, returns kExitBadInput.
 int BadInput(const std::string& message);
 

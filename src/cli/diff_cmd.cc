@@ -25,9 +25,9 @@ struct DiffArgs {
 
 int RunDiff(const DiffArgs& args) {
   if (int rc = CheckOutputPath(args.output, args.force); rc != kExitOk) return rc;
-  auto a = importers::LoadTrace(args.a);
+  auto a = OpenTraceForCommand(args.a);
   if (!a.ok()) return BadInput(a.status().message());
-  auto b = importers::LoadTrace(args.b);
+  auto b = OpenTraceForCommand(args.b);
   if (!b.ok()) return BadInput(b.status().message());
   analysis::DiffOptions opt;
   opt.skip_steps = args.skip_steps;

@@ -45,7 +45,7 @@ int RunExport(const ExportArgs& a) {
   if (int rc = CheckOutputPath(out, a.force); rc != kExitOk) return rc;
   importers::LoadOptions lo;
   lo.progress = !a.quiet;
-  auto trace = importers::LoadTrace(a.trace, lo);
+  auto trace = OpenTraceForCommand(a.trace, lo);
   if (!trace.ok()) return BadInput(trace.status().message());
   // Left for the OS to reclaim at exit (freeing millions of rows only delays it).
   auto* t = new model::Trace(std::move(trace).value());

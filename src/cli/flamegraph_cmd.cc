@@ -40,7 +40,7 @@ struct FlamegraphArgs {
 
 int RunFlamegraph(const FlamegraphArgs& a) {
   if (int rc = CheckOutputPath(a.output, a.force); rc != kExitOk) return rc;
-  auto trace = importers::LoadTrace(a.trace);
+  auto trace = OpenTraceForCommand(a.trace);
   if (!trace.ok()) return BadInput(trace.status().message());
   return WriteFlamegraph(*trace, a.output, a.spans, !a.no_threads, a.off_cpu, a.force);
 }

@@ -61,7 +61,7 @@ int RunReport(const ReportArgs& a) {
   if (IsDirectory(a.trace) && PathExists(sweep_json)) return RunSweepReport(a, sweep_json);
   importers::LoadOptions lo;
   lo.progress = true;  // drawn only on a terminal
-  auto trace = importers::LoadTrace(a.trace, lo);
+  auto trace = OpenTraceForCommand(a.trace, lo);
   if (!trace.ok()) return BadInput(trace.status().message());
   if (!a.flamegraph.empty()) {
     int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);

@@ -168,7 +168,7 @@ int RunSweep(SweepArgs a) {
     std::fprintf(stderr, "strata sweep: %s=%s\n", name.c_str(), v.c_str());
     std::string log = dir + ".log";
     p.exit_status = Spawn(argv, env, log);
-    auto trace = importers::LoadTrace(dir);
+    auto trace = OpenTraceForCommand(dir);
     if (p.exit_status != 0)
       p.error = "the command exited with status " + std::to_string(p.exit_status) + " (output in " + log + ")";
     if (!trace.ok()) {

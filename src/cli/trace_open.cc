@@ -1,0 +1,21 @@
+// Every command that reads a trace opens it through its index.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "index/open_trace.h"
+
+namespace strata::cli {
+
+StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo) {
+  index::IndexOptions io = index::IndexOptionsFromEnv();
+  io.cache_dir = CacheDir();
+  index::IndexUse use;
+  auto t = index::OpenTrace(path, lo, io, &use);
+  // A damaged index is worth a line: something wrote over it, or a disk lost it.
+  if (!use.rejected.empty())
+    std::fprintf(stderr, "strata: %s; imported the trace again%s\n", use.rejected.c_str(),
+                 use.written ? " and replaced the index" : "");
+  return t;
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,383 @@
+#include "index/index_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstddef>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "base/error.h"
+#include "base/files.h"
+
+namespace strata::index {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'I', 'X'};
+
+constexpr uint32_t kSettled = 1;  // Header::flags: stat_sig is settled
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t flags;
+  uint64_t key_hi;
+  uint64_t key_lo;
+  uint64_t payload_size;
+  uint64_t payload_hash;
+  uint64_t slices;    // for tools that list indexes
+  uint64_t stat_sig;  // StatSignature::hash of the trace's files (not in the payload's hash)
+};
+static_assert(sizeof(Header) == 64);
+
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct IsPair : std::false_type {};
+template <class A, class B>
+struct IsPair<std::pair<A, B>> : std::true_type {};
+// Rows stored as their bytes: numbers, enums, and fixed arrays of numbers.
+template <class T>
+struct IsRaw : std::bool_constant<std::is_arithmetic_v<T> || std::is_enum_v<T>> {};
+template <class T, size_t N>
+struct IsRaw<std::array<T, N>> : std::bool_constant<std::is_arithmetic_v<T>> {};
+
+// The model's structures, field by field. A structured binding names every
+// member: a member added to a structure without being added here does not
+// compile, so the writer and the reader cannot drift from the model.
+template <class A>
+void Visit(A& a, model::Process& v) {
+  auto& [pid, instance, ppid, name, cmdline, start_realtime_ns, rank, is_device, device] = v;
+  a(pid, instance, ppid, name, cmdline, start_realtime_ns, rank, is_device, device);
+}
+template <class A>
+void Visit(A& a, model::Track& v) {
+  auto& [kind, process, tid, name, device, events, lost] = v;
+  a(kind, process, tid, name, device, events, lost);
+}
+template <class A>
+void Visit(A& a, model::CounterSeries& v) {
+  auto& [name, process, unit, track] = v;
+  a(name, process, unit, track);
+}
+template <class A>
+void Visit(A& a, model::Device& v) {
+  auto& [process, id, api, name, vendor, compute_units, clock_khz, memory_bytes, memory_bandwidth, peak_flops_f64,
+         peak_flops_f32, peak_flops_f16, compute_major, compute_minor, properties] = v;
+  a(process, id, api, name, vendor, compute_units, clock_khz, memory_bytes, memory_bandwidth, peak_flops_f64,
+    peak_flops_f32, peak_flops_f16, compute_major, compute_minor, properties);
+}
+template <class A>
+void Visit(A& a, model::Graph& v) {
+  auto& [process, name, module, nodes, edges, node_names, node_devices, node_bytes] = v;
+  a(process, name, module, nodes, edges, node_names, node_devices, node_bytes);
+}
+template <class A>
+void Visit(A& a, model::OpWindow& v) {
+  auto& [process, ts, dur, detail] = v;
+  a(process, ts, dur, detail);
+}
+template <class A>
+void Visit(A& a, model::CollectorStatus& v) {
+  auto& [process, collector, state, detail] = v;
+  a(process, collector, state, detail);
+}
+template <class A>
+void Visit(A& a, model::Trace& v) {
+  auto& [source, path, clock_offset_ns, hostname, manifest_json, warnings, source_fractional_us, strings, processes,
+         tracks, slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, graphs, op_windows,
+         ops_mode, collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io,
+         events_read, events_lost, damaged_packets, damaged_bytes, damaged_events_estimate, device_row_of_slice,
+         track_slices] = v;
+  a(source, path, clock_offset_ns, hostname, manifest_json, warnings, source_fractional_us, strings, processes, tracks,
+    slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, graphs, op_windows, ops_mode,
+    collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io, events_read,
+    events_lost, damaged_packets, damaged_bytes, damaged_events_estimate, device_row_of_slice, track_slices);
+}
+
+template <class T>
+constexpr bool kIsTable = requires(T& t) { t.ForEachColumn([](const char*, auto&) {}); };
+
+// Streams the payload to a file through a buffer, hashing as it goes.
+class Writer {
+ public:
+  Writer(int fd, uint64_t offset) : fd_(fd), offset_(offset), state_(XXH3_createState()) {
+    buf_.reserve(1 << 20);
+    if (state_) XXH3_64bits_reset(state_);
+  }
+  ~Writer() { XXH3_freeState(state_); }
+
+  template <class... Ts>
+  void operator()(Ts&... vs) {
+    (One(vs), ...);
+  }
+  // Flushes; returns errno of the first failed write, or 0.
+  int Finish(uint64_t* size, uint64_t* hash) {
+    Flush();
+    *size = written_;
+    *hash = state_ ? XXH3_64bits_digest(state_) : 0;
+    return state_ ? err_ : ENOMEM;
+  }
+
+ private:
+  void Bytes(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      size_t k = std::min(n, buf_.capacity() - buf_.size());
+      buf_.insert(buf_.end(), c, c + k);
+      c += k;
+      n -= k;
+      if (buf_.size() == buf_.capacity()) Flush();
+    }
+  }
+  void Align() {
+    static constexpr char kZero[8] = {};
+    size_t at = static_cast<size_t>(offset_ + written_ + buf_.size());
+    if (at % 8) Bytes(kZero, 8 - at % 8);
+  }
+  void Flush() {
+    if (buf_.empty()) return;
+    if (state_) XXH3_64bits_update(state_, buf_.data(), buf_.size());
+    if (err_ == 0) err_ = WriteAll(fd_, buf_.data(), buf_.size());
+    written_ += buf_.size();
+    buf_.clear();
+  }
+  void Count(size_t n) {
+    uint64_t v = n;
+    Bytes(&v, sizeof v);
+  }
+  template <class T>
+  void One(T& v) {
+    using U = std::remove_const_t<T>;
+    if constexpr (IsRaw<U>::value) {
+      Bytes(&v, sizeof v);
+    } else if constexpr (std::is_same_v<U, std::string>) {
+      Count(v.size());
+      Bytes(v.data(), v.size());
+    } else if constexpr (std::is_same_v<U, model::StringPool>) {
+      Count(v.size());
+      for (size_t i = 1; i < v.size(); ++i) {
+        std::string_view s = v.Get(static_cast<model::StringId>(i));
+        Count(s.size());
+        Bytes(s.data(), s.size());
+      }
+    } else if constexpr (IsVector<U>::value) {
+      using E = typename U::value_type;
+      Count(v.size());
+      if constexpr (IsRaw<E>::value) {
+        Align();
+        Bytes(v.data(), v.size() * sizeof(E));
+        Align();
+      } else {
+        for (auto& e : v) One(e);
+      }
+    } else if constexpr (IsPair<U>::value) {
+      One(v.first);
+      One(v.second);
+    } else if constexpr (kIsTable<U>) {
+      const_cast<U&>(v).ForEachColumn([this](const char*, auto& c) { One(c); });
+    } else {
+      Visit(*this, const_cast<U&>(v));
+    }
+  }
+
+  int fd_;
+  uint64_t offset_;  // of the payload in the file
+  uint64_t written_ = 0;
+  int err_ = 0;
+  std::vector<char> buf_;
+  XXH3_state_t* state_;
+};
+
+// Reads the payload from memory; the first problem stops it.
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n, uint64_t offset) : begin_(p), p_(p), end_(p + n), offset_(offset) {}
+
+  template <class... Ts>
+  void operator()(Ts&... vs) {
+    (One(vs), ...);
+  }
+  bool ok() const { return ok_; }
+  bool at_end() const { return p_ == end_; }
+
+ private:
+  size_t left() const { return static_cast<size_t>(end_ - p_); }
+  bool Bytes(void* out, size_t n) {
+    if (!ok_ || n > left()) return ok_ = false;
+    if (n) std::memcpy(out, p_, n);
+    p_ += n;
+    return true;
+  }
+  void Align() {
+    size_t at = static_cast<size_t>(offset_ + (p_ - begin_));
+    if (at % 8) {
+      size_t k = 8 - at % 8;
+      if (k > left()) {
+        ok_ = false;
+        return;
+      }
+      p_ += k;
+    }
+  }
+  // A count of things of at least `unit` bytes each that fit in what is left.
+  bool Count(size_t unit, size_t* n) {
+    uint64_t v = 0;
+    if (!Bytes(&v, sizeof v)) return false;
+    if (unit > 0 && v > left() / unit) return ok_ = false;
+    *n = static_cast<size_t>(v);
+    return true;
+  }
+  template <class T>
+  void One(T& v) {
+    if (!ok_) return;
+    size_t n = 0;
+    if constexpr (IsRaw<T>::value) {
+      Bytes(&v, sizeof v);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      if (!Count(1, &n)) return;
+      v.assign(reinterpret_cast<const char*>(p_), n);
+      p_ += n;
+    } else if constexpr (std::is_same_v<T, model::StringPool>) {
+      if (!Count(8, &n) || n == 0) return void(ok_ = false);
+      for (size_t i = 1; i < n && ok_; ++i) {
+        size_t len = 0;
+        if (!Count(1, &len)) return;
+        std::string_view s(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        if (v.Intern(s) != i) ok_ = false;  // a repeated string: not what the writer wrote
+      }
+    } else if constexpr (IsVector<T>::value) {
+      using E = typename T::value_type;
+      if constexpr (IsRaw<E>::value) {
+        if (!Count(sizeof(E), &n)) return;
+        Align();
+        if (!ok_ || n > left() / sizeof(E)) return void(ok_ = false);
+        v.resize(n);
+        Bytes(v.data(), n * sizeof(E));
+        Align();
+      } else {
+        if (!Count(1, &n)) return;
+        v.resize(n);
+        for (auto& e : v) One(e);
+      }
+    } else if constexpr (IsPair<T>::value) {
+      One(v.first);
+      One(v.second);
+    } else if constexpr (kIsTable<T>) {
+      v.ForEachColumn([this](const char*, auto& c) { One(c); });
+      if (ok_ && !v.Consistent()) ok_ = false;
+    } else {
+      Visit(*this, v);
+    }
+  }
+
+  const uint8_t* begin_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  uint64_t offset_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSignature& sig, const std::string& path) {
+  std::string tmp = path + ".tmp";
+  auto created = CreateNewFile(tmp);
+  struct stat st;
+  if (!created.ok() && ::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    // Left by a writer that died before its rename.
+    ::unlink(tmp.c_str());
+    created = CreateNewFile(tmp);
+  }
+  if (!created.ok()) return created.status();
+  int fd = *created;
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kIndexFormatVersion;
+  h.flags = sig.settled ? kSettled : 0;
+  h.stat_sig = sig.hash;
+  h.key_hi = key.hi;
+  h.key_lo = key.lo;
+  h.slices = t.slices.size();
+  int err = WriteAll(fd, &h, sizeof h);  // rewritten with the payload's size and hash below
+  if (err == 0) {
+    Writer w(fd, sizeof(Header));
+    w(const_cast<model::Trace&>(t));
+    err = w.Finish(&h.payload_size, &h.payload_hash);
+  }
+  if (err == 0 && ::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) err = errno ? errno : EIO;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return ErrnoErr(err, "cannot write the index {}", path);
+  }
+  return OkStatus();
+}
+
+StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* key, bool verify_hash,
+                                  const std::string& what) {
+  Header h;
+  if (n < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
+    return Err(StatusCode::kCorrupt, "{}: not a strata index", what);
+  if (n < sizeof h) return Err(StatusCode::kCorrupt, "{}: truncated index ({} bytes)", what, n);
+  std::memcpy(&h, p, sizeof h);
+  if (h.version != kIndexFormatVersion)
+    return Err(StatusCode::kUnsupported, "{}: index format {} (this strata writes {})", what, h.version,
+               kIndexFormatVersion);
+  if (key && (h.key_hi != key->hi || h.key_lo != key->lo))
+    return Err(StatusCode::kUnsupported, "{}: built from other content or by another strata build", what);
+  if (h.payload_size != n - sizeof h)
+    return Err(StatusCode::kCorrupt, "{}: truncated index ({} of {} bytes)", what, n - sizeof h, h.payload_size);
+  if (verify_hash && XXH3_64bits(p + sizeof h, n - sizeof h) != h.payload_hash)
+    return Err(StatusCode::kCorrupt, "{}: damaged index (checksum mismatch)", what);
+  model::Trace t;
+  Reader r(p + sizeof h, n - sizeof h, sizeof h);
+  r(t);
+  if (!r.ok() || !r.at_end()) return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
+  return t;
+}
+
+StatusOr<IndexHeader> ReadIndexHeader(const std::string& path) {
+  auto fd = OpenRegularFile(path);
+  if (!fd.ok()) return fd.status();
+  Header h;
+  ssize_t n = ::pread(*fd, &h, sizeof h, 0);
+  ::close(*fd);
+  if (n != static_cast<ssize_t>(sizeof h) || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
+      h.version != kIndexFormatVersion)
+    return Err(StatusCode::kCorrupt, "{}: not a strata index of this version", path);
+  IndexHeader out;
+  out.key = {h.key_hi, h.key_lo};
+  out.sig = {h.stat_sig, (h.flags & kSettled) != 0};
+  return out;
+}
+
+Status UpdateIndexSignature(const std::string& path, const StatSignature& sig) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return ErrnoErr(errno, "cannot open {}", path);
+  uint32_t flags = sig.settled ? kSettled : 0;
+  bool ok = ::pwrite(fd, &flags, sizeof flags, offsetof(Header, flags)) == sizeof flags &&
+            ::pwrite(fd, &sig.hash, sizeof sig.hash, offsetof(Header, stat_sig)) == sizeof sig.hash;
+  int err = ok ? 0 : (errno ? errno : EIO);
+  ::close(fd);
+  return err ? ErrnoErr(err, "cannot update {}", path) : OkStatus();
+}
+
+StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key) {
+  auto map = MappedFile::Open(path);
+  if (!map.ok()) return map.status();
+  return ParseIndex(map->data(), map->size(), &key, /*verify_hash=*/true, path);
+}
+
+}  // namespace strata::index

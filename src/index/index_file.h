@@ -1,0 +1,50 @@
+// The trace index file: a whole analysis model (model::Trace) as it came out
+// of its importer, stored so that the next command maps it instead of
+// importing the trace again.
+//
+// Layout: a 64-byte header (magic "STRATAIX", format version, the content key
+// and the file-system signature of the trace it was built from, the payload's
+// size and XXH3 hash), then the
+// payload: every table column as a count and its raw little-endian rows,
+// 8-byte aligned, in the order the model declares them (model/columns.h), and
+// the model's other members field by field. Reading checks the magic, the
+// version, the key, the size and the hash before it trusts a byte: a truncated,
+// damaged or stale index is refused with the reason, never half-read.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "index/content_key.h"
+#include "model/trace.h"
+
+namespace strata::index {
+
+// Writes `t` to `path` (through path + ".tmp" and a rename, so a reader never
+// sees a partial index), with the content key and the file-system signature
+// of the trace it came from.
+Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSignature& sig, const std::string& path);
+
+// An index's header alone (64 bytes read): what it was built from.
+struct IndexHeader {
+  ContentKey key;
+  StatSignature sig;  // settled only if it was when written (or updated since)
+};
+StatusOr<IndexHeader> ReadIndexHeader(const std::string& path);
+// Records a settled signature of the trace in the index's header, once its
+// content key has been checked against the index (the next open then checks
+// only the signature).
+Status UpdateIndexSignature(const std::string& path, const StatSignature& sig);
+
+// Reads the index at `path` if it was built from the content `key` names.
+// kNotFound: no index there; kCorrupt: damaged or truncated; kUnsupported:
+// built by another strata or from other content (stale).
+StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key);
+
+// The same checks and parse over an index's bytes (`what` names it in errors).
+// `key` null: any key; `verify_hash` false: the payload's checksum is not
+// checked (the fuzz target reaches the layout's parser that way).
+StatusOr<model::Trace> ParseIndex(const uint8_t* data, size_t size, const ContentKey* key, bool verify_hash,
+                                  const std::string& what);
+
+}  // namespace strata::index

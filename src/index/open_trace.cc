@@ -1,0 +1,193 @@
+#include "index/open_trace.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "base/files.h"
+#include "importers/load.h"
+#include "index/content_key.h"
+#include "index/index_file.h"
+
+namespace strata::index {
+namespace {
+
+std::string Parent(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The user may write there: the permission bits say so (even for root, who
+// could write anyway: a trace made read-only is left alone) and the OS agrees.
+bool Writable(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if ((st.st_mode & 0222) == 0) return false;
+  return ::access(dir.c_str(), W_OK) == 0;
+}
+
+// Where an index of `trace` may be written beside it, or "" when the trace or
+// its folder is read-only.
+std::string BesideIfWritable(const std::string& trace, bool is_dir) {
+  if (is_dir) return Writable(trace) ? BesideIndexPath(trace) : "";
+  struct stat st;
+  if (::stat(trace.c_str(), &st) != 0 || (st.st_mode & 0222) == 0) return "";
+  return Writable(Parent(trace)) ? BesideIndexPath(trace) : "";
+}
+
+// Indexes in the cache directory past this many bytes are removed, least
+// recently used first.
+constexpr uint64_t kCacheBudgetBytes = uint64_t{4} << 30;
+
+void Touch(const std::string& p) { ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0); }
+
+void PruneCache(const std::string& dir, uint64_t budget) {
+  auto names = ListFiles(dir);
+  if (!names.ok()) return;
+  struct Entry {
+    int64_t mtime;
+    uint64_t size;
+    std::string path;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  for (const std::string& n : *names) {
+    if (!std::string_view(n).ends_with(kIndexSuffix)) continue;
+    std::string p = JoinPath(dir, n);
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) continue;
+    entries.push_back({static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                       static_cast<uint64_t>(st.st_size), p});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  for (size_t i = 0; i + 1 < entries.size() && total > budget; ++i) {  // never the newest
+    if (::unlink(entries[i].path.c_str()) == 0) total -= entries[i].size;
+  }
+}
+
+// The cache's slot for a trace: named by a hash of the trace's absolute path
+// (found without reading the trace), trusted only for its content (the index's
+// header says what it was built from).
+std::string CachePath(const IndexOptions& io, const std::string& trace) {
+  if (io.cache_dir.empty()) return "";
+  char* real = ::realpath(trace.c_str(), nullptr);
+  std::string abs = real ? real : trace;
+  std::free(real);
+  return JoinPath(JoinPath(io.cache_dir, "index"), fmt::format("{:016x}", XXH3_64bits(abs.data(), abs.size())) + kIndexSuffix);
+}
+
+}  // namespace
+
+IndexOptions IndexOptionsFromEnv() {
+  IndexOptions o;
+  const char* v = ::secure_getenv("STRATA_INDEX");
+  std::string_view s = v ? v : "";
+  if (s == "off" || s == "0" || s == "no") o.mode = IndexOptions::Mode::kOff;
+  if (s == "rebuild") o.mode = IndexOptions::Mode::kRebuild;
+  if (s == "cache") o.beside = false;
+  return o;
+}
+
+std::string BesideIndexPath(const std::string& trace) {
+  std::string t = trace;
+  while (t.size() > 1 && t.back() == '/') t.pop_back();
+  if (IsDirectory(t)) return JoinPath(t, kIndexFileName);
+  return t + kIndexSuffix;
+}
+
+StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadOptions& lo, const IndexOptions& io,
+                                 IndexUse* use) {
+  IndexUse local;
+  IndexUse& u = use ? *use : local;
+  u = IndexUse{};
+  struct stat st;
+  // Anything but a trace file or directory goes to the importer, which says why not.
+  if (io.mode == IndexOptions::Mode::kOff || ::stat(path.c_str(), &st) != 0 ||
+      (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
+    return importers::LoadTrace(path, lo);
+  bool is_dir = S_ISDIR(st.st_mode);
+  auto sig = StatSignatureOf(path);
+  if (!sig.ok()) return importers::LoadTrace(path, lo);
+  std::vector<std::string> candidates;
+  if (io.beside) candidates.push_back(BesideIndexPath(path));
+  std::string cached = CachePath(io, path);
+  if (!cached.empty()) candidates.push_back(cached);
+  // The content key, hashed from every byte of the trace when first needed.
+  std::optional<ContentKey> key;
+  auto content_key = [&]() -> const ContentKey* {
+    if (!key) {
+      auto k = KeyOfTrace(path);
+      if (!k.ok()) return nullptr;
+      key = *k;
+    }
+    return &*key;
+  };
+  auto found = [&](StatusOr<model::Trace>& t, const std::string& p) {
+    if (p == cached) Touch(p);  // recently used: kept by the cache's pruning
+    t->path = path;
+    u.read = true;
+    u.path = p;
+  };
+  if (io.mode == IndexOptions::Mode::kUse) {
+    // Unchanged files by their signature: the index's own key is the trace's.
+    for (const std::string& p : candidates) {
+      auto h = ReadIndexHeader(p);
+      if (!h.ok() || !h->sig.settled || !sig->settled || h->sig.hash != sig->hash) continue;
+      auto t = ReadIndexFile(p, h->key);
+      if (t.ok()) {
+        found(t, p);
+        u.by_signature = true;
+        return t;
+      }
+      if (t.status().code() == StatusCode::kCorrupt) u.rejected = t.status().message();
+    }
+    // Else by content.
+    for (const std::string& p : candidates) {
+      if (!PathExists(p) || !content_key()) continue;
+      auto t = ReadIndexFile(p, *key);
+      if (t.ok()) {
+        if (sig->settled) (void)UpdateIndexSignature(p, *sig);
+        found(t, p);
+        return t;
+      }
+      if (t.status().code() == StatusCode::kCorrupt) u.rejected = t.status().message();
+    }
+  }
+  auto t = importers::LoadTrace(path, lo);
+  if (!t.ok() || !content_key()) return t;
+  // (Not while `strata record` still writes the trace: the next open would
+  // find other content anyway.)
+  if (is_dir && DirectoryLocked(path)) return t;
+  // Beside the trace when it may be written there, else in the cache; a
+  // failure to write costs the next command an import, nothing else.
+  std::string target = io.beside ? BesideIfWritable(path, is_dir) : "";
+  if (target.empty() && !cached.empty() && MakeDirs(Parent(cached)).ok()) target = cached;
+  if (!target.empty()) {
+    Status w = WriteIndexFile(*t, *key, *sig, target);
+    if (!w.ok() && target != cached && !cached.empty() && MakeDirs(Parent(cached)).ok()) {
+      target = cached;  // EROFS and the like: the permission bits said yes, the OS no
+      w = WriteIndexFile(*t, *key, *sig, target);
+    }
+    if (w.ok()) {
+      u.written = true;
+      u.path = target;
+      if (target == cached) PruneCache(Parent(cached), kCacheBudgetBytes);
+    }
+  }
+  return t;
+}
+
+}  // namespace strata::index

@@ -1,0 +1,62 @@
+// Opening a trace through its index: what every command that reads a trace
+// calls (report, export, diff, flamegraph, sweep).
+//
+// The first open of a trace imports it (importers::LoadTrace) and stores the
+// model as an index (index_file.h): inside a trace directory as
+// `.strata-index`, beside a trace file as `FILE.strata-index`, or, when the
+// trace is read-only (no write permission on it or its folder, or a read-only
+// file system), in the cache directory as `index/<hash of its path>.strata-index`
+// (the least recently used of those are removed past 4 GiB).
+// Later opens map the index instead of importing again when it was built from
+// the same bytes: the trace's files have the signature the index recorded
+// (inode, size, modification and change times; content_key.h), or else their
+// content hashes to the index's key. An index that is stale (the
+// trace changed, another strata built it), truncated or damaged is never used:
+// the trace is imported again and the index replaced.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "importers/load_options.h"
+#include "model/trace.h"
+
+namespace strata::index {
+
+struct IndexOptions {
+  enum class Mode {
+    kUse,      // read the index, build it when missing or not valid
+    kOff,      // import the trace directly; no index read or written
+    kRebuild,  // import the trace and replace its index
+  };
+  Mode mode = Mode::kUse;
+  // Write indexes beside traces (false: only in the cache directory; tests
+  // set it so that shared test data is never written to).
+  bool beside = true;
+  // Where indexes of read-only traces go (an "index" folder is made in it);
+  // empty: only beside the trace.
+  std::string cache_dir;
+};
+
+// What OpenTrace did, for messages and tests.
+struct IndexUse {
+  bool read = false;     // the model came from an index
+  bool by_signature = false;  // ... trusted by the trace's file-system signature, without hashing its content
+  bool written = false;  // an index was written
+  std::string path;      // the index read or written
+  // Why an index found was not used ("damaged (checksum mismatch)"), when it
+  // was damaged or truncated rather than merely stale; empty otherwise.
+  std::string rejected;
+};
+
+// The options STRATA_INDEX names: "off" (or "0"), "rebuild", "cache" (use
+// indexes, but only in the cache directory); anything else the defaults.
+IndexOptions IndexOptionsFromEnv();
+
+// Where the index of `trace` goes beside it (inside a directory, next to a file).
+std::string BesideIndexPath(const std::string& trace);
+
+StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadOptions& lo,
+                                 const IndexOptions& io, IndexUse* use = nullptr);
+
+}  // namespace strata::index

@@ -1,0 +1,285 @@
+// The trace index (index/): a trace opened through its index gives the same
+// model, and so the same report, as one imported directly; an index built from
+// other content, damaged or truncated is never trusted but rebuilt; a
+// read-only trace is indexed in the cache directory.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include "importers/load.h"
+#include "index/content_key.h"
+#include "index/index_file.h"
+#include "index/open_trace.h"
+#include "report/report.h"
+#include "testing.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using index::IndexOptions;
+using index::IndexUse;
+using testing::ExternalDataDir;
+using testing::TempDir;
+
+// A new, empty directory (TempDir names one and leaves it to the test to make).
+std::string FreshDir(const std::string& name) {
+  std::string d = TempDir(name);
+  fs::create_directories(d);
+  return d;
+}
+
+// Every analysis, every row: what `strata report --json --full` prints.
+std::string ReportJson(const model::Trace& t) {
+  report::ReportOptions opt;
+  opt.full = true;
+  opt.what_if = true;
+  report::Report r(t, opt);
+  return r.Json().dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The traces under the shared external data: JSON, XSpace, LTTng.
+std::vector<std::string> SharedTraces() {
+  std::vector<std::string> out;
+  std::string root = ExternalDataDir();
+  if (root.empty()) return out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    std::string p = it->path().string();
+    if (it->is_directory() && (fs::exists(it->path() / "metadata"))) {
+      out.push_back(p);  // an LTTng CTF trace
+      it.disable_recursion_pending();
+    } else if (it->is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz") || p.ends_with(".pb"))) {
+      out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Imports `path` directly, then through an index twice (built, then read), and
+// expects the three reports to be equal.
+void ExpectSameThroughIndex(const std::string& path, const IndexOptions& io) {
+  SCOPED_TRACE(path);
+  auto direct = importers::LoadTrace(path);
+  ASSERT_TRUE(direct.ok()) << direct.status().message();
+  std::string want = ReportJson(*direct);
+  IndexUse first, second;
+  auto built = index::OpenTrace(path, {}, io, &first);
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_FALSE(first.read);
+  EXPECT_TRUE(first.written);
+  auto read = index::OpenTrace(path, {}, io, &second);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(second.read) << "no index read back from " << first.path;
+  EXPECT_EQ(second.path, first.path);
+  EXPECT_EQ(read->path, path);
+  EXPECT_EQ(ReportJson(*built), want);
+  std::string got = ReportJson(*read);
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "the report of the indexed trace differs";
+}
+
+TEST(TraceIndex, SharedTracesGiveTheSameReportsThroughTheIndex) {
+  auto traces = SharedTraces();
+  if (traces.empty()) GTEST_SKIP() << "no shared external data (../shared/data/external)";
+  // The shared data is never written to: its indexes go to a cache.
+  IndexOptions io;
+  io.beside = false;
+  io.cache_dir = FreshDir("index_shared_cache");
+  for (const std::string& p : traces) ExpectSameThroughIndex(p, io);
+  EXPECT_GE(traces.size(), 15u);
+}
+
+TEST(TraceIndex, RecordedTraceIsIndexedInsideItsDirectory) {
+  std::string dir = TempDir("index_recorded") + "/trace";
+  auto r = testing::Record(dir, {testing::TestProgram("os_workload"), "sleep", "10", "10"}, {"--syscalls", "--sched"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  IndexOptions io;
+  io.cache_dir = FreshDir("index_recorded_cache");
+  ExpectSameThroughIndex(dir, io);
+  EXPECT_TRUE(fs::exists(dir + "/.strata-index"));
+  EXPECT_TRUE(fs::is_empty(io.cache_dir));
+}
+
+TEST(TraceIndex, TorchTraceGivesTheSameReportThroughTheIndex) {
+  std::string why;
+  if (!testing::TorchUsable(&why)) GTEST_SKIP() << why;
+  std::string dir = TempDir("index_torch") + "/trace";
+  auto r = testing::Record(dir, {testing::kPython, testing::SourceDir() + "/tests/programs/torch_train.py"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  IndexOptions io;
+  io.cache_dir = FreshDir("index_torch_cache");
+  ExpectSameThroughIndex(dir, io);
+}
+
+// A small Kineto trace copied into a fresh folder, to be changed by the test.
+std::string CopyOfSmallTrace(const std::string& name, const std::string& which) {
+  std::string root = ExternalDataDir();
+  if (root.empty()) return "";
+  std::string src = root + "/" + which;
+  if (!fs::exists(src)) return "";
+  std::string dst = FreshDir(name) + "/" + fs::path(src).filename().string();
+  fs::copy_file(src, dst);
+  fs::permissions(dst, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  return dst;
+}
+const char* kAlexnet = "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+const char* kTriton = "hta/triton_example/triton_example.json.gz";
+
+TEST(TraceIndex, ChangedTraceIsIndexedAgain) {
+  std::string p = CopyOfSmallTrace("index_changed", kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  IndexOptions io;
+  IndexUse u;
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  ASSERT_TRUE(u.written);
+  EXPECT_EQ(u.path, p + ".strata-index");
+  // Another trace in its place: the index of the old content is not used.
+  fs::copy_file(ExternalDataDir() + "/" + kTriton, p, fs::copy_options::overwrite_existing);
+  fs::permissions(p, fs::perms::owner_write, fs::perm_options::add);
+  auto t = index::OpenTrace(p, {}, io, &u);
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(u.read);
+  EXPECT_TRUE(u.written);
+  EXPECT_TRUE(u.rejected.empty()) << "stale, not damaged: " << u.rejected;
+  auto direct = importers::LoadTrace(p);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(t->slices.size(), direct->slices.size());
+  EXPECT_EQ(ReportJson(*t), ReportJson(*direct));
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  EXPECT_TRUE(u.read);
+}
+
+// Builds the index of a copy of a small trace, damages it with `harm`, and
+// expects the next open to reject it, import again and replace it.
+void ExpectDamageDetected(const std::string& name, const std::function<void(const std::string&)>& harm,
+                          const std::string& reason) {
+  std::string p = CopyOfSmallTrace(name, kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  IndexOptions io;
+  IndexUse u;
+  auto first = index::OpenTrace(p, {}, io, &u);
+  ASSERT_TRUE(first.ok() && u.written);
+  harm(u.path);
+  auto t = index::OpenTrace(p, {}, io, &u);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_FALSE(u.read);
+  EXPECT_NE(u.rejected.find(reason), std::string::npos) << u.rejected;
+  EXPECT_TRUE(u.written);
+  EXPECT_EQ(ReportJson(*t), ReportJson(*first));
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  EXPECT_TRUE(u.read) << "the damaged index was not replaced";
+}
+
+// Once the trace's files are older than the file system's racy window, the
+// index is trusted by their signature (no hashing of the trace); any write to
+// the trace changes its change time, and so the signature, even with the same
+// size and modification time put back.
+TEST(TraceIndex, SettledTraceIsCheckedBySignatureAndAnEditIsNot) {
+  std::string p = CopyOfSmallTrace("index_signature", kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  IndexOptions io;
+  IndexUse u;
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  ASSERT_TRUE(u.written);
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  EXPECT_TRUE(u.read);
+  EXPECT_FALSE(u.by_signature) << "a trace written a moment ago must be checked by content";
+  ::sleep(3);
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());  // by content; records the settled signature
+  EXPECT_TRUE(u.read);
+  auto t = index::OpenTrace(p, {}, io, &u);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(u.read && u.by_signature);
+  // One byte changed in place, the modification time put back.
+  auto mtime = fs::last_write_time(p);
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x7f');
+  }
+  fs::last_write_time(p, mtime);
+  auto edited = index::OpenTrace(p, {}, io, &u);  // (may not import: a byte of gzip changed)
+  EXPECT_FALSE(u.read) << "an edited trace was served from its old index";
+  EXPECT_TRUE(u.rejected.empty()) << u.rejected;
+}
+
+TEST(TraceIndex, DamagedIndexIsRebuilt) {
+  ExpectDamageDetected("index_damaged", [](const std::string& ix) {
+    std::fstream f(ix, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    auto mid = static_cast<std::streamoff>(f.tellg()) / 2;
+    f.seekg(mid);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x5a);
+    f.seekp(mid);
+    f.write(&c, 1);
+  }, "checksum");
+}
+
+TEST(TraceIndex, TruncatedIndexIsRebuilt) {
+  ExpectDamageDetected("index_truncated", [](const std::string& ix) {
+    fs::resize_file(ix, fs::file_size(ix) / 2);
+  }, "truncated");
+}
+
+TEST(TraceIndex, NotAnIndexIsRebuilt) {
+  ExpectDamageDetected("index_garbage", [](const std::string& ix) {
+    std::ofstream out(ix, std::ios::trunc);
+    for (int i = 0; i < 10; ++i) out << "this is not an index, whatever its name says\n";
+  }, "not a strata index");
+}
+
+TEST(TraceIndex, ReadOnlyTraceIsIndexedInTheCache) {
+  std::string dir = TempDir("index_readonly") + "/trace";
+  auto r = testing::Record(dir, {testing::TestProgram("emitter"), "1", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(::chmod(dir.c_str(), 0555), 0);
+  IndexOptions io;
+  io.cache_dir = FreshDir("index_readonly_cache");
+  IndexUse u;
+  ASSERT_TRUE(index::OpenTrace(dir, {}, io, &u).ok());
+  EXPECT_TRUE(u.written);
+  EXPECT_FALSE(fs::exists(dir + "/.strata-index"));
+  EXPECT_EQ(u.path.rfind(io.cache_dir + "/index/", 0), 0u) << u.path;
+  ASSERT_TRUE(index::OpenTrace(dir, {}, io, &u).ok());
+  EXPECT_TRUE(u.read);
+  ::chmod(dir.c_str(), 0755);
+}
+
+TEST(TraceIndex, OffImportsAndWritesNothing) {
+  std::string p = CopyOfSmallTrace("index_off", kTriton);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  IndexOptions io;
+  io.mode = IndexOptions::Mode::kOff;
+  IndexUse u;
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  EXPECT_FALSE(u.read || u.written);
+  EXPECT_FALSE(fs::exists(p + ".strata-index"));
+}
+
+// End to end: `strata report` twice prints the same, the second from the index.
+TEST(TraceIndex, ReportCommandReadsTheIndexItBuilt) {
+  std::string p = CopyOfSmallTrace("index_cli", kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  std::map<std::string, std::string> env = {{"STRATA_INDEX", ""}};
+  auto a = testing::RunCommand({testing::StrataBin(), "report", "--json", p}, env);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_TRUE(fs::exists(p + ".strata-index"));
+  auto stamp = fs::last_write_time(p + ".strata-index");
+  auto b = testing::RunCommand({testing::StrataBin(), "report", "--json", p}, env);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(fs::last_write_time(p + ".strata-index"), stamp) << "the index was rebuilt, not read";
+  auto off = testing::RunCommand({testing::StrataBin(), "report", "--json", p}, {{"STRATA_INDEX", "off"}});
+  EXPECT_EQ(off.out, a.out);
+}
+
+}  // namespace
+}  // namespace strata
