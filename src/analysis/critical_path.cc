@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analysis/memo.h"
+#include "analysis/name_classes.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -33,15 +34,9 @@ struct Piece {
 
 bool IsContainer(SliceKind k) { return k == SliceKind::kStep || k == SliceKind::kAnnotation; }
 
-bool IsSyncName(std::string_view n) {
-  return n.find("Synchronize") != std::string_view::npos || n.find("clFinish") != std::string_view::npos ||
-         n.find("clWaitForEvents") != std::string_view::npos || n.find("signal_wait") != std::string_view::npos ||
-         n.find("cudaStreamWaitEvent") != std::string_view::npos;
-}
-
 class Walker {
  public:
-  Walker(const model::Trace& t, const CriticalPathOptions& opt) : t_(t), opt_(opt) {
+  Walker(const model::Trace& t, const CriticalPathOptions& opt) : t_(t), opt_(opt), nc_(t) {
     const auto& s = t_.slices;
     incoming_.resize(s.size());
     for (size_t i = 0; i < t_.flows.size(); ++i)
@@ -98,7 +93,7 @@ class Walker {
       const bool on_device = t_.tracks[trk].kind == model::TrackKind::kDeviceQueue;
       SliceKind kind = p->slice == kNone ? SliceKind::kOther : t_.slices.kind[static_cast<size_t>(p->slice)];
       bool waiting = p->slice == kNone || IsContainer(kind) || kind == SliceKind::kDeviceSync ||
-                     (!on_device && (IsSyncName(t_.strings.Get(t_.slices.name[static_cast<size_t>(p->slice)])) ||
+                     (!on_device && (nc_.Is(t_.slices.name[static_cast<size_t>(p->slice)], kNamePathWait) ||
                                      blocking_[static_cast<size_t>(p->slice)]));
       if (waiting) {
         if (p->slice != kNone && !on_device && kind != SliceKind::kDeviceSync && !IsContainer(kind)) {
@@ -297,47 +292,77 @@ class Walker {
 
   void Summarize(StepCriticalPath* out) {
     const auto& s = t_.slices;
-    std::map<std::pair<std::string, std::string>, int64_t> by;
-    std::vector<char> on_path(s.size(), 0);
+    // Summed by (what, id) first and named after: a pair of strings built and
+    // compared per segment was most of a report's critical-path time.
+    enum : int { kWaitIn = 0, kIdle = 1, kSlice = 2 };  // kSlice + the slice's kind
+    std::map<std::pair<int, uint32_t>, int64_t> by_id;
+    on_path_.resize(s.size(), 0);
+    std::vector<uint32_t> marked;
     for (const PathSegment& g : out->segments) {
-      std::string kind, name;
       if (g.type == SegmentType::kWait) {
-        kind = "wait";
-        const model::Track& tk = t_.tracks[g.track];
-        // Waits are named by what they were in, or by the thread's name (never
-        // its id, so that two runs of a program compare).
-        std::string thread(t_.strings.Get(tk.name));
-        if (thread.empty()) thread = tk.kind == model::TrackKind::kDeviceQueue ? "queue " + std::to_string(tk.tid) : "thread";
-        name = g.slice != kNone ? "in " + std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]))
-                                : "idle " + thread;
+        if (g.slice != kNone) by_id[{kWaitIn, s.name[static_cast<size_t>(g.slice)]}] += g.end - g.start;
+        else by_id[{kIdle, g.track}] += g.end - g.start;
       } else {
-        kind = model::SliceKindName(s.kind[static_cast<size_t>(g.slice)]);
-        name = std::string(t_.strings.Get(s.name[static_cast<size_t>(g.slice)]));
-        on_path[static_cast<size_t>(g.slice)] = 1;
+        auto i = static_cast<size_t>(g.slice);
+        by_id[{kSlice + static_cast<int>(s.kind[i]), s.name[i]}] += g.end - g.start;
+        if (!on_path_[i]) {
+          on_path_[i] = 1;
+          marked.push_back(static_cast<uint32_t>(i));
+        }
       }
-      by[{kind, name}] += g.end - g.start;
+    }
+    std::map<std::pair<std::string, std::string>, int64_t> by;
+    for (const auto& [key, v] : by_id) {
+      auto [what, id] = key;
+      std::string kind, name;
+      if (what == kWaitIn || what == kIdle) {
+        kind = "wait";
+        if (what == kWaitIn) {
+          // Waits are named by what they were in, or by the thread's name (never
+          // its id, so that two runs of a program compare).
+          name = "in " + std::string(t_.strings.Get(id));
+        } else {
+          const model::Track& tk = t_.tracks[id];
+          std::string thread(t_.strings.Get(tk.name));
+          if (thread.empty()) thread = tk.kind == model::TrackKind::kDeviceQueue ? "queue " + std::to_string(tk.tid) : "thread";
+          name = "idle " + thread;
+        }
+      } else {
+        kind = model::SliceKindName(static_cast<SliceKind>(what - kSlice));
+        name = std::string(t_.strings.Get(id));
+      }
+      by[{kind, name}] += v;
     }
     int64_t dur = std::max<int64_t>(1, out->end - out->start);
     for (auto& [k, v] : by)
       out->items.push_back({k.second, k.first, v, static_cast<double>(v) / static_cast<double>(dur)});
     std::sort(out->items.begin(), out->items.end(),
               [](const PathItem& a, const PathItem& b) { return a.on_path_ns > b.on_path_ns; });
-    // Slack of off-path producers feeding on-path slices.
-    std::map<std::pair<std::string, std::string>, SlackItem> slack;
+    // Slack of off-path producers feeding on-path slices (by kind and name id,
+    // one to one with the kind and name strings).
+    std::map<std::pair<int, uint32_t>, SlackItem> slack_by_id;
     for (const PathSegment& g : out->segments) {
       if (g.slice == kNone || g.type == SegmentType::kWait) continue;
       int64_t consumer_start = s.ts[static_cast<size_t>(g.slice)];
       for (int32_t src : incoming_[static_cast<size_t>(g.slice)]) {
-        if (on_path[static_cast<size_t>(src)] || SliceEnd(src) > consumer_start) continue;
-        if (s.ts[static_cast<size_t>(src)] < out->start) continue;
-        std::string kind = model::SliceKindName(s.kind[static_cast<size_t>(src)]);
-        std::string name(t_.strings.Get(s.name[static_cast<size_t>(src)]));
+        auto j = static_cast<size_t>(src);
+        if (on_path_[j] || SliceEnd(src) > consumer_start) continue;
+        if (s.ts[j] < out->start) continue;
         // The consumer started when its critical input arrived; this input was
         // ready that much earlier.
         int64_t sl = consumer_start - SliceEnd(src);
-        auto [it, fresh] = slack.try_emplace({kind, name}, SlackItem{name, kind, sl, s.dur[static_cast<size_t>(src)]});
+        auto [it, fresh] = slack_by_id.try_emplace({static_cast<int>(s.kind[j]), s.name[j]}, SlackItem{"", "", sl, s.dur[j]});
         if (!fresh) it->second.slack_ns = std::min(it->second.slack_ns, sl);
       }
+    }
+    for (uint32_t i : marked) on_path_[i] = 0;
+    std::map<std::pair<std::string, std::string>, SlackItem> slack;
+    for (auto& [key, v] : slack_by_id) {
+      std::string kind = model::SliceKindName(static_cast<SliceKind>(key.first));
+      std::string name(t_.strings.Get(key.second));
+      v.name = name;
+      v.kind = kind;
+      slack.emplace(std::make_pair(kind, name), v);
     }
     for (auto& [k, v] : slack) out->slack.push_back(v);
     std::sort(out->slack.begin(), out->slack.end(),
@@ -345,8 +370,10 @@ class Walker {
   }
 
   std::vector<char> blocking_;  // per slice: a blocking runtime call
+  std::vector<char> on_path_;   // per slice, while Summarize runs: on the path (cleared after)
   const model::Trace& t_;
   CriticalPathOptions opt_;
+  NameClasses nc_;
   std::vector<std::vector<int32_t>> incoming_;
   std::vector<std::vector<Piece>> pieces_;
   std::vector<bool> built_;

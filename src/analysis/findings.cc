@@ -12,6 +12,7 @@
 #include "analysis/critical_path.h"
 #include "analysis/findings_context.h"
 #include "analysis/gpu.h"
+#include "analysis/name_classes.h"
 #include "analysis/summary.h"
 #include "base/units.h"
 
@@ -149,17 +150,18 @@ std::string N(double n) { return HumanCount(n); }
 void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // Time the step's own thread spends inside data-loading scopes.
   const auto& sl = c.t.slices;
+  NameClasses nc(c.t);
   double wait = 0;
   std::map<std::string, double> by_name;
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (model::IsDeviceKind(sl.kind[i]) || !IsDataLoadingName(c.Name(i))) continue;
+    if (model::IsDeviceKind(sl.kind[i]) || !nc.Is(sl.name[i], kNameDataLoading)) continue;
     int w = c.WindowOf(sl.ts[i]);
     if (w < 0) continue;
     if (c.windows[static_cast<size_t>(w)].track != UINT32_MAX && sl.track[i] != c.windows[static_cast<size_t>(w)].track) continue;
     // Outermost data-loading scope only.
     bool nested = false;
     for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
-      if (IsDataLoadingName(c.Name(static_cast<size_t>(p)))) nested = true;
+      if (nc.Is(sl.name[static_cast<size_t>(p)], kNameDataLoading)) nested = true;
     if (nested) continue;
     int64_t end = std::min(sl.end(i), c.windows[static_cast<size_t>(w)].end);
     wait += static_cast<double>(end - sl.ts[i]);
@@ -248,6 +250,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   };
   std::vector<Call> calls;
   std::map<model::StringId, std::vector<int64_t>> durations;
+  NameClasses nc(c.t);
   for (size_t i = 0; i < sl.size(); ++i) {
     if (sl.kind[i] != model::SliceKind::kOp) continue;
     int w = c.WindowOf(sl.ts[i]);
@@ -264,7 +267,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     if (step_track != UINT32_MAX && sl.track[i] != step_track) continue;
     bool loading = false;
     for (int32_t p = scope; p != model::kNone && !loading; p = sl.parent[static_cast<size_t>(p)])
-      loading = IsDataLoadingName(c.Name(static_cast<size_t>(p)));
+      loading = nc.Is(sl.name[static_cast<size_t>(p)], kNameDataLoading);
     if (loading) continue;
     calls.push_back({i, w, scope});
     durations[sl.name[i]].push_back(sl.dur[i]);
@@ -460,6 +463,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     else merged.push_back(b);
   }
   std::vector<uint8_t> flags = HostCallFlags(c.t);
+  NameClasses nc(c.t);
   double count = 0, blocked = 0, drained_idle = 0, counted = 0;
   std::map<std::string, double> by_name;
   // Each step's last sync (by its return): the one a step needs to hand its
@@ -469,7 +473,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   std::set<int32_t> outermost;  // the program's sync points in the steps
   std::map<model::StringId, double> at_site;  // ... by where the program called them
   for (size_t i = 0; i < sl.size(); ++i) {
-    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncSlice(c.t, i, flags)) continue;
+    if (model::IsDeviceKind(sl.kind[i]) || !IsSyncSlice(c.t, nc, i, flags)) continue;
     int w = c.WindowOf(sl.ts[i]);
     if (w < 0) continue;
     // One sync point of the program per outermost sync: .item() is aten::item
@@ -477,7 +481,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     // synchronization, one wait.
     bool nested = false;
     for (int32_t p = sl.parent[i]; p != model::kNone && !nested; p = sl.parent[static_cast<size_t>(p)])
-      nested = IsSyncSlice(c.t, static_cast<size_t>(p), flags);
+      nested = IsSyncSlice(c.t, nc, static_cast<size_t>(p), flags);
     if (nested) continue;
     count += 1;
     blocked += static_cast<double>(sl.dur[i]);

@@ -7,6 +7,8 @@
 #include <map>
 #include <utility>
 
+#include "analysis/name_classes.h"
+
 namespace strata::analysis {
 
 namespace {
@@ -94,6 +96,7 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
             [&](uint32_t a, uint32_t b) { return s.ts[t.device.slice[a]] < s.ts[t.device.slice[b]]; });
   auto process_of = [&](uint32_t track) { return track < t.tracks.size() ? t.tracks[track].process : model::kNoProcess; };
 
+  NameClasses nc(t);
   for (size_t k = 0; k < windows.size() && k < timelines.size(); ++k) {
     const StepWindow& w = windows[k];
     if (!w.counted || w.dur <= 0) continue;
@@ -111,7 +114,7 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
       p.own = p.dur;
       if (p.slice != kNone) {
         auto i = static_cast<size_t>(p.slice);
-        if (IsRuntimeKind(s.kind[i]) && IsSyncName(t.strings.Get(s.name[i]))) p.wait = ReplayPiece::kWaitDevice;
+        if (IsRuntimeKind(s.kind[i]) && nc.Is(s.name[i], kNameSync)) p.wait = ReplayPiece::kWaitDevice;
       }
       st.pieces.push_back(p);
     }

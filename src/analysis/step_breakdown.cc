@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/name_classes.h"
 #include "analysis/os.h"
 #include "base/int_math.h"
 
@@ -30,21 +31,21 @@ bool IsRootForward(const model::Trace& t, size_t i) {
 
 // The part a slice's own time belongs to, given the part of the slice it is
 // nested in. `flags`: HostCallFlags of the slice.
-StepPart PartOf(const model::Trace& t, size_t i, int parent_part, uint8_t flags) {
+StepPart PartOf(const model::Trace& t, const NameClasses& nc, size_t i, int parent_part, uint8_t flags) {
   // Nested work belongs to what the program asked for: the batch's loading,
   // the wait, the copy, the allocation (with its filling).
   if (parent_part == static_cast<int>(StepPart::kInput) || parent_part == static_cast<int>(StepPart::kSync) ||
       parent_part == static_cast<int>(StepPart::kCopy) || parent_part == static_cast<int>(StepPart::kAllocation))
     return static_cast<StepPart>(parent_part);
-  std::string_view n = t.strings.Get(t.slices.name[i]);
+  uint8_t c = nc[t.slices.name[i]];
   SliceKind k = t.slices.kind[i];
-  if (IsDataLoadingName(n)) return StepPart::kInput;
+  if (c & kNameDataLoading) return StepPart::kInput;
   // A graph the framework runs (a tf.function, a Keras step, Session.run): the
   // thread waits while the framework's own threads compute it.
-  if (IsGraphRunName(n)) return StepPart::kCompute;
-  if (IsSyncName(n) && (!IsDeviceReadName(n) || (flags & kCallsRuntime))) return StepPart::kSync;
-  if (IsCopyName(n)) return StepPart::kCopy;
-  if (IsAllocationName(n)) return StepPart::kAllocation;
+  if (c & kNameGraphRun) return StepPart::kCompute;
+  if ((c & kNameSync) && (!(c & kNameDeviceRead) || (flags & kCallsRuntime))) return StepPart::kSync;
+  if (c & kNameCopy) return StepPart::kCopy;
+  if (c & kNameAllocation) return StepPart::kAllocation;
   if (k == SliceKind::kModule || k == SliceKind::kRuntime || k == SliceKind::kDriver) return StepPart::kDispatch;
   // An op whose work runs on the device spends its host time preparing and launching it.
   if (flags & kLaunches) return StepPart::kDispatch;
@@ -53,12 +54,9 @@ StepPart PartOf(const model::Trace& t, size_t i, int parent_part, uint8_t flags)
 
 // Slices the breakdown sees through: their time is that of what they contain,
 // or the program's code when they contain nothing.
-bool Transparent(const model::Trace& t, size_t i) {
+bool Transparent(const model::Trace& t, const NameClasses& nc, size_t i) {
   SliceKind k = t.slices.kind[i];
-  if (k == SliceKind::kSpan) {
-    std::string_view n = t.strings.Get(t.slices.name[i]);
-    return !IsDataLoadingName(n) && !IsGraphRunName(n) && !IsSyncName(n);
-  }
+  if (k == SliceKind::kSpan) return (nc[t.slices.name[i]] & (kNameDataLoading | kNameGraphRun | kNameSync)) == 0;
   return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
          model::IsDeviceKind(k);
 }
@@ -83,9 +81,9 @@ using Interval = HostInterval;
 
 class StepSweep {
  public:
-  StepSweep(const model::Trace& t, uint32_t track, const std::vector<uint8_t>* flags,
+  StepSweep(const model::Trace& t, const NameClasses& nc, uint32_t track, const std::vector<uint8_t>* flags,
             const std::vector<Interval>* elsewhere, const std::vector<Interval>* input_elsewhere = nullptr)
-      : t_(t), track_(track), flags_(flags), elsewhere_(elsewhere), input_elsewhere_(input_elsewhere) {
+      : t_(t), nc_(nc), track_(track), flags_(flags), elsewhere_(elsewhere), input_elsewhere_(input_elsewhere) {
     states_ = TrackRows(t.thread_states, track);
     syscalls_ = TrackRows(t.syscalls, track);
     samples_ = TrackRows(t.cpu_samples, track);
@@ -128,7 +126,7 @@ class StepSweep {
       }
     };
     for (size_t j = lo; j < hi; ++j) {
-      if (Transparent(t_, j)) continue;
+      if (Transparent(t_, nc_, j)) continue;
       int64_t j0 = std::max(s.ts[j], start), j1 = std::min(s.end(j), end);
       close_until(j0);
       if (cursor < j0) {
@@ -141,7 +139,7 @@ class StepSweep {
         }
         cursor = j0;
       }
-      StepPart part = PartOf(t_, j, stack.empty() ? -1 : static_cast<int>(stack.back().part),
+      StepPart part = PartOf(t_, nc_, j, stack.empty() ? -1 : static_cast<int>(stack.back().part),
                              flags_ != nullptr ? (*flags_)[j] : uint8_t{0});
       // A slice that ends after its parent (imported traces may overlap) ends with it.
       if (!stack.empty()) j1 = std::min(j1, stack.back().end);
@@ -156,15 +154,14 @@ class StepSweep {
   // What follows a stretch of the program's own code tells what it was for:
   // the code just before a model's forward, a loader or a copy produces its batch.
   bool ProducesBatchNext(size_t j) const {
-    std::string_view n = t_.strings.Get(t_.slices.name[j]);
-    return IsRootForward(t_, j) || IsDataLoadingName(n) || IsCopyName(n);
+    return IsRootForward(t_, j) || (nc_[t_.slices.name[j]] & (kNameDataLoading | kNameCopy));
   }
 
   // A framework slice's own time. A graph the framework runs while its input
   // pipeline produces the batch on other threads (and its compute threads do
   // nothing) waits for its input that long.
   void EmitOwn(int64_t a, int64_t b, StepPart p, size_t slice) {
-    if (p == StepPart::kCompute && input_elsewhere_ != nullptr && IsGraphRunName(t_.strings.Get(t_.slices.name[slice]))) {
+    if (p == StepPart::kCompute && input_elsewhere_ != nullptr && nc_.Is(t_.slices.name[slice], kNameGraphRun)) {
       auto it = std::lower_bound(input_elsewhere_->begin(), input_elsewhere_->end(), a,
                                  [](const Interval& iv, int64_t at) { return iv.end <= at; });
       int64_t cursor = a;
@@ -291,6 +288,7 @@ class StepSweep {
   }
 
   const model::Trace& t_;
+  const NameClasses& nc_;
   uint32_t track_;
   const std::vector<uint8_t>* flags_;
   std::map<model::StringId, int64_t>* compute_by_op_ = nullptr;
@@ -422,9 +420,9 @@ std::vector<uint8_t> HostCallFlags(const model::Trace& t) {
   return flags;
 }
 
-bool IsSyncSlice(const model::Trace& t, size_t i, const std::vector<uint8_t>& flags) {
-  std::string_view n = t.strings.Get(t.slices.name[i]);
-  return IsSyncName(n) && (!IsDeviceReadName(n) || (flags[i] & kCallsRuntime));
+bool IsSyncSlice(const model::Trace& t, const NameClasses& nc, size_t i, const std::vector<uint8_t>& flags) {
+  uint8_t c = nc[t.slices.name[i]];
+  return (c & kNameSync) && (!(c & kNameDeviceRead) || (flags[i] & kCallsRuntime));
 }
 
 bool IsCopyName(std::string_view n) {
@@ -521,6 +519,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
   if (timelines != nullptr) timelines->clear();
   DeviceBusy device = BuildDeviceBusy(t);
   std::vector<uint8_t> flags = HostCallFlags(t);
+  NameClasses classes(t);
   // Outermost backward ops per thread (autograd's engine threads run them
   // while the thread that called backward() waits).
   std::map<uint32_t, std::vector<Interval>> backward;
@@ -563,7 +562,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
     }
     auto [islot, ifresh] = input_of.try_emplace(w.track);
     if (ifresh && proc != model::kNoProcess) islot->second = InputElsewhere(t, proc, w.track);
-    StepSweep sweep(t, w.track, &flags, merged.empty() ? nullptr : &merged,
+    StepSweep sweep(t, classes, w.track, &flags, merged.empty() ? nullptr : &merged,
                     islot->second.empty() ? nullptr : &islot->second);
     if (w.counted) sweep.KeepComputeByOp(&compute_by_op);
     std::vector<Interval> host = sweep.Run(w.ts, w.ts + w.dur);

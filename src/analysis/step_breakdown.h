@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/framework.h"
+#include "analysis/name_classes.h"
 #include "model/trace.h"
 
 namespace strata::analysis {
@@ -101,7 +102,7 @@ inline constexpr uint8_t kLaunches = 1, kCallsRuntime = 2;
 std::vector<uint8_t> HostCallFlags(const model::Trace& t);
 // A wait for the device: a runtime synchronization, or a read of a device value
 // (aten::item) that called the runtime (a CPU tensor's .item() waits for nothing).
-bool IsSyncSlice(const model::Trace& t, size_t i, const std::vector<uint8_t>& flags);
+bool IsSyncSlice(const model::Trace& t, const NameClasses& nc, size_t i, const std::vector<uint8_t>& flags);
 bool IsCopyName(std::string_view n);
 bool IsAllocationName(std::string_view n);
 

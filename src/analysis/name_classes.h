@@ -1,0 +1,39 @@
+// What each name of a trace is, classified once per name instead of once per
+// slice: the step breakdown, the critical path, the replay and the findings
+// ask whether a slice is data loading, a sync, a copy, ... by its name, over
+// every slice of every step; a string search per slice was a tenth of a
+// report's time. The classes come from the name predicates of
+// step_breakdown.h (and the critical path's wider idea of a wait).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/trace.h"
+
+namespace strata::analysis {
+
+enum NameClass : uint8_t {
+  kNameDataLoading = 1 << 0,  // IsDataLoadingName
+  kNameGraphRun = 1 << 1,     // IsGraphRunName
+  kNameSync = 1 << 2,         // IsSyncName
+  kNameDeviceRead = 1 << 3,   // IsDeviceReadName
+  kNameCopy = 1 << 4,         // IsCopyName
+  kNameAllocation = 1 << 5,   // IsAllocationName
+  kNamePathWait = 1 << 6,     // the critical path's waits: syncs, queue waits, signal waits
+};
+
+// Per StringId of `t`, its NameClass bits. Computed once per trace while an
+// analysis::Memo of it is alive (a report), else on each call.
+class NameClasses {
+ public:
+  explicit NameClasses(const model::Trace& t);
+  uint8_t operator[](model::StringId id) const { return id < v_->size() ? (*v_)[id] : 0; }
+  bool Is(model::StringId id, NameClass c) const { return ((*this)[id] & c) != 0; }
+
+ private:
+  std::shared_ptr<const std::vector<uint8_t>> v_;
+};
+
+}  // namespace strata::analysis
