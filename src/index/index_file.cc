@@ -184,7 +184,7 @@ class Writer {
       One(v.first);
       One(v.second);
     } else if constexpr (kIsTable<U>) {
-      const_cast<U&>(v).ForEachColumn([this](const char*, auto& c) { One(c); });
+      const_cast<U&>(v).ForEachColumn([&](const char*, auto& c) { this->One(c); });
     } else {
       Visit(*this, const_cast<U&>(v));
     }
@@ -241,7 +241,11 @@ class Reader {
   void One(T& v) {
     if (!ok_) return;
     size_t n = 0;
-    if constexpr (IsRaw<T>::value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      uint8_t b = 0;
+      Bytes(&b, 1);
+      v = b != 0;  // (any other byte would be no bool at all)
+    } else if constexpr (IsRaw<T>::value) {
       Bytes(&v, sizeof v);
     } else if constexpr (std::is_same_v<T, std::string>) {
       if (!Count(1, &n)) return;
@@ -274,7 +278,7 @@ class Reader {
       One(v.first);
       One(v.second);
     } else if constexpr (kIsTable<T>) {
-      v.ForEachColumn([this](const char*, auto& c) { One(c); });
+      v.ForEachColumn([&](const char*, auto& c) { this->One(c); });
       if (ok_ && !v.Consistent()) ok_ = false;
     } else {
       Visit(*this, v);
