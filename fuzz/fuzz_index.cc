@@ -10,5 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto t = strata::index::ParseIndex(data, size, nullptr, /*verify_hash=*/false, "fuzz input");
   if (t.ok()) (void)t->slices.size();
+  strata::index::LodTable lod;  // the levels of detail, as a viewer reads them
+  if (strata::index::ParseIndex(data, size, nullptr, false, "fuzz input", &lod).ok() && lod.offsets.size() > 1)
+    (void)strata::index::QueryLod(lod, 0, INT64_MIN / 2, INT64_MAX / 2, 1000);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "importers/load.h"
 #include "index/content_key.h"
 #include "index/index_file.h"
+#include "index/lod.h"
 #include "index/open_trace.h"
 #include "report/report.h"
 #include "testing.h"
@@ -262,6 +263,81 @@ TEST(TraceIndex, OffImportsAndWritesNothing) {
   ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
   EXPECT_FALSE(u.read || u.written);
   EXPECT_FALSE(fs::exists(p + ".strata-index"));
+}
+
+// Levels of detail: every level of a track holds its top-level slices once
+// (counts) and the time they cover (busy), in disjoint sorted tiles whose gaps
+// grow with the level; a query returns the tiles over its range, about one per
+// pixel at most; the index stores what BuildLod builds.
+TEST(TraceIndex, LevelsOfDetailSummariseEachTrack) {
+  std::string root = ExternalDataDir();
+  std::string p = root.empty() ? "" : root + "/hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz";
+  if (p.empty() || !fs::exists(p)) GTEST_SKIP() << "no shared external data";
+  auto t = importers::LoadTrace(p);
+  ASSERT_TRUE(t.ok());
+  index::LodTable lod = index::BuildLod(*t);
+  ASSERT_EQ(lod.offsets.size(), t->tracks.size() * index::kLodLevels + 1);
+  ASSERT_TRUE(lod.Consistent());
+  size_t checked = 0;
+  for (uint32_t trk = 0; trk < t->tracks.size(); ++trk) {
+    uint64_t top = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    auto [a, b] = t->track_slices[trk];
+    for (size_t i = a; i < b; ++i)
+      if (t->slices.depth[i] == 0) {
+        ++top;
+        lo = std::min(lo, t->slices.ts[i]);
+        hi = std::max(hi, t->slices.end(i));
+      }
+    int64_t busy0 = -1;
+    for (int l = 0; l < index::kLodLevels; ++l) {
+      size_t f = lod.offsets[trk * index::kLodLevels + l], e = lod.offsets[trk * index::kLodLevels + l + 1];
+      uint64_t count = 0;
+      int64_t busy = 0;
+      for (size_t r = f; r < e; ++r) {
+        count += lod.count[r];
+        busy += lod.busy_ns[r];
+        ASSERT_LE(lod.start[r], lod.end[r]);
+        ASSERT_LE(lod.busy_ns[r], lod.end[r] - lod.start[r]);
+        if (r > f) ASSERT_GE(lod.start[r] - lod.end[r - 1], index::kLodBaseGapNs << (2 * l)) << "level " << l;
+      }
+      EXPECT_EQ(count, top) << "track " << trk << " level " << l;
+      if (busy0 < 0) busy0 = busy;
+      EXPECT_EQ(busy, busy0) << "track " << trk << " level " << l;
+      if (top > 0 && e > f) {
+        EXPECT_EQ(lod.start[f], lo);
+        EXPECT_EQ(lod.end[e - 1], hi);
+      }
+    }
+    if (top > 1000) {
+      ++checked;
+      // The whole track at 1,000 pixels: at most about one tile per pixel.
+      int level = -1;
+      auto all = index::QueryLod(lod, trk, lo, hi, 1000, &level);
+      EXPECT_GT(level, 0);
+      EXPECT_LE(all.size(), 1002u);
+      uint64_t n = 0;
+      for (const auto& x : all) n += x.count;
+      EXPECT_EQ(n, top);
+      // A narrow range deep inside: only the tiles overlapping it.
+      int64_t mid = lo + (hi - lo) / 2;
+      auto some = index::QueryLod(lod, trk, mid, mid + 100'000, 1000, &level);
+      EXPECT_EQ(level, 0);
+      for (const auto& x : some) EXPECT_TRUE(x.end > mid && x.start < mid + 100'000);
+    }
+  }
+  EXPECT_GT(checked, 0u) << "no track with more than 1,000 top-level slices";
+  // What the index stores.
+  std::string copy = CopyOfSmallTrace("index_lod", "hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz");
+  IndexUse u;
+  ASSERT_TRUE(index::OpenTrace(copy, {}, IndexOptions{}, &u).ok());
+  auto h = index::ReadIndexHeader(u.path);
+  ASSERT_TRUE(h.ok());
+  auto stored = index::ReadIndexLod(u.path, h->key);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  EXPECT_EQ(stored->start, lod.start);
+  EXPECT_EQ(stored->busy_ns, lod.busy_ns);
+  EXPECT_EQ(stored->offsets, lod.offsets);
 }
 
 // End to end: `strata report` twice prints the same, the second from the index.

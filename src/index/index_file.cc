@@ -32,7 +32,7 @@ struct Header {
   uint64_t key_lo;
   uint64_t payload_size;
   uint64_t payload_hash;
-  uint64_t slices;    // for tools that list indexes
+  uint64_t lod_offset;  // where the levels of detail start (from the file's start)
   uint64_t stat_sig;  // StatSignature::hash of the trace's files (not in the payload's hash)
 };
 static_assert(sizeof(Header) == 64);
@@ -120,6 +120,11 @@ class Writer {
   void operator()(Ts&... vs) {
     (One(vs), ...);
   }
+  // Where the next byte goes, from the start of the file (after an Align).
+  uint64_t Offset() {
+    Align();
+    return offset_ + written_ + buf_.size();
+  }
   // Flushes; returns errno of the first failed write, or 0.
   int Finish(uint64_t* size, uint64_t* hash) {
     Flush();
@@ -183,6 +188,9 @@ class Writer {
     } else if constexpr (IsPair<U>::value) {
       One(v.first);
       One(v.second);
+    } else if constexpr (std::is_same_v<U, LodTable>) {
+      const_cast<U&>(v).ForEachColumn([&](const char*, auto& c) { this->One(c); });
+      One(v.offsets);
     } else if constexpr (kIsTable<U>) {
       const_cast<U&>(v).ForEachColumn([&](const char*, auto& c) { this->One(c); });
     } else {
@@ -277,6 +285,10 @@ class Reader {
     } else if constexpr (IsPair<T>::value) {
       One(v.first);
       One(v.second);
+    } else if constexpr (std::is_same_v<T, LodTable>) {
+      v.ForEachColumn([&](const char*, auto& c) { this->One(c); });
+      One(v.offsets);
+      if (ok_ && !v.Consistent()) ok_ = false;
     } else if constexpr (kIsTable<T>) {
       v.ForEachColumn([&](const char*, auto& c) { this->One(c); });
       if (ok_ && !v.Consistent()) ok_ = false;
@@ -294,7 +306,8 @@ class Reader {
 
 }  // namespace
 
-Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSignature& sig, const std::string& path) {
+Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
+                      const std::string& path) {
   std::string tmp = path + ".tmp";
   auto created = CreateNewFile(tmp);
   struct stat st;
@@ -312,11 +325,12 @@ Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSi
   h.stat_sig = sig.hash;
   h.key_hi = key.hi;
   h.key_lo = key.lo;
-  h.slices = t.slices.size();
   int err = WriteAll(fd, &h, sizeof h);  // rewritten with the payload's size and hash below
   if (err == 0) {
     Writer w(fd, sizeof(Header));
     w(const_cast<model::Trace&>(t));
+    h.lod_offset = w.Offset();
+    w(const_cast<LodTable&>(lod));
     err = w.Finish(&h.payload_size, &h.payload_hash);
   }
   if (err == 0 && ::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) err = errno ? errno : EIO;
@@ -330,7 +344,7 @@ Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSi
 }
 
 StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* key, bool verify_hash,
-                                  const std::string& what) {
+                                  const std::string& what, LodTable* lod) {
   Header h;
   if (n < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
     return Err(StatusCode::kCorrupt, "{}: not a strata index", what);
@@ -345,10 +359,20 @@ StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* 
     return Err(StatusCode::kCorrupt, "{}: truncated index ({} of {} bytes)", what, n - sizeof h, h.payload_size);
   if (verify_hash && XXH3_64bits(p + sizeof h, n - sizeof h) != h.payload_hash)
     return Err(StatusCode::kCorrupt, "{}: damaged index (checksum mismatch)", what);
+  if (h.lod_offset < sizeof h || h.lod_offset > n)
+    return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
   model::Trace t;
-  Reader r(p + sizeof h, n - sizeof h, sizeof h);
-  r(t);
-  if (!r.ok() || !r.at_end()) return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
+  if (lod == nullptr) {
+    Reader r(p + sizeof h, h.lod_offset - sizeof h, sizeof h);
+    r(t);
+    if (!r.ok() || !r.at_end()) return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
+  } else {
+    Reader r(p + h.lod_offset, n - h.lod_offset, h.lod_offset);
+    r(*lod);
+    bool ok = r.ok() && r.at_end() && !lod->offsets.empty() && lod->offsets.back() == lod->size();
+    for (size_t i = 1; ok && i < lod->offsets.size(); ++i) ok = lod->offsets[i - 1] <= lod->offsets[i];
+    if (!ok) return Err(StatusCode::kCorrupt, "{}: damaged index (bad levels of detail)", what);
+  }
   return t;
 }
 
@@ -376,6 +400,15 @@ Status UpdateIndexSignature(const std::string& path, const StatSignature& sig) {
   int err = ok ? 0 : (errno ? errno : EIO);
   ::close(fd);
   return err ? ErrnoErr(err, "cannot update {}", path) : OkStatus();
+}
+
+StatusOr<LodTable> ReadIndexLod(const std::string& path, const ContentKey& key) {
+  auto map = MappedFile::Open(path);
+  if (!map.ok()) return map.status();
+  LodTable lod;
+  auto t = ParseIndex(map->data(), map->size(), &key, /*verify_hash=*/true, path, &lod);
+  if (!t.ok()) return t.status();
+  return lod;
 }
 
 StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key) {

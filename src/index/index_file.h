@@ -7,7 +7,8 @@
 // size and XXH3 hash), then the
 // payload: every table column as a count and its raw little-endian rows,
 // 8-byte aligned, in the order the model declares them (model/columns.h), and
-// the model's other members field by field. Reading checks the magic, the
+// the model's other members field by field; then the levels of detail
+// (lod.h), at an offset the header gives, so a viewer reads them alone. Reading checks the magic, the
 // version, the key, the size and the hash before it trusts a byte: a truncated,
 // damaged or stale index is refused with the reason, never half-read.
 #pragma once
@@ -16,6 +17,7 @@
 
 #include "base/status.h"
 #include "index/content_key.h"
+#include "index/lod.h"
 #include "model/trace.h"
 
 namespace strata::index {
@@ -23,7 +25,9 @@ namespace strata::index {
 // Writes `t` to `path` (through path + ".tmp" and a rename, so a reader never
 // sees a partial index), with the content key and the file-system signature
 // of the trace it came from.
-Status WriteIndexFile(const model::Trace& t, const ContentKey& key, const StatSignature& sig, const std::string& path);
+// `lod`: the levels of detail of its tracks (BuildLod), stored after the model.
+Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
+                      const std::string& path);
 
 // An index's header alone (64 bytes read): what it was built from.
 struct IndexHeader {
@@ -41,10 +45,14 @@ Status UpdateIndexSignature(const std::string& path, const StatSignature& sig);
 // built by another strata or from other content (stale).
 StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key);
 
+// The levels of detail of the index at `path` (the model is not read), with
+// the same checks as ReadIndexFile.
+StatusOr<LodTable> ReadIndexLod(const std::string& path, const ContentKey& key);
+
 // The same checks and parse over an index's bytes (`what` names it in errors).
 // `key` null: any key; `verify_hash` false: the payload's checksum is not
 // checked (the fuzz target reaches the layout's parser that way).
 StatusOr<model::Trace> ParseIndex(const uint8_t* data, size_t size, const ContentKey* key, bool verify_hash,
-                                  const std::string& what);
+                                  const std::string& what, LodTable* lod = nullptr);
 
 }  // namespace strata::index

@@ -176,10 +176,11 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
   std::string target = io.beside ? BesideIfWritable(path, is_dir) : "";
   if (target.empty() && !cached.empty() && MakeDirs(Parent(cached)).ok()) target = cached;
   if (!target.empty()) {
-    Status w = WriteIndexFile(*t, *key, *sig, target);
+    LodTable lod = BuildLod(*t);
+    Status w = WriteIndexFile(*t, lod, *key, *sig, target);
     if (!w.ok() && target != cached && !cached.empty() && MakeDirs(Parent(cached)).ok()) {
       target = cached;  // EROFS and the like: the permission bits said yes, the OS no
-      w = WriteIndexFile(*t, *key, *sig, target);
+      w = WriteIndexFile(*t, lod, *key, *sig, target);
     }
     if (w.ok()) {
       u.written = true;

@@ -17,39 +17,39 @@
 #include <vector>
 
 #define STRATA_COLUMN_FIELD(type, name) std::vector<type> name;
-#define STRATA_COLUMN_VISIT(type, name) f(#name, name);
+#define STRATA_COLUMN_VISIT(type, name) strata_visit_(#name, name);
 
 #define STRATA_COLUMNS(LIST)                                                                 \
   LIST(STRATA_COLUMN_FIELD)                                                                  \
   /* f(const char* name, std::vector<T>& column) for every column, in declaration order. */ \
   template <class F>                                                                         \
-  void ForEachColumn(F&& f) {                                                                \
+  void ForEachColumn(F&& strata_visit_) {                                                    \
     LIST(STRATA_COLUMN_VISIT)                                                                \
   }                                                                                          \
   template <class F>                                                                         \
-  void ForEachColumn(F&& f) const {                                                          \
+  void ForEachColumn(F&& strata_visit_) const {                                              \
     LIST(STRATA_COLUMN_VISIT)                                                                \
   }                                                                                          \
-  void Reserve(size_t n) {                                                                   \
-    ForEachColumn([n](const char*, auto& c) { c.reserve(n); });                              \
+  void Reserve(size_t strata_rows_) {                                                        \
+    ForEachColumn([strata_rows_](const char*, auto& c_) { c_.reserve(strata_rows_); });      \
   }                                                                                          \
   /* Every column has the same number of rows. */                                            \
   bool Consistent() const {                                                                  \
-    bool first = true, ok = true;                                                            \
-    size_t n = 0;                                                                            \
-    ForEachColumn([&](const char*, const auto& c) {                                          \
-      if (first) n = c.size();                                                               \
-      ok = ok && c.size() == n;                                                              \
-      first = false;                                                                         \
+    bool strata_first_ = true, strata_ok_ = true;                                            \
+    size_t strata_rows_ = 0;                                                                 \
+    ForEachColumn([&](const char*, const auto& c_) {                                         \
+      if (strata_first_) strata_rows_ = c_.size();                                           \
+      strata_ok_ = strata_ok_ && c_.size() == strata_rows_;                                  \
+      strata_first_ = false;                                                                 \
     });                                                                                      \
-    return ok;                                                                               \
+    return strata_ok_;                                                                       \
   }                                                                                          \
   /* Removes the rows whose `drop` is set, keeping the others' order. */                     \
-  void Erase(const std::vector<bool>& drop) {                                                \
-    ForEachColumn([&drop](const char*, auto& c) {                                            \
-      size_t w = 0;                                                                          \
-      for (size_t i = 0; i < c.size(); ++i)                                                  \
-        if (!drop[i]) c[w++] = c[i];                                                         \
-      c.resize(w);                                                                           \
+  void Erase(const std::vector<bool>& strata_drop_) {                                        \
+    ForEachColumn([&strata_drop_](const char*, auto& c_) {                                   \
+      size_t w_ = 0;                                                                         \
+      for (size_t i_ = 0; i_ < c_.size(); ++i_)                                              \
+        if (!strata_drop_[i_]) c_[w_++] = c_[i_];                                            \
+      c_.resize(w_);                                                                         \
     });                                                                                      \
   }
