@@ -366,8 +366,7 @@ def main():
         if durs and iters:
             med, own = statistics.median(durs), statistics.median(kept_iters)
             line += f"; median step {med:.1f} ms vs the program's {own:.1f} ms"
-            if abs(med - own) > 0.05 * own:
-                bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
+            median_bad = abs(med - own) > 0.05 * own
             own_sps = sum(kept_per) / (sum(kept_iters) / 1e3)
             counted = [st for st, f in zip(steps.get("steps", []), flags) if not f] if len(flags) == len(iters) else \
                 [st for st in steps.get("steps", []) if not left_out(st)]
@@ -387,6 +386,18 @@ def main():
                 hi = min(range(len(starts)), key=lambda i: abs(starts[i] - last))
                 if hi > lo:
                     own_sps = sum(per[lo:hi]) / ((starts[hi] - starts[lo]) / 1e9)
+                    # A median of ten durations moves to the split when the
+                    # machine's speed changes mid-run (other tests on the
+                    # cores) and the two lists are offset by part of an
+                    # iteration; the mean over the same span cannot move so.
+                    # Steps that are not the iterations fail both.
+                    own_mean = (starts[hi] - starts[lo]) / 1e6 / (hi - lo)
+                    mean = sum(st["duration_ns"] for st in counted) / 1e6 / len(counted)
+                    if median_bad and abs(mean - own_mean) <= 0.05 * own_mean:
+                        line += f" (mean {mean:.1f} vs {own_mean:.1f} ms over the same span)"
+                        median_bad = False
+            if median_bad:
+                bad.append(f"median step {med:.2f} ms vs the program's {own:.2f} ms (more than 5% apart)")
             sps = steps.get("samples_per_s", 0.0)
             line += f"; {sps:.1f} samples/s vs {own_sps:.1f}"
             if name in NO_SAMPLES:
