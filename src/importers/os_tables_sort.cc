@@ -25,6 +25,12 @@ std::vector<uint32_t> ByTrackTime(const Table& tb) {
   return order;
 }
 
+// Every column of the table in `order` (model/columns.h lists them).
+template <typename Table>
+void PermuteRows(Table& tb, const std::vector<uint32_t>& order) {
+  tb.ForEachColumn([&order](const char*, auto& column) { Permute(column, order); });
+}
+
 }  // namespace
 
 void SortOsTables(model::Trace& t) {
@@ -32,31 +38,13 @@ void SortOsTables(model::Trace& t) {
   std::vector<uint32_t> so = ByTrackTime(sc);
   std::vector<int32_t> new_row(so.size());
   for (uint32_t i = 0; i < so.size(); ++i) new_row[so[i]] = static_cast<int32_t>(i);
-  Permute(sc.ts, so);
-  Permute(sc.dur, so);
-  Permute(sc.track, so);
-  Permute(sc.name, so);
-  Permute(sc.nr, so);
-  Permute(sc.ret, so);
-  Permute(sc.returned, so);
+  PermuteRows(sc, so);
   auto& ts = t.thread_states;
   for (auto& r : ts.syscall)
     if (r >= 0) r = new_row[static_cast<size_t>(r)];
-  std::vector<uint32_t> to = ByTrackTime(ts);
-  Permute(ts.ts, to);
-  Permute(ts.dur, to);
-  Permute(ts.track, to);
-  Permute(ts.state, to);
-  Permute(ts.cpu, to);
-  Permute(ts.syscall, to);
-  Permute(ts.waker, to);
-  Permute(ts.callsite, to);
+  PermuteRows(ts, ByTrackTime(ts));
   auto& cs = t.cpu_samples;
-  std::vector<uint32_t> co = ByTrackTime(cs);
-  Permute(cs.ts, co);
-  Permute(cs.track, co);
-  Permute(cs.cpu, co);
-  Permute(cs.callsite, co);
+  PermuteRows(cs, ByTrackTime(cs));
 }
 
 }  // namespace strata::importers
