@@ -120,8 +120,7 @@ StatusOr<int> CreateNewFile(const std::string& path, int extra_flags, mode_t mod
   return ErrnoErr(e, "cannot create {}", path);
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view contents) {
-  std::string tmp = path + ".tmp";
+StatusOr<int> CreateTempFile(const std::string& tmp) {
   auto created = CreateNewFile(tmp);
   struct stat st;
   if (!created.ok() && ::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
@@ -130,6 +129,12 @@ Status WriteFileAtomic(const std::string& path, std::string_view contents) {
     ::unlink(tmp.c_str());
     created = CreateNewFile(tmp);
   }
+  return created;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view contents) {
+  std::string tmp = path + ".tmp";
+  auto created = CreateTempFile(tmp);
   if (!created.ok()) return created.status();
   int fd = *created;
   int err = WriteAll(fd, contents.data(), contents.size());

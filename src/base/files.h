@@ -27,6 +27,10 @@ Status WriteFileAtomic(const std::string& path, std::string_view contents);
 // rather than written through or truncated. Every file strata creates in a
 // trace directory goes through here. `extra_flags` adds to O_WRONLY (O_APPEND).
 StatusOr<int> CreateNewFile(const std::string& path, int extra_flags = 0, mode_t mode = 0644);
+// CreateNewFile for the temporary file of an atomic replace (FILE.tmp, renamed
+// over FILE when written): a regular file already there, left by a writer that
+// died before its rename, is replaced; anything else there is refused.
+StatusOr<int> CreateTempFile(const std::string& tmp);
 
 // Opens a file for reading and returns its descriptor, refusing anything but a
 // regular file with what it is ("a FIFO", "a character device"): a FIFO blocks

@@ -1,7 +1,6 @@
 #include "index/index_file.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -309,13 +308,7 @@ class Reader {
 Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
                       const std::string& path) {
   std::string tmp = path + ".tmp";
-  auto created = CreateNewFile(tmp);
-  struct stat st;
-  if (!created.ok() && ::lstat(tmp.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    // Left by a writer that died before its rename.
-    ::unlink(tmp.c_str());
-    created = CreateNewFile(tmp);
-  }
+  auto created = CreateTempFile(tmp);
   if (!created.ok()) return created.status();
   int fd = *created;
   Header h{};
