@@ -197,6 +197,17 @@ TEST(TraceIndex, SettledTraceIsCheckedBySignatureAndAnEditIsNot) {
   auto t = index::OpenTrace(p, {}, io, &u);
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(u.read && u.by_signature);
+  // The signature another strata build recorded (its own key and layout) is
+  // not this build's: the index is checked by content again.
+  std::string ix = p + ".strata-index";
+  auto other = index::StatSignatureOf(p, index::BuildIdentity() ^ 1);
+  ASSERT_TRUE(other.ok() && other->settled);
+  ASSERT_TRUE(index::UpdateIndexSignature(ix, *other).ok());
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());
+  EXPECT_TRUE(u.read);
+  EXPECT_FALSE(u.by_signature) << "another build's signature was trusted";
+  ASSERT_TRUE(index::OpenTrace(p, {}, io, &u).ok());  // this build's signature recorded again
+  EXPECT_TRUE(u.read && u.by_signature);
   // One byte changed in place, the modification time put back.
   auto mtime = fs::last_write_time(p);
   {
@@ -299,7 +310,9 @@ TEST(TraceIndex, LevelsOfDetailSummariseEachTrack) {
         busy += lod.busy_ns[r];
         ASSERT_LE(lod.start[r], lod.end[r]);
         ASSERT_LE(lod.busy_ns[r], lod.end[r] - lod.start[r]);
-        if (r > f) ASSERT_GE(lod.start[r] - lod.end[r - 1], index::kLodBaseGapNs << (2 * l)) << "level " << l;
+        if (r > f) {
+          ASSERT_GE(lod.start[r] - lod.end[r - 1], index::kLodBaseGapNs << (2 * l)) << "level " << l;
+        }
       }
       EXPECT_EQ(count, top) << "track " << trk << " level " << l;
       if (busy0 < 0) busy0 = busy;

@@ -155,12 +155,16 @@ StatusOr<ContentKey> KeyOfTrace(const std::string& path) {
   return ContentKey{h.high64, h.low64};
 }
 
-StatusOr<StatSignature> StatSignatureOf(const std::string& path) {
+StatusOr<StatSignature> StatSignatureOf(const std::string& path, uint64_t build_identity) {
   auto files = TraceFiles(path);
   if (!files.ok()) return files.status();
   State st(XXH3_createState());
   if (!st) return Err(StatusCode::kInternal, "out of memory");
   XXH3_128bits_reset(st.get());
+  // The strata build too: the signature path trusts an index's own key, which
+  // another build of strata made with its own identity (and perhaps layout).
+  const uint64_t build[2] = {kIndexFormatVersion, build_identity};
+  XXH3_128bits_update(st.get(), build, sizeof build);
   int64_t newest = 0;
   auto ns = [](const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
   for (const TraceFile& f : *files) {

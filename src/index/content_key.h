@@ -45,9 +45,11 @@ struct StatSignature {
   uint64_t hash = 0;
   bool settled = false;
 };
-StatusOr<StatSignature> StatSignatureOf(const std::string& path);
-
 // The identity of this build of strata (its GNU build ID), hashed; 0 if none.
 uint64_t BuildIdentity();
+
+// `build`: the strata build the signature is for (part of it: an index another
+// build wrote is never trusted by signature).
+StatusOr<StatSignature> StatSignatureOf(const std::string& path, uint64_t build = BuildIdentity());
 
 }  // namespace strata::index
