@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using index::IndexOptions;
 using index::IndexUse;
 using testing::ExternalDataDir;
+using testing::SharedTraces;
 using testing::TempDir;
 
 // A new, empty directory (TempDir names one and leaves it to the test to make).
@@ -42,24 +43,6 @@ std::string ReportJson(const model::Trace& t) {
   opt.what_if = true;
   report::Report r(t, opt);
   return r.Json().dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// The traces under the shared external data: JSON, XSpace, LTTng.
-std::vector<std::string> SharedTraces() {
-  std::vector<std::string> out;
-  std::string root = ExternalDataDir();
-  if (root.empty()) return out;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    std::string p = it->path().string();
-    if (it->is_directory() && (fs::exists(it->path() / "metadata"))) {
-      out.push_back(p);  // an LTTng CTF trace
-      it.disable_recursion_pending();
-    } else if (it->is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz") || p.ends_with(".pb"))) {
-      out.push_back(p);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Imports `path` directly, then through an index twice (built, then read), and

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,24 @@ std::string ExternalDataDir() {
   if (const char* e = std::getenv("STRATA_EXTERNAL_DATA")) return e;
   std::string d = SourceDir() + "/../shared/data/external";
   return IsDirectory(d) ? d : "";
+}
+
+std::vector<std::string> SharedTraces() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::string root = ExternalDataDir();
+  if (root.empty()) return out;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    std::string p = it->path().string();
+    if (it->is_directory() && (fs::exists(it->path() / "metadata"))) {
+      out.push_back(p);  // an LTTng CTF trace
+      it.disable_recursion_pending();
+    } else if (it->is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz") || p.ends_with(".pb"))) {
+      out.push_back(p);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 namespace {

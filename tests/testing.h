@@ -21,6 +21,8 @@ std::string TestProgram(const std::string& name);  // a program built from tests
 std::string SourceDir();
 // ../shared/data/external next to the checkout, or "" when absent (a fresh clone).
 std::string ExternalDataDir();
+// Every trace under ExternalDataDir(): JSON, XSpace and LTTng CTF directories, sorted.
+std::vector<std::string> SharedTraces();
 // A fresh, empty directory for one test.
 std::string TempDir(const std::string& name);
 

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "analysis/memo.h"
 #include "analysis/name_classes.h"
 #include "base/int_math.h"
+#include "base/parallel.h"
 
 namespace strata::analysis {
 
@@ -32,6 +35,12 @@ struct Piece {
   int32_t slice;
 };
 
+// One walk's place on each track (Walker::PieceBefore).
+struct Cursor {
+  explicit Cursor(size_t tracks) : next(tracks, SIZE_MAX) {}
+  std::vector<size_t> next;
+};
+
 bool IsContainer(SliceKind k) { return k == SliceKind::kStep || k == SliceKind::kAnnotation; }
 
 class Walker {
@@ -49,7 +58,7 @@ class Walker {
       v.erase(std::unique(v.begin(), v.end()), v.end());
     }
     pieces_.resize(t_.tracks.size());
-    built_.assign(t_.tracks.size(), false);
+    built_ = std::make_unique<std::once_flag[]>(t_.tracks.size());
     // Runtime calls that block until the device has done their work (an
     // OpenCL read with blocking=CL_TRUE): waits, like an explicit sync.
     model::StringId blocking = t_.strings.Find("blocking");
@@ -67,14 +76,15 @@ class Walker {
     out.end = end;
     if (step_slice != kNone) out.step = t_.slices.arg[static_cast<size_t>(step_slice)];
     std::vector<PathSegment> segs;
+    Cursor cur(t_.tracks.size());
     uint32_t trk = track;
     int64_t at = end;
     bool stalled = false;  // the last move was a jump without time progress
     for (int guard = 0; at > start && guard < 2000000; ++guard) {
-      const Piece* p = PieceBefore(trk, at);
+      const Piece* p = PieceBefore(trk, at, cur);
       if (!p || p->end <= start) {
         // Nothing recorded on this track before `at` in the window.
-        if (!JumpToLastFinisher(trk, start, at, &segs, &trk, &at, stalled)) {
+        if (!JumpToLastFinisher(trk, start, at, &segs, &trk, &at, stalled, cur)) {
           segs.push_back({start, at, trk, kNone, SegmentType::kWait});
           at = start;
         }
@@ -83,7 +93,7 @@ class Walker {
       int64_t seg_end = std::min(at, p->end);
       if (seg_end < at) {
         // A gap between the piece and `at`: idle on this track.
-        if (!JumpToLastFinisher(trk, std::max(p->end, start), at, &segs, &trk, &at, stalled)) {
+        if (!JumpToLastFinisher(trk, std::max(p->end, start), at, &segs, &trk, &at, stalled, cur)) {
           segs.push_back({std::max(p->end, start), at, trk, kNone, SegmentType::kWait});
           at = std::max(p->end, start);
         }
@@ -98,12 +108,12 @@ class Walker {
       if (waiting) {
         if (p->slice != kNone && !on_device && kind != SliceKind::kDeviceSync && !IsContainer(kind)) {
           // A synchronization call: the device work it waited for is the path.
-          if (JumpToDevice(trk, seg_start, at, p->slice, &segs, &trk, &at)) {
+          if (JumpToDevice(trk, seg_start, at, p->slice, &segs, &trk, &at, cur)) {
             stalled = false;
             continue;
           }
         }
-        if (JumpToLastFinisher(trk, seg_start, at, &segs, &trk, &at, stalled)) continue;
+        if (JumpToLastFinisher(trk, seg_start, at, &segs, &trk, &at, stalled, cur)) continue;
         segs.push_back({seg_start, at, trk, p->slice, SegmentType::kWait});
         at = seg_start;
         stalled = false;
@@ -118,7 +128,7 @@ class Walker {
       if (at <= start) break;
       // At the start of a slice: did it wait for something (flows, launch,
       // queue order) that finished after this track became free?
-      FollowDependencies(p, start, &segs, &trk, &at, &stalled);
+      FollowDependencies(p, start, &segs, &trk, &at, &stalled, cur);
     }
     std::reverse(segs.begin(), segs.end());
     // Merge neighbours with the same attribution.
@@ -138,11 +148,15 @@ class Walker {
   }
 
  private:
+  // A track's pieces, built the first time a walk (in any thread) asks.
   const std::vector<Piece>& Pieces(uint32_t trk) {
-    if (built_[trk]) return pieces_[trk];
-    built_[trk] = true;
+    std::call_once(built_[trk], [&] { BuildPieces(trk); });
+    return pieces_[trk];
+  }
+
+  void BuildPieces(uint32_t trk) {
     std::vector<Piece>& out = pieces_[trk];
-    if (trk >= t_.track_slices.size()) return out;
+    if (trk >= t_.track_slices.size()) return;
     auto [first, last] = t_.track_slices[trk];
     const auto& s = t_.slices;
     std::vector<uint32_t> stack;
@@ -169,15 +183,30 @@ class Walker {
       cur = std::max(cur, e);
       stack.pop_back();
     }
-    return out;
   }
 
-  // The last piece that starts before `at` on the track.
-  const Piece* PieceBefore(uint32_t trk, int64_t at) {
+  // The last piece that starts before `at` on the track. A walk moves back
+  // along a track piece by piece, so where it last looked on each track
+  // (`cur`, one per walk) is tried first, then its neighbours, before a
+  // binary search.
+  const Piece* PieceBefore(uint32_t trk, int64_t at, Cursor& cur) {
     const auto& ps = Pieces(trk);
-    auto it = std::lower_bound(ps.begin(), ps.end(), at, [](const Piece& p, int64_t v) { return p.start < v; });
-    if (it == ps.begin()) return nullptr;
-    return &*(it - 1);
+    if (ps.empty()) return nullptr;
+    // The answer is index i - 1 where i is the first piece with start >= at.
+    auto fits = [&](size_t i) { return (i == 0 || ps[i - 1].start < at) && (i == ps.size() || ps[i].start >= at); };
+    size_t& h = cur.next[trk];
+    size_t i = h;
+    if (i <= ps.size()) {
+      for (int k = 0; k < 4 && !fits(i); ++k) {
+        if (i > 0 && ps[i - 1].start >= at) --i;
+        else if (i < ps.size()) ++i;
+      }
+    }
+    if (i > ps.size() || !fits(i))
+      i = static_cast<size_t>(std::lower_bound(ps.begin(), ps.end(), at, [](const Piece& p, int64_t v) { return p.start < v; }) -
+                              ps.begin());
+    h = i;
+    return i == 0 ? nullptr : &ps[i - 1];
   }
 
   int64_t SliceEnd(int32_t s) const { return t_.slices.end(static_cast<size_t>(s)); }
@@ -185,7 +214,7 @@ class Walker {
   // The innermost work piece ending latest in (lo, at] on any other track of
   // the same process or on any device queue: what a waiting thread waited for.
   bool JumpToLastFinisher(uint32_t trk, int64_t lo, int64_t at, std::vector<PathSegment>* segs, uint32_t* out_trk,
-                          int64_t* out_at, bool& stalled) {
+                          int64_t* out_at, bool& stalled, Cursor& cur) {
     if (stalled) return false;  // no second jump without progress: prevents cycles
     uint32_t proc = t_.tracks[trk].process;
     int64_t best_end = lo;
@@ -195,7 +224,7 @@ class Walker {
       const model::Track& tk = t_.tracks[k];
       if (tk.kind == model::TrackKind::kCpu) continue;
       if (tk.kind == model::TrackKind::kThread && tk.process != proc) continue;
-      const Piece* p = PieceBefore(k, at + 1);
+      const Piece* p = PieceBefore(k, at + 1, cur);
       // Walk back over waiting pieces to the last real work ending by `at`.
       const auto& ps = Pieces(k);
       while (p) {
@@ -226,12 +255,12 @@ class Walker {
 
   // Inside a synchronization call: continue at the device activity that ended last in it.
   bool JumpToDevice(uint32_t trk, int64_t lo, int64_t at, int32_t sync_slice, std::vector<PathSegment>* segs,
-                    uint32_t* out_trk, int64_t* out_at) {
+                    uint32_t* out_trk, int64_t* out_at, Cursor& cur) {
     int64_t best_end = std::max(lo, t_.slices.ts[static_cast<size_t>(sync_slice)]);
     uint32_t best_trk = UINT32_MAX;
     for (uint32_t k = 0; k < t_.tracks.size(); ++k) {
       if (t_.tracks[k].kind != model::TrackKind::kDeviceQueue) continue;
-      const Piece* p = PieceBefore(k, at + 1);
+      const Piece* p = PieceBefore(k, at + 1, cur);
       while (p && (p->slice == kNone || p->end > at)) {
         if (p == Pieces(k).data()) {
           p = nullptr;
@@ -254,12 +283,12 @@ class Walker {
   // At the start of piece p's slice (and of ancestors starting with it): the
   // latest-finishing predecessor decides where the path continues.
   void FollowDependencies(const Piece* p, int64_t start, std::vector<PathSegment>* segs, uint32_t* trk, int64_t* at,
-                          bool* stalled) {
+                          bool* stalled, Cursor& cur) {
     if (p->slice == kNone) return;
     const auto& s = t_.slices;
     int64_t own_free = INT64_MIN;  // when this track last finished work before `at`
     const auto& ps = Pieces(*trk);
-    for (const Piece* prev = PieceBefore(*trk, *at); prev; prev = prev == ps.data() ? nullptr : prev - 1) {
+    for (const Piece* prev = PieceBefore(*trk, *at, cur); prev; prev = prev == ps.data() ? nullptr : prev - 1) {
       if (prev->end <= start) break;
       if (prev->slice != kNone && !IsContainer(s.kind[static_cast<size_t>(prev->slice)])) {
         own_free = prev->end;
@@ -296,8 +325,7 @@ class Walker {
     // compared per segment was most of a report's critical-path time.
     enum : int { kWaitIn = 0, kIdle = 1, kSlice = 2 };  // kSlice + the slice's kind
     std::map<std::pair<int, uint32_t>, int64_t> by_id;
-    on_path_.resize(s.size(), 0);
-    std::vector<uint32_t> marked;
+    std::vector<int32_t> on_path;  // the slices of the path's segments (sorted below)
     for (const PathSegment& g : out->segments) {
       if (g.type == SegmentType::kWait) {
         if (g.slice != kNone) by_id[{kWaitIn, s.name[static_cast<size_t>(g.slice)]}] += g.end - g.start;
@@ -305,10 +333,7 @@ class Walker {
       } else {
         auto i = static_cast<size_t>(g.slice);
         by_id[{kSlice + static_cast<int>(s.kind[i]), s.name[i]}] += g.end - g.start;
-        if (!on_path_[i]) {
-          on_path_[i] = 1;
-          marked.push_back(static_cast<uint32_t>(i));
-        }
+        on_path.push_back(g.slice);
       }
     }
     std::map<std::pair<std::string, std::string>, int64_t> by;
@@ -340,13 +365,15 @@ class Walker {
               [](const PathItem& a, const PathItem& b) { return a.on_path_ns > b.on_path_ns; });
     // Slack of off-path producers feeding on-path slices (by kind and name id,
     // one to one with the kind and name strings).
+    std::sort(on_path.begin(), on_path.end());
+    on_path.erase(std::unique(on_path.begin(), on_path.end()), on_path.end());
     std::map<std::pair<int, uint32_t>, SlackItem> slack_by_id;
     for (const PathSegment& g : out->segments) {
       if (g.slice == kNone || g.type == SegmentType::kWait) continue;
       int64_t consumer_start = s.ts[static_cast<size_t>(g.slice)];
       for (int32_t src : incoming_[static_cast<size_t>(g.slice)]) {
         auto j = static_cast<size_t>(src);
-        if (on_path_[j] || SliceEnd(src) > consumer_start) continue;
+        if (SliceEnd(src) > consumer_start || std::binary_search(on_path.begin(), on_path.end(), src)) continue;
         if (s.ts[j] < out->start) continue;
         // The consumer started when its critical input arrived; this input was
         // ready that much earlier.
@@ -355,7 +382,6 @@ class Walker {
         if (!fresh) it->second.slack_ns = std::min(it->second.slack_ns, sl);
       }
     }
-    for (uint32_t i : marked) on_path_[i] = 0;
     std::map<std::pair<std::string, std::string>, SlackItem> slack;
     for (auto& [key, v] : slack_by_id) {
       std::string kind = model::SliceKindName(static_cast<SliceKind>(key.first));
@@ -369,14 +395,15 @@ class Walker {
               [](const SlackItem& a, const SlackItem& b) { return a.slack_ns < b.slack_ns; });
   }
 
+  // Walks of several steps run at once (Run is const but for the pieces,
+  // built once per track under their once_flag).
   std::vector<char> blocking_;  // per slice: a blocking runtime call
-  std::vector<char> on_path_;   // per slice, while Summarize runs: on the path (cleared after)
   const model::Trace& t_;
   CriticalPathOptions opt_;
   NameClasses nc_;
   std::vector<std::vector<int32_t>> incoming_;
   std::vector<std::vector<Piece>> pieces_;
-  std::vector<bool> built_;
+  std::unique_ptr<std::once_flag[]> built_;
 };
 
 }  // namespace
@@ -385,10 +412,7 @@ namespace {
 
 std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const CriticalPathOptions& opt) {
   std::vector<StepCriticalPath> out;
-  std::vector<uint32_t> steps;
-  for (size_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices.kind[i] == SliceKind::kStep) steps.push_back(static_cast<uint32_t>(i));
-  std::sort(steps.begin(), steps.end(), [&t](uint32_t a, uint32_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  std::vector<uint32_t> steps = StepSlicesByTime(t);
   Walker w(t, opt);
   if (steps.empty()) {
     // No steps: the whole trace is one window, on the thread with the most slices.
@@ -408,14 +432,23 @@ std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const Critical
     return out;
   }
   size_t n = std::min(steps.size(), std::max<size_t>(1, opt.max_steps));
-  for (size_t k = 0; k < n; ++k) {
+  out.resize(n);
+  base::ParallelFor(n, [&](size_t k) {
     uint32_t i = steps[k * steps.size() / n];
-    out.push_back(w.Run(static_cast<int32_t>(i), t.slices.ts[i], t.slices.end(i), t.slices.track[i]));
-  }
+    out[k] = w.Run(static_cast<int32_t>(i), t.slices.ts[i], t.slices.end(i), t.slices.track[i]);
+  });
   return out;
 }
 
 }  // namespace
+
+std::vector<uint32_t> StepSlicesByTime(const model::Trace& t) {
+  std::vector<uint32_t> steps;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == SliceKind::kStep) steps.push_back(static_cast<uint32_t>(i));
+  std::sort(steps.begin(), steps.end(), [&t](uint32_t a, uint32_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  return steps;
+}
 
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
   Memo* memo = Memo::Of(t);
@@ -424,7 +457,7 @@ std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const Critica
   // spread choice of them, the same ones ComputePaths would walk.
   CriticalPathOptions all = opt;
   all.max_steps = SIZE_MAX;
-  auto paths = memo->Get<std::vector<StepCriticalPath>>("critical_paths/" + std::to_string(opt.queue_gap_ns),
+  const auto& paths = memo->Get<std::vector<StepCriticalPath>>("critical_paths/" + std::to_string(opt.queue_gap_ns),
                                                         [&] { return ComputePaths(t, all); });
   if (paths.empty() || paths[0].step_slice == kNone) return paths;  // (the whole trace as one window)
   size_t n = std::min(paths.size(), std::max<size_t>(1, opt.max_steps));

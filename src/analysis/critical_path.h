@@ -77,6 +77,10 @@ struct CriticalPathOptions {
 // there are none).
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt = {});
 
+// The trace's step slices in time order: the windows CriticalPaths walks (all
+// of them when max_steps allows), in the order it returns their paths.
+std::vector<uint32_t> StepSlicesByTime(const model::Trace& t);
+
 // Items aggregated over several steps: mean time on path per step.
 std::vector<PathItem> AggregatePathItems(const std::vector<StepCriticalPath>& paths);
 

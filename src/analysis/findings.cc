@@ -1,5 +1,7 @@
 #include "analysis/findings.h"
 
+#include "base/parallel.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "analysis/gpu.h"
 #include "analysis/name_classes.h"
 #include "analysis/summary.h"
+#include "base/parallel.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -55,37 +58,55 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     : t(trace), opt(options), framework(DetectFramework(trace)) {
   CriticalPathOptions cpo;
   cpo.max_steps = 1u << 30;
-  paths = CriticalPaths(t, cpo);
-  has_steps = !paths.empty() && paths[0].step_slice != model::kNone;
-  if (paths.size() >= 3) {
-    size_t skip = std::min(opt.skip_steps, paths.size() - 1);
-    paths.erase(paths.begin(), paths.begin() + static_cast<ptrdiff_t>(skip));
+  // The measured steps: every step in time order (the paths' order), less the
+  // warm-up and, when there are others, the steps a framework's own profiler
+  // ran in (--ops-steps: not the program's usual steps, left out as the step
+  // statistics leave them out).
+  std::vector<uint32_t> order = StepSlicesByTime(t);
+  std::vector<size_t> kept(order.size());
+  for (size_t k = 0; k < kept.size(); ++k) kept[k] = k;
+  if (kept.size() >= 3) kept.erase(kept.begin(), kept.begin() + static_cast<ptrdiff_t>(std::min(opt.skip_steps, kept.size() - 1)));
+  if (model::StringId key = t.strings.Find("profiled_step"); key != model::StringPool::kNotFound && kept.size() >= 3) {
+    auto profiled = [&](size_t k) { return t.FindArg(order[k], key) != model::kNone; };
+    if (static_cast<size_t>(std::count_if(kept.begin(), kept.end(), profiled)) < kept.size()) std::erase_if(kept, profiled);
   }
-  // Steps a framework's own profiler ran in (--ops-steps) are not the program's
-  // usual steps: left out, as the step statistics leave them out.
-  if (model::StringId key = t.strings.Find("profiled_step"); key != model::StringPool::kNotFound && paths.size() >= 3) {
-    auto profiled = [&](const StepCriticalPath& p) {
-      return p.step_slice != model::kNone && t.FindArg(static_cast<uint32_t>(p.step_slice), key) != model::kNone;
-    };
-    if (static_cast<size_t>(std::count_if(paths.begin(), paths.end(), profiled)) < paths.size()) std::erase_if(paths, profiled);
+  auto measure = [&] {
+    self = SelfTimes(t);
+    std::vector<StepWindow> w;
+    for (size_t k = 0; k < windows.size(); ++k) {
+      uint32_t track = windows[k].track;
+      // No steps: the thread that ran the most framework ops and launches stands for the program.
+      if (track == UINT32_MAX) track = MainHostThread(t);
+      w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true});
+    }
+    std::vector<std::vector<HostInterval>> timelines;
+    breakdown = BreakdownWindows(t, w, &timelines);
+    replay = std::make_unique<Replay>(t, w, timelines);
+  };
+  if (order.empty()) {
+    // No steps: the whole trace is one window if it has a path.
+    paths = CriticalPaths(t, cpo);
+    for (const auto& p : paths) windows.push_back({p.start, p.end, UINT32_MAX});
+    measure();
+  } else {
+    for (size_t k : kept) {
+      uint32_t i = order[k];
+      windows.push_back({t.slices.ts[i], t.slices.end(i), t.slices.track[i]});
+    }
+    // The critical paths beside the breakdown and the replay's graphs.
+    base::ParallelFor(2, [&](size_t job) {
+      if (job == 0) paths = CriticalPaths(t, cpo);
+      else measure();
+    });
+    std::vector<StepCriticalPath> measured;
+    measured.reserve(kept.size());
+    for (size_t k : kept) measured.push_back(std::move(paths[k]));
+    paths = std::move(measured);
   }
-  for (const auto& p : paths) {
-    windows.push_back({p.start, p.end, p.step_slice == model::kNone ? UINT32_MAX : t.slices.track[static_cast<size_t>(p.step_slice)]});
-    total_step_ns += p.end - p.start;
-  }
+  has_steps = !order.empty() && !paths.empty();
+  for (const auto& w : windows) total_step_ns += w.end - w.start;
   steps = windows.size();
   step_ns = steps ? static_cast<double>(total_step_ns) / static_cast<double>(steps) : 0;
-  self = SelfTimes(t);
-  std::vector<StepWindow> w;
-  for (size_t k = 0; k < windows.size(); ++k) {
-    uint32_t track = windows[k].track;
-    // No steps: the thread that ran the most framework ops and launches stands for the program.
-    if (track == UINT32_MAX) track = MainHostThread(t);
-    w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true});
-  }
-  std::vector<std::vector<HostInterval>> timelines;
-  breakdown = BreakdownWindows(t, w, &timelines);
-  replay = std::make_unique<Replay>(t, w, timelines);
 }
 
 ReplayResult FindingsContext::Replayed(Finding* f, const ReplayFix& fix) const {

@@ -2,7 +2,8 @@
 // alive. A report builds a dozen sections and the findings over one trace, and
 // several of them ask for the same analysis (the critical paths: the Critical
 // path section and the findings; the roofline: five places); with a Memo in
-// scope each is computed once and handed out as a copy. Without one (a single
+// scope each is computed once, and handed out by reference for as long as the
+// Memo lives. Without one (a single
 // analysis, `strata diff`), nothing is cached and nothing changes.
 //
 //   analysis::Memo memo(trace);   // for as long as the sections and findings are built
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,23 +33,37 @@ class Memo {
   // The live Memo of `t`, or nullptr.
   static Memo* Of(const model::Trace& t);
 
-  // The result stored under `key`, computed by `compute` the first time.
+  // The result stored under `key`, computed by `compute` the first time. Safe
+  // from several threads: a second asker of a key being computed waits for
+  // that computation instead of repeating it (report sections build in
+  // parallel and several ask for the same analysis).
   template <class T>
-  T Get(const std::string& key, const std::function<T()>& compute) {
+  const T& Get(const std::string& key, const std::function<T()>& compute) {
     std::unique_lock lock(mu_);
     auto it = results_.find(key);
-    if (it != results_.end()) return *static_cast<const T*>(it->second.get());
+    if (it != results_.end()) {
+      std::shared_future<std::shared_ptr<void>> f = it->second;
+      lock.unlock();  // (its computation may be under way in another thread)
+      return *static_cast<const T*>(f.get().get());
+    }
+    std::promise<std::shared_ptr<void>> promise;
+    results_.emplace(key, promise.get_future().share());
     lock.unlock();  // (an analysis may ask for another one while it runs)
-    auto value = std::make_shared<T>(compute());
-    lock.lock();
-    auto [pos, fresh] = results_.emplace(key, value);
-    return *static_cast<const T*>(pos->second.get());
+    try {
+      auto value = std::make_shared<T>(compute());
+      const T& ref = *value;
+      promise.set_value(std::move(value));
+      return ref;
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      throw;
+    }
   }
 
  private:
   const model::Trace& t_;
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<void>> results_;
+  std::map<std::string, std::shared_future<std::shared_ptr<void>>> results_;
 };
 
 }  // namespace strata::analysis

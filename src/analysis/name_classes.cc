@@ -24,6 +24,7 @@ std::shared_ptr<const std::vector<uint8_t>> Classify(const model::Trace& t) {
     if (Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
         Contains(n, "signal_wait") || Contains(n, "cudaStreamWaitEvent"))
       c |= kNamePathWait;
+    if (n.starts_with("autograd::engine::evaluate_function")) c |= kNameBackwardEngine;
     (*v)[id] = c;
   }
   return v;

@@ -22,6 +22,7 @@ enum NameClass : uint8_t {
   kNameCopy = 1 << 4,         // IsCopyName
   kNameAllocation = 1 << 5,   // IsAllocationName
   kNamePathWait = 1 << 6,     // the critical path's waits: syncs, queue waits, signal waits
+  kNameBackwardEngine = 1 << 7,  // autograd's engine running a backward node (autograd::engine::evaluate_function...)
 };
 
 // Per StringId of `t`, its NameClass bits. Computed once per trace while an

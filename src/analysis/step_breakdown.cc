@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <set>
 
+#include "analysis/memo.h"
 #include "analysis/name_classes.h"
 #include "analysis/os.h"
 #include "base/int_math.h"
@@ -517,25 +519,41 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
                                 std::vector<std::vector<HostInterval>>* timelines) {
   StepBreakdowns out;
   if (timelines != nullptr) timelines->clear();
-  DeviceBusy device = BuildDeviceBusy(t);
-  std::vector<uint8_t> flags = HostCallFlags(t);
+  // What does not depend on the windows, once per trace while a Memo lives
+  // (the training section and the findings both break steps down).
+  struct Base {
+    DeviceBusy device;
+    std::vector<uint8_t> flags;
+    // Outermost backward ops per thread (autograd's engine threads run them
+    // while the thread that called backward() waits).
+    std::map<uint32_t, std::vector<Interval>> backward;
+  };
+  auto build = [&t]() -> std::shared_ptr<const Base> {
+    auto b = std::make_shared<Base>();
+    b->device = BuildDeviceBusy(t);
+    b->flags = HostCallFlags(t);
+    NameClasses classes(t);
+    for (size_t i = 0; i < t.slices.size(); ++i) {
+      if (t.slices.kind[i] != SliceKind::kOp) continue;
+      // Backward nodes (strata's observer), or the engine's wrapper of them (PyTorch profiler).
+      int32_t row = t.OpRow(static_cast<uint32_t>(i));
+      bool backward_node = row != kNone && t.ops.scope[static_cast<size_t>(row)] == model::OpScope::kBackward;
+      if (!backward_node && !classes.Is(t.slices.name[i], kNameBackwardEngine)) continue;
+      bool outermost = true;
+      for (int32_t p = t.slices.parent[i]; p != kNone && outermost; p = t.slices.parent[static_cast<size_t>(p)])
+        outermost = t.slices.kind[static_cast<size_t>(p)] != SliceKind::kOp;
+      if (outermost)
+        b->backward[t.slices.track[i]].push_back(
+            {t.slices.ts[i], t.slices.end(i), (b->flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute, kNone});
+    }
+    return b;
+  };
+  Memo* memo = Memo::Of(t);
+  std::shared_ptr<const Base> base = memo ? memo->Get<std::shared_ptr<const Base>>("breakdown_base", build) : build();
+  const DeviceBusy& device = base->device;
+  const std::vector<uint8_t>& flags = base->flags;
+  const auto& backward = base->backward;
   NameClasses classes(t);
-  // Outermost backward ops per thread (autograd's engine threads run them
-  // while the thread that called backward() waits).
-  std::map<uint32_t, std::vector<Interval>> backward;
-  for (size_t i = 0; i < t.slices.size(); ++i) {
-    if (t.slices.kind[i] != SliceKind::kOp) continue;
-    // Backward nodes (strata's observer), or the engine's wrapper of them (PyTorch profiler).
-    int32_t row = t.OpRow(static_cast<uint32_t>(i));
-    bool backward_node = row != kNone && t.ops.scope[static_cast<size_t>(row)] == model::OpScope::kBackward;
-    if (!backward_node && !StartsWith(t.strings.Get(t.slices.name[i]), "autograd::engine::evaluate_function")) continue;
-    bool outermost = true;
-    for (int32_t p = t.slices.parent[i]; p != kNone && outermost; p = t.slices.parent[static_cast<size_t>(p)])
-      outermost = t.slices.kind[static_cast<size_t>(p)] != SliceKind::kOp;
-    if (outermost)
-      backward[t.slices.track[i]].push_back(
-          {t.slices.ts[i], t.slices.end(i), (flags[i] & kLaunches) ? StepPart::kDispatch : StepPart::kCompute, kNone});
-  }
   std::map<uint32_t, std::vector<Interval>> elsewhere_of;
   std::map<uint32_t, std::vector<Interval>> input_of;  // per step thread: InputElsewhere
   std::map<model::StringId, int64_t> compute_by_op;

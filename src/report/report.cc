@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 
 #include "analysis/memo.h"
+#include "base/parallel.h"
 #include "base/units.h"
 
 namespace strata::report {
@@ -43,10 +45,17 @@ Report::Report(const model::Trace& t, const ReportOptions& opt, const std::funct
     : opt_(opt), sections_(MakeSections()) {
   opt_.max_rows = opt_.full ? SIZE_MAX : std::max<size_t>(1, opt_.top);
   analysis::Memo memo(t);  // (sections and findings share the analyses they both ask for)
-  for (size_t i = 0; i < sections_.size(); ++i) {
+  // Sections are independent (each owns its results; what two of them need is
+  // computed once, in the Memo): built in parallel, rendered in order.
+  std::mutex mu;
+  size_t done = 0;
+  base::ParallelFor(sections_.size(), [&](size_t i) {
     sections_[i]->Build(t, opt_);
-    if (progress) progress(i + 1, sections_.size());
-  }
+    if (progress) {
+      std::lock_guard lock(mu);
+      progress(++done, sections_.size());
+    }
+  });
 }
 
 std::string Report::Text() const {
