@@ -3,6 +3,7 @@
 // Field meanings and value numbering: format/schema_accel.h.
 #include "format/schema_accel.h"
 
+#include "format/payloads_accel.h"
 #include "format/schema.h"
 
 namespace strata::format {
@@ -33,36 +34,12 @@ constexpr EventSpec kThreadEvents[] = {
     {kApiCall, "api_call", kApiCallFields},
 };
 
-constexpr F kKernelFields[] = {
-    {"end", T::kU64},          {"correlation", T::kU64},    {"name", T::kU32},      {"grid_x", T::kU32},
-    {"grid_y", T::kU32},       {"grid_z", T::kU32},         {"block_x", T::kU32},   {"block_y", T::kU32},
-    {"block_z", T::kU32},      {"shared_static", T::kU32},  {"shared_dynamic", T::kU32},
-    {"registers", T::kU32},    {"queued", T::kU64},         {"submitted", T::kU64}};
-constexpr F kMemcpyFields[] = {
-    {"end", T::kU64},      {"correlation", T::kU64}, {"bytes", T::kU64},      {"copy_kind", T::kU8},
-    {"src_kind", T::kU8},  {"dst_kind", T::kU8},     {"src_device", T::kU32}, {"dst_device", T::kU32},
-    {"flags", T::kU8}};
-constexpr F kMemsetFields[] = {
-    {"end", T::kU64}, {"correlation", T::kU64}, {"bytes", T::kU64}, {"value", T::kU32}, {"memory_kind", T::kU8}};
-constexpr F kSyncFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"type", T::kU8}};
-constexpr F kMemoryFields[] = {
-    {"correlation", T::kU64}, {"address", T::kU64}, {"bytes", T::kU64}, {"operation", T::kU8}, {"memory_kind", T::kU8}};
-constexpr F kKernel32Fields[] = {
-    {"duration", T::kU32},     {"correlation", T::kU32},   {"name", T::kU32},      {"grid_x", T::kU32},
-    {"grid_y", T::kU32},       {"grid_z", T::kU32},        {"block_x", T::kU16},   {"block_y", T::kU16},
-    {"block_z", T::kU16},      {"registers", T::kU16},     {"shared_static", T::kU32},
-    {"shared_dynamic", T::kU32}};
-constexpr F kMemcpy32Fields[] = {
-    {"duration", T::kU32}, {"correlation", T::kU32}, {"bytes", T::kU64},    {"copy_kind", T::kU8},
-    {"src_kind", T::kU8},  {"dst_kind", T::kU8},     {"flags", T::kU8},     {"src_device", T::kU8},
-    {"dst_device", T::kU8}};
-constexpr F kCommandFields[] = {{"end", T::kU64}, {"correlation", T::kU64}, {"name", T::kU32}, {"bytes", T::kU64}};
-
 constexpr EventSpec kDeviceEvents[] = {
-    {kDevKernel, "kernel", kKernelFields}, {kDevMemcpy, "memcpy", kMemcpyFields},
-    {kDevMemset, "memset", kMemsetFields}, {kDevSync, "sync", kSyncFields},
-    {kDevMemory, "memory", kMemoryFields}, {kDevCommand, "command", kCommandFields},
-    {kDevKernel32, "kernel32", kKernel32Fields}, {kDevMemcpy32, "memcpy32", kMemcpy32Fields},
+    // (Their fields: format/payloads_accel.h, shared with the collectors and the importer.)
+    {kDevKernel, "kernel", KernelPayload::kFields},       {kDevMemcpy, "memcpy", MemcpyPayload::kFields},
+    {kDevMemset, "memset", MemsetPayload::kFields},       {kDevSync, "sync", SyncPayload::kFields},
+    {kDevMemory, "memory", MemoryPayload::kFields},       {kDevCommand, "command", CommandPayload::kFields},
+    {kDevKernel32, "kernel32", Kernel32Payload::kFields}, {kDevMemcpy32, "memcpy32", Memcpy32Payload::kFields},
 };
 
 constexpr F kDeviceInfoFields[] = {

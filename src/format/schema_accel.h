@@ -41,27 +41,25 @@ enum AccelThreadEvent : uint32_t {
                      //  written afterwards with explicit times (activity-record fallback)
 };
 
-// Device stream, ids 0..30 (compact header).
+// Device stream, ids 0..30 (compact header). Each event's fields are declared
+// once, in format/payloads_accel.h (the struct the collectors fill, the schema's
+// field table and the importer's read all come from that list).
 enum AccelDeviceEvent : uint32_t {
-  kDevKernel = 0,   // {u64 end, u64 correlation, u32 name, u32 grid_x, grid_y, grid_z, u32 block_x,
-                    //  block_y, block_z, u32 shared_static, u32 shared_dynamic, u32 registers,
-                    //  u64 queued, u64 submitted}  (queued/submitted 0 when unknown)
-  kDevMemcpy = 1,   // {u64 end, u64 correlation, u64 bytes, u8 copy_kind, u8 src_kind, u8 dst_kind,
-                    //  u32 src_device, u32 dst_device, u8 flags}
-  kDevMemset = 2,   // {u64 end, u64 correlation, u64 bytes, u32 value, u8 memory_kind}
-  kDevSync = 3,     // {u64 end, u64 correlation, u8 type}
-  kDevMemory = 4,   // {u64 correlation, u64 address, u64 bytes, u8 operation, u8 memory_kind}
-  kDevCommand = 5,  // {u64 end, u64 correlation, u32 name, u64 bytes}: other queue work (map, unmap,
-                    //  migrate, native kernel)
+  kDevKernel = 0,   // KernelPayload: a kernel's end, launch correlation, name, grid and block
+                    //  sizes, shared memory, registers, queued/submitted times (0 when unknown)
+  kDevMemcpy = 1,   // MemcpyPayload: a copy's end, correlation, bytes, copy/source/destination
+                    //  kinds, devices and flags
+  kDevMemset = 2,   // MemsetPayload: a fill's end, correlation, bytes, value and memory kind
+  kDevSync = 3,     // SyncPayload: a synchronization's end, correlation and type
+  kDevMemory = 4,   // MemoryPayload: an allocation or free (operation) of bytes at an address
+  kDevCommand = 5,  // CommandPayload: other queue work (map, unmap, migrate, native kernel)
   // Narrow forms of the two events that come by the million, written instead of
   // them whenever the values fit (40 and 22 bytes instead of 72 and 36): end as
   // a 32-bit duration (< 4.3 s) from the header's start, 32-bit correlation, and
   // for a kernel 16-bit block sizes and registers and no queued/submitted times;
   // for a copy 8-bit device numbers. A reader treats them exactly as the wide forms.
-  kDevKernel32 = 6,  // {u32 duration, u32 correlation, u32 name, u32 grid_x, grid_y, grid_z, u16 block_x,
-                     //  block_y, block_z, u16 registers, u32 shared_static, u32 shared_dynamic}
-  kDevMemcpy32 = 7,  // {u32 duration, u32 correlation, u64 bytes, u8 copy_kind, u8 src_kind, u8 dst_kind,
-                     //  u8 flags, u8 src_device, u8 dst_device}
+  kDevKernel32 = 6,  // Kernel32Payload
+  kDevMemcpy32 = 7,  // Memcpy32Payload
 };
 
 // Process stream, ids 16..23.

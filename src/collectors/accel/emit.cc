@@ -4,6 +4,7 @@
 #include <limits>
 #include <new>
 
+#include "format/payloads_accel.h"
 #include "format/schema.h"
 #include "recorder/hot.h"
 
@@ -95,37 +96,18 @@ void Overhead(ExternalStream* s, uint64_t start, uint64_t end, uint32_t name) {
   recorder::EmitExternal(s, format::kOverhead, start, p.data(), p.size());
 }
 
-// The two device events that come by the million get fixed layouts (the
-// schema's field order, byte-packed), written in one go; their narrow forms
-// whenever the values fit, which is nearly always (format/schema_accel.h).
-struct __attribute__((packed)) KernelPayload {
-  uint64_t end, correlation;
-  uint32_t name, grid[3], block[3], shared_static, shared_dynamic, registers;
-  uint64_t queued, submitted;
-};
-static_assert(sizeof(KernelPayload) == 8 + 8 + 4 * 10 + 8 + 8);
-
-struct __attribute__((packed)) Kernel32Payload {
-  uint32_t duration, correlation, name, grid[3];
-  uint16_t block[3], registers;
-  uint32_t shared_static, shared_dynamic;
-};
-static_assert(sizeof(Kernel32Payload) == 40);
-
-struct __attribute__((packed)) CopyPayload {
-  uint64_t end, correlation, bytes;
-  uint8_t copy_kind, src_kind, dst_kind;
-  uint32_t src_device, dst_device;
-  uint8_t flags;
-};
-static_assert(sizeof(CopyPayload) == 8 * 3 + 3 + 8 + 1);
-
-struct __attribute__((packed)) Copy32Payload {
-  uint32_t duration, correlation;
-  uint64_t bytes;
-  uint8_t copy_kind, src_kind, dst_kind, flags, src_device, dst_device;
-};
-static_assert(sizeof(Copy32Payload) == 22);
+// The device events' payloads are format/payloads_accel.h's structs (the
+// schema's fields, byte-packed), written in one go; the two that come by the
+// million in their narrow forms whenever the values fit, which is nearly
+// always (format/schema_accel.h).
+using format::CommandPayload;
+using format::Kernel32Payload;
+using format::KernelPayload;
+using format::Memcpy32Payload;
+using format::MemcpyPayload;
+using format::MemoryPayload;
+using format::MemsetPayload;
+using format::SyncPayload;
 
 // Start and end fit the narrow form: both known, in order, less than 2^32 ns apart.
 bool Fits32(uint64_t start, uint64_t end, uint64_t correlation) {
@@ -140,7 +122,9 @@ void EmitKernel(const Queue& q, const KernelActivity& k) {
       p->duration = static_cast<uint32_t>(k.end - k.start);
       p->correlation = static_cast<uint32_t>(k.correlation);
       p->name = k.name;
-      for (int i = 0; i < 3; ++i) p->grid[i] = k.grid[i], p->block[i] = static_cast<uint16_t>(k.block[i]);
+      p->grid_x = k.grid[0], p->grid_y = k.grid[1], p->grid_z = k.grid[2];
+      p->block_x = static_cast<uint16_t>(k.block[0]), p->block_y = static_cast<uint16_t>(k.block[1]);
+      p->block_z = static_cast<uint16_t>(k.block[2]);
       p->registers = static_cast<uint16_t>(k.registers);
       p->shared_static = k.shared_static;
       p->shared_dynamic = k.shared_dynamic;
@@ -155,7 +139,8 @@ void EmitKernel(const Queue& q, const KernelActivity& k) {
   p.end = k.end;
   p.correlation = k.correlation;
   p.name = k.name;
-  for (int i = 0; i < 3; ++i) p.grid[i] = k.grid[i], p.block[i] = k.block[i];
+  p.grid_x = k.grid[0], p.grid_y = k.grid[1], p.grid_z = k.grid[2];
+  p.block_x = k.block[0], p.block_y = k.block[1], p.block_z = k.block[2];
   p.shared_static = k.shared_static;
   p.shared_dynamic = k.shared_dynamic;
   p.registers = k.registers;
@@ -167,7 +152,7 @@ void EmitKernel(const Queue& q, const KernelActivity& k) {
 void EmitCopy(const Queue& q, const CopyActivity& c) {
   if (Fits32(c.start, c.end, c.correlation) && c.src_device <= UINT8_MAX && c.dst_device <= UINT8_MAX) {
     auto fill = [&c](uint8_t* at) {
-      auto* p = new (at) Copy32Payload;
+      auto* p = new (at) Memcpy32Payload;
       p->duration = static_cast<uint32_t>(c.end - c.start);
       p->correlation = static_cast<uint32_t>(c.correlation);
       p->bytes = c.bytes;
@@ -178,13 +163,13 @@ void EmitCopy(const Queue& q, const CopyActivity& c) {
       p->src_device = static_cast<uint8_t>(c.src_device);
       p->dst_device = static_cast<uint8_t>(c.dst_device);
     };
-    if (recorder::EmitRoutedInPlace<sizeof(Copy32Payload)>(q.route, format::kDevMemcpy32, c.start, fill)) return;
-    alignas(8) uint8_t p[sizeof(Copy32Payload)];
+    if (recorder::EmitRoutedInPlace<sizeof(Memcpy32Payload)>(q.route, format::kDevMemcpy32, c.start, fill)) return;
+    alignas(8) uint8_t p[sizeof(Memcpy32Payload)];
     fill(p);
     recorder::EmitExternal(q.stream, format::kDevMemcpy32, c.start, p, sizeof p);
     return;
   }
-  CopyPayload p;
+  MemcpyPayload p;
   p.end = c.end;
   p.correlation = c.correlation;
   p.bytes = c.bytes;
@@ -199,28 +184,24 @@ void EmitCopy(const Queue& q, const CopyActivity& c) {
 
 void EmitFill(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint64_t bytes, uint32_t value,
               MemoryKind kind) {
-  Payload p;
-  p.Put(end).Put(correlation).Put(bytes).Put(value).Put(U8(kind));
-  recorder::EmitExternal(s, format::kDevMemset, start, p.data(), p.size());
+  MemsetPayload p{end, correlation, bytes, value, U8(kind)};
+  recorder::EmitExternal(s, format::kDevMemset, start, &p, sizeof p);
 }
 
 void EmitSync(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, SyncType type) {
-  Payload p;
-  p.Put(end).Put(correlation).Put(U8(type));
-  recorder::EmitExternal(s, format::kDevSync, start, p.data(), p.size());
+  SyncPayload p{end, correlation, U8(type)};
+  recorder::EmitExternal(s, format::kDevSync, start, &p, sizeof p);
 }
 
 void EmitMemory(ExternalStream* s, uint64_t ts, uint64_t correlation, uint64_t address, uint64_t bytes, MemoryOp op,
                 MemoryKind kind) {
-  Payload p;
-  p.Put(correlation).Put(address).Put(bytes).Put(U8(op)).Put(U8(kind));
-  recorder::EmitExternal(s, format::kDevMemory, ts, p.data(), p.size());
+  MemoryPayload p{correlation, address, bytes, U8(op), U8(kind)};
+  recorder::EmitExternal(s, format::kDevMemory, ts, &p, sizeof p);
 }
 
 void EmitCommand(ExternalStream* s, uint64_t start, uint64_t end, uint64_t correlation, uint32_t name, uint64_t bytes) {
-  Payload p;
-  p.Put(end).Put(correlation).Put(name).Put(bytes);
-  recorder::EmitExternal(s, format::kDevCommand, start, p.data(), p.size());
+  CommandPayload p{end, correlation, name, bytes};
+  recorder::EmitExternal(s, format::kDevCommand, start, &p, sizeof p);
 }
 
 void EmitDeviceInfo(const DeviceInfo& d) {

@@ -15,12 +15,20 @@
 #include <utility>
 #include <vector>
 
+#include "format/payloads_accel.h"
 #include "format/schema.h"
 #include "format/schema_accel.h"
 #include "importers/strata/decoder.h"
 
 namespace strata::importers::strata_ctf {
 namespace {
+
+// A device event's payload as format/payloads_accel.h declares it (the layout
+// the collectors wrote and the schema describes).
+template <class P>
+P Read(const format::EventView& ev) {
+  return format::ReadPayload<P>(ev.payload, ev.size);
+}
 
 using format::EventView;
 using format::kDeviceStream;
@@ -425,93 +433,80 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   // --- device stream: activity ---------------------------------------------------
   // Wide and narrow forms (format/schema_accel.h) read into the same fields.
   r.On(kDeviceStream, "kernel", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
+    auto p = Read<format::KernelPayload>(ev);
     KernelFields k;
-    k.end = p.Get<uint64_t>();
-    k.correlation = p.Get<uint64_t>();
-    k.name = p.Get<uint32_t>();
-    for (uint32_t& v : k.grid) v = p.Get<uint32_t>();
-    for (uint32_t& v : k.block) v = p.Get<uint32_t>();
-    k.shared_static = p.Get<uint32_t>();
-    k.shared_dynamic = p.Get<uint32_t>();
-    k.registers = p.Get<uint32_t>();
-    k.queued = p.Get<uint64_t>();
-    k.submitted = p.Get<uint64_t>();
+    k.end = p.end;
+    k.correlation = p.correlation;
+    k.name = p.name;
+    k.grid[0] = p.grid_x, k.grid[1] = p.grid_y, k.grid[2] = p.grid_z;
+    k.block[0] = p.block_x, k.block[1] = p.block_y, k.block[2] = p.block_z;
+    k.shared_static = p.shared_static;
+    k.shared_dynamic = p.shared_dynamic;
+    k.registers = p.registers;
+    k.queued = p.queued;
+    k.submitted = p.submitted;
     AddKernel(ctx, ss, ev.ts, k);
   });
   r.On(kDeviceStream, "kernel32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
+    auto p = Read<format::Kernel32Payload>(ev);
     KernelFields k;
-    k.end = ev.ts + p.Get<uint32_t>();
-    k.correlation = p.Get<uint32_t>();
-    k.name = p.Get<uint32_t>();
-    for (uint32_t& v : k.grid) v = p.Get<uint32_t>();
-    for (uint32_t& v : k.block) v = p.Get<uint16_t>();
-    k.registers = p.Get<uint16_t>();
-    k.shared_static = p.Get<uint32_t>();
-    k.shared_dynamic = p.Get<uint32_t>();
+    k.end = ev.ts + p.duration;
+    k.correlation = p.correlation;
+    k.name = p.name;
+    k.grid[0] = p.grid_x, k.grid[1] = p.grid_y, k.grid[2] = p.grid_z;
+    k.block[0] = p.block_x, k.block[1] = p.block_y, k.block[2] = p.block_z;
+    k.registers = p.registers;
+    k.shared_static = p.shared_static;
+    k.shared_dynamic = p.shared_dynamic;
     AddKernel(ctx, ss, ev.ts, k);
   });
   r.On(kDeviceStream, "memcpy", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
+    auto p = Read<format::MemcpyPayload>(ev);
     CopyFields c;
-    c.end = p.Get<uint64_t>();
-    c.correlation = p.Get<uint64_t>();
-    c.bytes = p.Get<uint64_t>();
-    c.kind = p.Get<uint8_t>();
-    c.src_kind = p.Get<uint8_t>();
-    c.dst_kind = p.Get<uint8_t>();
+    c.end = p.end;
+    c.correlation = p.correlation;
+    c.bytes = p.bytes;
+    c.kind = p.copy_kind;
+    c.src_kind = p.src_kind;
+    c.dst_kind = p.dst_kind;
     AddCopy(ctx, ss, ev.ts, c);
   });
   r.On(kDeviceStream, "memcpy32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
+    auto p = Read<format::Memcpy32Payload>(ev);
     CopyFields c;
-    c.end = ev.ts + p.Get<uint32_t>();
-    c.correlation = p.Get<uint32_t>();
-    c.bytes = p.Get<uint64_t>();
-    c.kind = p.Get<uint8_t>();
-    c.src_kind = p.Get<uint8_t>();
-    c.dst_kind = p.Get<uint8_t>();
+    c.end = ev.ts + p.duration;
+    c.correlation = p.correlation;
+    c.bytes = p.bytes;
+    c.kind = p.copy_kind;
+    c.src_kind = p.src_kind;
+    c.dst_kind = p.dst_kind;
     AddCopy(ctx, ss, ev.ts, c);
   });
   r.On(kDeviceStream, "memset", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
-    uint64_t end = p.Get<uint64_t>();
-    uint64_t corr = p.Get<uint64_t>();
-    uint64_t bytes = p.Get<uint64_t>();
-    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, ctx.trace().strings.Intern("Memset"),
-                                   SliceKind::kMemset, corr);
-    ctx.trace().device.bytes[d.row] = bytes;
+    auto p = Read<format::MemsetPayload>(ev);
+    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), p.end, ctx.trace().strings.Intern("Memset"),
+                                   SliceKind::kMemset, p.correlation);
+    ctx.trace().device.bytes[d.row] = p.bytes;
   });
   r.On(kDeviceStream, "sync", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
-    uint64_t end = p.Get<uint64_t>();
-    uint64_t corr = p.Get<uint64_t>();
-    uint8_t type = p.Get<uint8_t>();
-    AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, ctx.trace().strings.Intern(SyncName(type)),
-                   SliceKind::kDeviceSync, corr);
+    auto p = Read<format::SyncPayload>(ev);
+    AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), p.end, ctx.trace().strings.Intern(SyncName(p.type)),
+                   SliceKind::kDeviceSync, p.correlation);
   });
   r.On(kDeviceStream, "command", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
-    uint64_t end = p.Get<uint64_t>();
-    uint64_t corr = p.Get<uint64_t>();
-    model::StringId name = ctx.Name(*ss.process, p.Get<uint32_t>());
-    uint64_t bytes = p.Get<uint64_t>();
-    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), end, name, SliceKind::kOther, corr);
-    ctx.trace().device.bytes[d.row] = bytes;
+    auto p = Read<format::CommandPayload>(ev);
+    model::StringId name = ctx.Name(*ss.process, p.name);
+    DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ev.ts), p.end, name, SliceKind::kOther, p.correlation);
+    ctx.trace().device.bytes[d.row] = p.bytes;
   });
   r.On(kDeviceStream, "memory", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    PayloadReader p(ev);
-    uint64_t correlation = p.Get<uint64_t>();
-    uint64_t address = p.Get<uint64_t>();
-    uint64_t bytes = p.Get<uint64_t>();
-    uint8_t op = p.Get<uint8_t>();
+    auto p = Read<format::MemoryPayload>(ev);
     model::Trace& t = ctx.trace();
-    if (correlation != 0)
-      ctx.Ext<AccelState>().memory_calls.push_back({static_cast<uint32_t>(t.memory.size()), ss.process->index, correlation});
-    int64_t b = static_cast<int64_t>(std::min<uint64_t>(bytes, INT64_MAX));
-    t.memory.Add(static_cast<int64_t>(ev.ts), ss.track, t.tracks[ss.track].device, address,
-                 op == static_cast<uint8_t>(format::MemoryOp::kFree) ? -b : b, -1, -1, model::MemoryLayer::kRuntime);
+    if (p.correlation != 0)
+      ctx.Ext<AccelState>().memory_calls.push_back({static_cast<uint32_t>(t.memory.size()), ss.process->index, p.correlation});
+    int64_t b = static_cast<int64_t>(std::min<uint64_t>(p.bytes, INT64_MAX));
+    t.memory.Add(static_cast<int64_t>(ev.ts), ss.track, t.tracks[ss.track].device, p.address,
+                 p.operation == static_cast<uint8_t>(format::MemoryOp::kFree) ? -b : b, -1, -1, model::MemoryLayer::kRuntime);
   });
 
   // --- process stream: devices, queues, losses -----------------------------------
