@@ -26,7 +26,7 @@ class OsSection : public Section {
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (o_.lost_records > 0 && (o_.has_sched || o_.has_syscalls || o_.has_samples)) Losses(out);
     if (o_.has_sched || o_.has_syscalls) Threads(out, opt);
-    if (!o_.strata_threads.empty()) StrataThreads(out);
+    if (!o_.strata_threads.empty()) StrataThreads(out, opt);
     if (!o_.off_cpu.empty()) OffCpu(out, opt);
     if (o_.has_syscalls) Syscalls(out, opt);
     if (!o_.steps.empty() && (o_.has_sched || o_.has_syscalls)) Steps(out, opt);
@@ -154,12 +154,30 @@ class OsSection : public Section {
   }
 
   // strata's own threads, apart: their time is strata's, not the program's.
-  void StrataThreads(std::string& out) const {
+  // The busiest are named (a program that runs through a launcher or a shell
+  // script, pyenv's shims, has one flush thread per process it started), the
+  // rest summed.
+  void StrataThreads(std::string& out, const ReportOptions& opt) const {
+    auto threads = o_.strata_threads;
+    std::stable_sort(threads.begin(), threads.end(), [](const auto& a, const auto& b) { return a.on_cpu_ns > b.on_cpu_ns; });
+    const size_t named = std::min(threads.size(), std::max<size_t>(1, std::min<size_t>(opt.top, 5)));
     std::string list;
-    for (const auto& x : o_.strata_threads) {
+    for (size_t i = 0; i < named; ++i) {
+      const auto& x = threads[i];
       if (!list.empty()) list += "; ";
       list += fmt::format("{} ({}): {} on CPU, {} system calls, {} samples", x.thread, x.process,
                           FormatDuration(x.on_cpu_ns), x.syscalls, x.samples);
+    }
+    if (threads.size() > named) {
+      int64_t cpu = 0;
+      uint64_t calls = 0, samples = 0;
+      for (size_t i = named; i < threads.size(); ++i) {
+        cpu += threads[i].on_cpu_ns;
+        calls += threads[i].syscalls;
+        samples += threads[i].samples;
+      }
+      list += fmt::format("; {} more: {} on CPU, {} system calls, {} samples", threads.size() - named,
+                          FormatDuration(cpu), calls, samples);
     }
     Sep(out);
     out += "OS: strata's own threads (not in the tables of this report): " + list + "\n";
