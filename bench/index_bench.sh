@@ -35,6 +35,7 @@ out=$(env STRATA_INDEX=rebuild /usr/bin/time -f '%e %M' "$STRATA" report --json 
 read -r wall kb <<<"$out"
 printf '%-34s %6.3f s  %7.1f MB\n' "report, importing + writing index" "$wall" "$(awk "BEGIN{print $kb/1024}")"
 run "report from the index" STRATA_INDEX=
+run "report from the index, 1 thread" STRATA_INDEX= STRATA_THREADS=1
 tsize=$(du -sb "$TRACE" | cut -f1)
 [ -d "$TRACE" ] && tsize=$(( tsize - $(stat -c %s "$ix") ))
 echo "trace $tsize bytes, index $(stat -c %s "$ix") bytes ($(awk "BEGIN{printf \"%.2f\", $(stat -c %s "$ix")/$tsize}")x)"

@@ -6,7 +6,6 @@
 // exits 2, and each command's other failures have their own exit codes
 // (cli/exit_codes.h, README "Exit codes").
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,14 +322,6 @@ std::string CacheDir() {
 
 int main(int argc, char** argv) {
   using namespace strata::cli;
-  // The analyses allocate and free arrays of the trace's size over and over.
-  // By default glibc maps each one fresh (its pages zeroed, a fault per 4 KiB)
-  // and unmaps it at free; kept in the heap instead, freed memory is reused:
-  // a report from an index spends about a third less time in the kernel.
-  // (Only this process: a traced program starts with its own defaults.)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  mallopt(M_TOP_PAD, 16 << 20);
   CLI::App app{"strata: traces and profiles ML dataflow programs across the stack (OS, accelerator runtime, "
                "framework ops, model steps) with no change to the program.",
                "strata"};
