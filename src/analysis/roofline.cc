@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "analysis/device_peaks.h"
 #include "analysis/memo.h"
@@ -58,6 +59,20 @@ Precision PrecisionOf(std::string_view p) {
 struct Estimate {
   double flops = -1, bytes = -1;
   Precision precision = kUnknown;
+};
+
+// A profiled op by its name and the string ids of its recorded inputs' dims,
+// types and concrete values.
+struct CostKey {
+  model::StringId name, dims, types, concrete;
+  bool operator==(const CostKey&) const = default;
+};
+struct CostKeyHash {
+  size_t operator()(const CostKey& k) const {
+    uint64_t h = (static_cast<uint64_t>(k.name) << 32 | k.dims) * 0x9e3779b97f4a7c15ull;
+    h ^= (static_cast<uint64_t>(k.types) << 32 | k.concrete) + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h);
+  }
 };
 
 // The first tensor dtype in "[float, float, Scalar]" (strata's OpTable dtypes).
@@ -152,6 +167,15 @@ class Builder {
       int32_t ta = k_types ? t_.FindArg(s, k_types) : model::kNone;
       if (ta < 0 || !t_.args.str[static_cast<size_t>(ta)]) continue;
       int32_t ca = k_concrete ? t_.FindArg(s, k_concrete) : model::kNone;
+      // An op with the same name and inputs as an earlier one (every step
+      // repeats them) costs the same: parsed once. (Not a convolution whose
+      // geometry comes from the ops after it.)
+      const CostKey key{sl.name[s], t_.args.str[static_cast<size_t>(a)], t_.args.str[static_cast<size_t>(ta)],
+                        ca >= 0 ? t_.args.str[static_cast<size_t>(ca)] : 0};
+      if (auto known = cost_of_.find(key); known != cost_of_.end()) {
+        if (known->second.flops >= 0) Add(s, known->second);
+        continue;
+      }
       nlohmann::json dims = nlohmann::json::parse(t_.strings.Get(t_.args.str[static_cast<size_t>(a)]), nullptr, false);
       nlohmann::json types = nlohmann::json::parse(t_.strings.Get(t_.args.str[static_cast<size_t>(ta)]), nullptr, false);
       nlohmann::json concrete;
@@ -179,12 +203,18 @@ class Builder {
         args.push_back(opcost::DescribeProfilerInput({d, type, conc}));
         if (precision == kUnknown) precision = PrecisionOf(opcost::PrecisionOfType(type));
       }
-      if (bad) continue;
+      const Estimate none{-1, -1, kUnknown};
+      if (bad) {
+        cost_of_.emplace(key, none);
+        continue;
+      }
       std::string_view base = BaseName(s);
-      if (IsConv(base) && !concrete.is_array()) InferConvGeometry(args, ConvOutputDims(s, k_dims, args));
+      const bool from_neighbours = IsConv(base) && !concrete.is_array();
+      if (from_neighbours) InferConvGeometry(args, ConvOutputDims(s, k_dims, args));
       opcost::OpCost c = opcost::EstimateCost(t_.strings.Get(sl.name[s]), args);
-      if (c.flops < 0 || c.bytes < 0) continue;
-      Add(s, {static_cast<double>(c.flops), static_cast<double>(c.bytes), precision});
+      Estimate e = c.flops < 0 || c.bytes < 0 ? none : Estimate{static_cast<double>(c.flops), static_cast<double>(c.bytes), precision};
+      if (!from_neighbours) cost_of_.emplace(key, e);
+      if (e.flops >= 0) Add(s, e);
     }
   }
 
@@ -454,6 +484,7 @@ class Builder {
   RooflineOptions opt_;
   RooflineResult r_;
   std::vector<int32_t> est_of_;  // slice -> index into est_, -1 none
+  std::unordered_map<CostKey, Estimate, CostKeyHash> cost_of_;  // (flops -1: no estimate)
   std::vector<Estimate> est_;
   std::vector<int32_t> outer_;
   std::vector<Kernel> kernels_;

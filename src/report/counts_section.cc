@@ -3,7 +3,8 @@
 // writes every one of them (src/exporters), so these are the numbers that a
 // reader of the Perfetto, Chrome JSON or SQLite output must find again
 // (tests/matrix). Counted from the model alone, independently of the writers.
-#include <unordered_set>
+#include <algorithm>
+#include <vector>
 
 #include "base/json_get.h"
 #include "report/section.h"
@@ -23,15 +24,18 @@ class CountsSection : public Section {
     slices_ = t.slices.size();
     // One arrow per pair of slices, whatever recorded it: a launch and its
     // device work, a forward op and the backward op it created, the source's flows.
-    std::unordered_set<uint64_t> pairs;
+    // (Sorted and deduplicated: a node-based hash set here was 8% of a report.)
+    std::vector<uint64_t> pairs;
+    pairs.reserve(t.device.size() + t.ops.size() + t.flows.size());
     auto add = [&](int64_t from, int64_t to) {
       if (from >= 0 && to >= 0 && static_cast<size_t>(from) < t.slices.size() && static_cast<size_t>(to) < t.slices.size())
-        pairs.insert((static_cast<uint64_t>(from) << 32) | static_cast<uint64_t>(to));
+        pairs.push_back((static_cast<uint64_t>(from) << 32) | static_cast<uint64_t>(to));
     };
     for (size_t r = 0; r < t.device.size(); ++r) add(t.device.launch[r], t.device.slice[r]);
     for (size_t r = 0; r < t.ops.size(); ++r) add(t.ops.forward[r], t.ops.slice[r]);
     for (size_t f = 0; f < t.flows.size(); ++f) add(t.flows.from[f], t.flows.to[f]);
-    flows_ = pairs.size();
+    std::sort(pairs.begin(), pairs.end());
+    flows_ = static_cast<size_t>(std::unique(pairs.begin(), pairs.end()) - pairs.begin());
     for (model::ThreadState s : t.thread_states.state) context_switches_ += s == model::ThreadState::kRunning;
     j_ = {{"slices", slices_},
           {"steps", steps_},
