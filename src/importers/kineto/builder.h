@@ -33,7 +33,7 @@
 #include "importers/kineto/caches.h"
 #include "importers/kineto/events.h"
 #include "importers/kineto/json_stream.h"
-#include "importers/kineto/launch_index.h"
+#include "importers/common/launch_index.h"
 #include "model/trace.h"
 
 namespace strata::importers::kineto {

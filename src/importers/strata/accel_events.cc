@@ -18,6 +18,7 @@
 #include "format/payloads_accel.h"
 #include "format/schema.h"
 #include "format/schema_accel.h"
+#include "importers/common/launch_index.h"
 #include "importers/strata/decoder.h"
 
 namespace strata::importers::strata_ctf {
@@ -67,8 +68,9 @@ struct AccelState {
   // Arguments of API calls still open, by OpenSlice::ext.
   std::vector<std::vector<Arg>> open_args;
   std::vector<int32_t> free_slots;
-  // (process, correlation) -> API slice (import order; Finalize remaps).
-  std::map<std::pair<uint32_t, uint64_t>, int32_t> api_by_corr;
+  // (process, correlation) -> API slice (import order; Finalize remaps):
+  // indexed at the start of BeforeFinalize, the only place that asks.
+  ScopedLaunchIndex api_by_corr;
   std::vector<DeviceLink> links;
   std::map<std::pair<uint32_t, uint64_t>, RangeBegin> range_begins;
   std::map<std::pair<uint32_t, uint64_t>, int64_t> range_ends;
@@ -140,7 +142,7 @@ OpenSlice* OpenApi(StreamState& ss) {
 }
 
 void RememberApi(AccelState& as, uint32_t process, uint64_t correlation, uint32_t slice) {
-  if (correlation != 0) as.api_by_corr[{process, correlation}] = static_cast<int32_t>(slice);
+  if (correlation != 0) as.api_by_corr.Add(process, correlation, slice);
 }
 
 // Closes the stack's top slice; an API call's arguments land in the arg table.
@@ -281,8 +283,8 @@ void AddUntimedProfiledKernels(LoadContext& ctx, AccelState& as,
   std::map<uint32_t, const KernelMetric*> missing;  // API slice -> metric
   for (const auto& [key, m] : by) {
     if (timed.count(key)) continue;
-    auto api = as.api_by_corr.find(key);
-    if (api != as.api_by_corr.end()) missing[static_cast<uint32_t>(api->second)] = m;
+    int64_t api = as.api_by_corr.FindSlice(key.first, key.second);
+    if (api >= 0) missing[static_cast<uint32_t>(api)] = m;
   }
   if (missing.empty()) return;
   as.InitKeys(t.strings);
@@ -578,6 +580,7 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& as = ctx.Ext<AccelState>();
     model::Trace& t = ctx.trace();
+    as.api_by_corr.Build();  // (a later call with the same id wins, as before)
     // Hardware metrics (--gpu-metrics) onto their kernels: occupancy has a
     // column, the rest are arguments of the kernel slice.
     if (!as.metrics.empty()) {
@@ -604,19 +607,18 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
     // (cudaMalloc inside an op charges that op); module statics, which no call
     // of the program makes, stay on the device's allocations track.
     for (const auto& mc : as.memory_calls) {
-      auto it = as.api_by_corr.find({mc.process, mc.correlation});
-      if (it != as.api_by_corr.end() && mc.row < t.memory.size())
-        t.memory.track[mc.row] = t.slices.track[static_cast<size_t>(it->second)];
+      int64_t api = as.api_by_corr.FindSlice(mc.process, mc.correlation);
+      if (api >= 0 && mc.row < t.memory.size()) t.memory.track[mc.row] = t.slices.track[static_cast<size_t>(api)];
     }
     uint64_t unlinked = 0;
     for (const DeviceLink& l : as.links) {
-      auto it = as.api_by_corr.find({l.process, l.correlation});
-      if (it == as.api_by_corr.end()) {
+      int64_t api = as.api_by_corr.FindSlice(l.process, l.correlation);
+      if (api < 0) {
         ++unlinked;
         continue;
       }
-      t.device.launch[l.row] = it->second;
-      t.flows.Add(l.correlation, it->second, static_cast<int32_t>(t.device.slice[l.row]));
+      t.device.launch[l.row] = static_cast<int32_t>(api);
+      t.flows.Add(l.correlation, static_cast<int32_t>(api), static_cast<int32_t>(t.device.slice[l.row]));
     }
     if (unlinked > 0)
       ctx.Warn(std::to_string(unlinked) + " device activities have no recorded API call with their correlation id");

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "importers/common/launch_index.h"
 #include "importers/common/process_tracker.h"
 #include "importers/kineto/caches.h"
 #include "importers/xplane/xplane_arg_strings.h"
@@ -612,11 +613,7 @@ class Builder {
         }
         uint32_t s = t_.slices.Add(ts, dur, track, sname, kind);
         if (kind == SliceKind::kRuntime) {
-          auto [it, inserted] = launches_.try_emplace(stats_.correlation, s);
-          if (!inserted) {
-            Count("API calls that share a correlation id with an earlier one (the last one is linked)");
-            it->second = s;
-          }
+          if (stats_.correlation != 0) launches_.Add(stats_.correlation, s);
           if (StringId full = EventName(c, md, e.metadata_id); sname != full) {
             Value v;
             v.is_str = true;
@@ -734,16 +731,17 @@ class Builder {
   // --- After every plane --------------------------------------------------------
 
   void LinkLaunches() {
+    Count("API calls that share a correlation id with an earlier one (the last one is linked)", launches_.Build());
     size_t unlinked = 0;
     for (size_t r = 0; r < t_.device.size(); ++r) {
       uint64_t corr = t_.device.correlation[r];
       if (corr == 0) continue;
-      auto it = launches_.find(corr);
-      if (it == launches_.end()) {
+      int64_t call = launches_.FindSlice(corr);
+      if (call < 0) {
         ++unlinked;
         continue;
       }
-      t_.device.launch[r] = static_cast<int32_t>(it->second);
+      t_.device.launch[r] = static_cast<int32_t>(call);
     }
     if (unlinked) t_.warnings.push_back(fmt::format("{} device activities have no launching API call in the trace", unlinked));
   }
@@ -784,7 +782,7 @@ class Builder {
   uint64_t skipped_ = 0;
   std::map<std::string, uint64_t> counts_;
   ProcessTracker procs_{t_};
-  std::unordered_map<uint64_t, uint32_t> launches_;  // correlation id -> host launch slice
+  LaunchIndex launches_;  // correlation id -> host launch slice
   std::unordered_map<int64_t, uint32_t> group_root_;  // group id -> longest host slice
   std::map<int64_t, StepEvent> steps_;               // by group id
 };

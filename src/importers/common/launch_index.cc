@@ -1,7 +1,7 @@
 // Indexing the API calls once they are all read (launch_index.h).
-#include "importers/kineto/launch_index.h"
+#include "importers/common/launch_index.h"
 
-namespace strata::importers::kineto {
+namespace strata::importers {
 
 uint64_t LaunchIndex::Build() {
   if (calls_.empty()) return 0;
@@ -61,4 +61,4 @@ uint64_t LaunchIndex::BuildHash() {
   return dups;
 }
 
-}  // namespace strata::importers::kineto
+}  // namespace strata::importers

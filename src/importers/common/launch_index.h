@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "importers/kineto/caches.h"
 
-namespace strata::importers::kineto {
+namespace strata::importers {
 
-// API calls by correlation id, to link device activities to their launch.
-// Calls are appended as they are read and indexed once at the end. Kineto's
+// API calls by correlation id, to link device activities (and runtime
+// allocations, a kernel's hardware metrics) to the call that launched them:
+// one implementation for every importer (the Kineto, XSpace and strata
+// importers each had their own map). Calls are appended as they are read and
+// indexed once at the end; a later call with an id wins over an earlier one. Kineto's
 // correlation ids are dense, so the index is an array over [min, max]; ids
 // in a few dense runs far apart (several traces, ids offset per copy or per
 // rank) get one array per run, found by a binary search over the runs; ids
@@ -20,7 +22,7 @@ namespace strata::importers::kineto {
 // arrays are read in order.)
 class LaunchIndex {
  public:
-  void Reserve(size_t n) { ReserveColumn(calls_, n); }
+  void Reserve(size_t n) { calls_.reserve(n); }
   // (always_inline: once per API call; g++ stopped inlining it into
   // Builder::AddSlice when the importer became several files.)
   [[gnu::always_inline]] void Add(uint64_t corr, uint32_t slice) {
@@ -46,6 +48,12 @@ class LaunchIndex {
       if (s.corr == corr) return static_cast<int64_t>(s.index) - 1;
     }
   }
+  // The launching slice of this id (after Build), or -1.
+  int64_t FindSlice(uint64_t corr) const {
+    int64_t i = Find(corr);
+    return i < 0 ? -1 : static_cast<int64_t>(calls_[static_cast<size_t>(i)].slice);
+  }
+  bool empty() const { return calls_.empty(); }
   uint32_t slice(int64_t i) const { return calls_[static_cast<size_t>(i)].slice; }
   bool linked(int64_t i) const { return calls_[static_cast<size_t>(i)].linked; }
   void MarkLinked(int64_t i) { calls_[static_cast<size_t>(i)].linked = true; }
@@ -89,4 +97,27 @@ class LaunchIndex {
   unsigned shift_ = 60;
 };
 
-}  // namespace strata::importers::kineto
+// Correlation ids numbered per scope (CUPTI numbers per process): one index
+// per scope (a process's index in the model).
+class ScopedLaunchIndex {
+ public:
+  void Add(uint32_t scope, uint64_t corr, uint32_t slice) {
+    if (scope >= scopes_.size()) scopes_.resize(scope + 1);
+    scopes_[scope].Add(corr, slice);
+  }
+  // Indexes every scope's calls; returns how many share their id with a later call.
+  uint64_t Build() {
+    uint64_t dups = 0;
+    for (LaunchIndex& s : scopes_) dups += s.Build();
+    return dups;
+  }
+  // The launching slice (after Build), or -1.
+  int64_t FindSlice(uint32_t scope, uint64_t corr) const {
+    return scope < scopes_.size() ? scopes_[scope].FindSlice(corr) : -1;
+  }
+
+ private:
+  std::vector<LaunchIndex> scopes_;
+};
+
+}  // namespace strata::importers
