@@ -45,20 +45,27 @@ if [ "${STRATA_SKIP_ORT:-0}" != "1" ] && ! "$ORT_VENV/bin/python" -c "import onn
 fi
 export STRATA_ORT_PYTHON="$ORT_VENV/bin/python"
 start=$(date +%s)
+# Each step's time, so that a slow CI run says which part grew.
+step_start=$start
+took() { local now; now=$(date +%s); echo "== $1: $(( now - step_start )) s"; step_start=$now; }
 
 echo "== build and test (RelWithDebInfo)"
 ./scripts/build.sh
+took "build"
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 600)
+took "tests"
 
 if [ "${STRATA_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test (ASan + UBSan)"
   # The PyTorch observer only runs preloaded into Python, which ASan cannot do
   # (its tests are labelled no_sanitizer): not built here, to save CI time.
   BUILD_DIR=build-asan BUILD_TYPE=Debug ./scripts/build.sh -DSTRATA_SANITIZE=ON -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WITH_TORCH=OFF
+  took "ASan build"
   # Programs traced by the tests load the instrumented libstrata through LD_PRELOAD,
   # which puts it before the ASan runtime in the link order: allowed explicitly.
   (cd build-asan && ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
      ctest --output-on-failure -j"$(nproc)" --timeout 900 -LE no_sanitizer)
+  took "ASan tests"
 fi
 
 if [ "${STRATA_SKIP_FUZZ:-0}" != "1" ]; then
@@ -68,6 +75,8 @@ if [ "${STRATA_SKIP_FUZZ:-0}" != "1" ]; then
   echo "== fuzz targets (libFuzzer + ASan + UBSan, ${STRATA_FUZZ_SECONDS:-30} s each)"
   BUILD_DIR=build-fuzz BUILD_TARGET=fuzzers CC=clang CXX=clang++ ./scripts/build.sh -DSTRATA_FUZZ_ENGINE=libfuzzer \
     -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_BENCH=OFF -DSTRATA_WITH_TORCH=OFF
+  took "fuzz build"
   ./scripts/run-fuzzers.sh build-fuzz "${STRATA_FUZZ_SECONDS:-30}" --jobs "$(nproc)"
+  took "fuzzing"
 fi
 echo "== all tests passed in $(( $(date +%s) - start )) s"
