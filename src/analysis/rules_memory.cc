@@ -12,11 +12,21 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/memory.h"
+#include "analysis/name_classes.h"
 #include "analysis/roofline.h"
 #include "base/units.h"
 
 namespace strata::analysis {
 namespace {
+
+// Slice `s` runs inside data loading (a DataLoader fetch, a tf.data pipeline's
+// function): the input's time, which the step breakdown counts as input and
+// the input_pipeline finding claims, not a buffer the step could keep.
+bool InDataLoading(const model::Trace& t, const NameClasses& nc, size_t s) {
+  for (auto p = static_cast<int32_t>(s); p != model::kNone; p = t.slices.parent[static_cast<size_t>(p)])
+    if (nc.Is(t.slices.name[static_cast<size_t>(p)], kNameDataLoading)) return true;
+  return false;
+}
 
 std::string Ms(double ns) { return HumanDuration(ns); }
 std::string MiB(double bytes) { return HumanBytes(bytes); }
@@ -70,12 +80,15 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
 
   // The time: allocation ops that made the temporaries (all allocation ops in
   // the steps when the trace has no allocator events).
+  // (Not those the program's data loading runs: the input's time.)
+  NameClasses nc(c.t);
   std::vector<bool> target(sl.size(), false);
   for (int32_t s : a.allocating_slices)
-    if (c.InSteps(static_cast<size_t>(s))) target[static_cast<size_t>(s)] = true;
+    if (c.InSteps(static_cast<size_t>(s)) && !InDataLoading(c.t, nc, static_cast<size_t>(s))) target[static_cast<size_t>(s)] = true;
   if (!have_memory) {
     for (size_t i = 0; i < sl.size(); ++i) {
-      if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOpName(c.Name(i)) || !c.InSteps(i)) continue;
+      if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOpName(c.Name(i)) || !c.InSteps(i) || InDataLoading(c.t, nc, i))
+        continue;
       bool nested = false;
       for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
         if (IsAllocationOpName(c.Name(static_cast<size_t>(p)))) nested = true;
