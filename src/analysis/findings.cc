@@ -180,10 +180,7 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     if (w < 0) continue;
     if (c.windows[static_cast<size_t>(w)].track != UINT32_MAX && sl.track[i] != c.windows[static_cast<size_t>(w)].track) continue;
     // Outermost data-loading scope only.
-    bool nested = false;
-    for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
-      if (nc.Is(sl.name[static_cast<size_t>(p)], kNameDataLoading)) nested = true;
-    if (nested) continue;
+    if (nc.Within(c.t, sl.parent[i], kNameDataLoading)) continue;
     int64_t end = std::min(sl.end(i), c.windows[static_cast<size_t>(w)].end);
     wait += static_cast<double>(end - sl.ts[i]);
     by_name[std::string(c.Name(i))] += static_cast<double>(end - sl.ts[i]);
@@ -286,10 +283,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     // with it), and not inside data loading, which input_pipeline accounts.
     uint32_t step_track = c.windows[static_cast<size_t>(w)].track;
     if (step_track != UINT32_MAX && sl.track[i] != step_track) continue;
-    bool loading = false;
-    for (int32_t p = scope; p != model::kNone && !loading; p = sl.parent[static_cast<size_t>(p)])
-      loading = nc.Is(sl.name[static_cast<size_t>(p)], kNameDataLoading);
-    if (loading) continue;
+    if (nc.Within(c.t, scope, kNameDataLoading)) continue;
     calls.push_back({i, w, scope});
     durations[sl.name[i]].push_back(sl.dur[i]);
   }

@@ -32,6 +32,13 @@ class NameClasses {
   explicit NameClasses(const model::Trace& t);
   uint8_t operator[](model::StringId id) const { return id < v_->size() ? (*v_)[id] : 0; }
   bool Is(model::StringId id, NameClass c) const { return ((*this)[id] & c) != 0; }
+  // Whether `slice` or a slice enclosing it is of class `c` (kNone: false):
+  // inside data loading, inside a sync, ...
+  bool Within(const model::Trace& t, int32_t slice, NameClass c) const {
+    for (int32_t p = slice; p != model::kNone; p = t.slices.parent[static_cast<size_t>(p)])
+      if (Is(t.slices.name[static_cast<size_t>(p)], c)) return true;
+    return false;
+  }
 
  private:
   std::shared_ptr<const std::vector<uint8_t>> v_;

@@ -19,15 +19,6 @@
 namespace strata::analysis {
 namespace {
 
-// Slice `s` runs inside data loading (a DataLoader fetch, a tf.data pipeline's
-// function): the input's time, which the step breakdown counts as input and
-// the input_pipeline finding claims, not a buffer the step could keep.
-bool InDataLoading(const model::Trace& t, const NameClasses& nc, size_t s) {
-  for (auto p = static_cast<int32_t>(s); p != model::kNone; p = t.slices.parent[static_cast<size_t>(p)])
-    if (nc.Is(t.slices.name[static_cast<size_t>(p)], kNameDataLoading)) return true;
-  return false;
-}
-
 std::string Ms(double ns) { return HumanDuration(ns); }
 std::string MiB(double bytes) { return HumanBytes(bytes); }
 std::string N(double n) { return HumanCount(n); }
@@ -80,14 +71,17 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
 
   // The time: allocation ops that made the temporaries (all allocation ops in
   // the steps when the trace has no allocator events).
-  // (Not those the program's data loading runs: the input's time.)
+  // (Not those the program's data loading runs: the input's time, which the
+  // step breakdown counts as input and input_pipeline claims, not a buffer
+  // the step could keep.)
   NameClasses nc(c.t);
   std::vector<bool> target(sl.size(), false);
   for (int32_t s : a.allocating_slices)
-    if (c.InSteps(static_cast<size_t>(s)) && !InDataLoading(c.t, nc, static_cast<size_t>(s))) target[static_cast<size_t>(s)] = true;
+    if (c.InSteps(static_cast<size_t>(s)) && !nc.Within(c.t, s, kNameDataLoading)) target[static_cast<size_t>(s)] = true;
   if (!have_memory) {
     for (size_t i = 0; i < sl.size(); ++i) {
-      if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOpName(c.Name(i)) || !c.InSteps(i) || InDataLoading(c.t, nc, i))
+      if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOpName(c.Name(i)) || !c.InSteps(i) ||
+          nc.Within(c.t, static_cast<int32_t>(i), kNameDataLoading))
         continue;
       bool nested = false;
       for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])

@@ -114,20 +114,41 @@ bool Fits32(uint64_t start, uint64_t end, uint64_t correlation) {
   return start != 0 && end >= start && end - start <= UINT32_MAX && correlation <= UINT32_MAX;
 }
 
+// The fields a record's wide and narrow forms share (the same names in both
+// payloads), narrowed where the narrow form's are: the callers checked they fit.
+template <class P>
+void FillKernel(P* p, const KernelActivity& k) {
+  using Block = decltype(P::block_x);
+  p->correlation = static_cast<decltype(P::correlation)>(k.correlation);
+  p->name = k.name;
+  p->grid_x = k.grid[0], p->grid_y = k.grid[1], p->grid_z = k.grid[2];
+  p->block_x = static_cast<Block>(k.block[0]), p->block_y = static_cast<Block>(k.block[1]);
+  p->block_z = static_cast<Block>(k.block[2]);
+  p->registers = static_cast<decltype(P::registers)>(k.registers);
+  p->shared_static = k.shared_static;
+  p->shared_dynamic = k.shared_dynamic;
+}
+
+template <class P>
+void FillCopy(P* p, const CopyActivity& c) {
+  using Device = decltype(P::src_device);
+  p->correlation = static_cast<decltype(P::correlation)>(c.correlation);
+  p->bytes = c.bytes;
+  p->copy_kind = U8(c.kind);
+  p->src_kind = U8(c.src_kind);
+  p->dst_kind = U8(c.dst_kind);
+  p->flags = c.flags;
+  p->src_device = static_cast<Device>(c.src_device);
+  p->dst_device = static_cast<Device>(c.dst_device);
+}
+
 void EmitKernel(const Queue& q, const KernelActivity& k) {
   if (Fits32(k.start, k.end, k.correlation) && k.queued == 0 && k.submitted == 0 && k.block[0] <= UINT16_MAX &&
       k.block[1] <= UINT16_MAX && k.block[2] <= UINT16_MAX && k.registers <= UINT16_MAX) {
     auto fill = [&k](uint8_t* at) {
       auto* p = new (at) Kernel32Payload;
       p->duration = static_cast<uint32_t>(k.end - k.start);
-      p->correlation = static_cast<uint32_t>(k.correlation);
-      p->name = k.name;
-      p->grid_x = k.grid[0], p->grid_y = k.grid[1], p->grid_z = k.grid[2];
-      p->block_x = static_cast<uint16_t>(k.block[0]), p->block_y = static_cast<uint16_t>(k.block[1]);
-      p->block_z = static_cast<uint16_t>(k.block[2]);
-      p->registers = static_cast<uint16_t>(k.registers);
-      p->shared_static = k.shared_static;
-      p->shared_dynamic = k.shared_dynamic;
+      FillKernel(p, k);
     };
     if (recorder::EmitRoutedInPlace<sizeof(Kernel32Payload)>(q.route, format::kDevKernel32, k.start, fill)) return;
     alignas(8) uint8_t p[sizeof(Kernel32Payload)];
@@ -137,13 +158,7 @@ void EmitKernel(const Queue& q, const KernelActivity& k) {
   }
   KernelPayload p;
   p.end = k.end;
-  p.correlation = k.correlation;
-  p.name = k.name;
-  p.grid_x = k.grid[0], p.grid_y = k.grid[1], p.grid_z = k.grid[2];
-  p.block_x = k.block[0], p.block_y = k.block[1], p.block_z = k.block[2];
-  p.shared_static = k.shared_static;
-  p.shared_dynamic = k.shared_dynamic;
-  p.registers = k.registers;
+  FillKernel(&p, k);
   p.queued = k.queued;
   p.submitted = k.submitted;
   recorder::EmitExternal(q.stream, format::kDevKernel, k.start, &p, sizeof p);
@@ -154,14 +169,7 @@ void EmitCopy(const Queue& q, const CopyActivity& c) {
     auto fill = [&c](uint8_t* at) {
       auto* p = new (at) Memcpy32Payload;
       p->duration = static_cast<uint32_t>(c.end - c.start);
-      p->correlation = static_cast<uint32_t>(c.correlation);
-      p->bytes = c.bytes;
-      p->copy_kind = U8(c.kind);
-      p->src_kind = U8(c.src_kind);
-      p->dst_kind = U8(c.dst_kind);
-      p->flags = c.flags;
-      p->src_device = static_cast<uint8_t>(c.src_device);
-      p->dst_device = static_cast<uint8_t>(c.dst_device);
+      FillCopy(p, c);
     };
     if (recorder::EmitRoutedInPlace<sizeof(Memcpy32Payload)>(q.route, format::kDevMemcpy32, c.start, fill)) return;
     alignas(8) uint8_t p[sizeof(Memcpy32Payload)];
@@ -171,14 +179,7 @@ void EmitCopy(const Queue& q, const CopyActivity& c) {
   }
   MemcpyPayload p;
   p.end = c.end;
-  p.correlation = c.correlation;
-  p.bytes = c.bytes;
-  p.copy_kind = U8(c.kind);
-  p.src_kind = U8(c.src_kind);
-  p.dst_kind = U8(c.dst_kind);
-  p.src_device = c.src_device;
-  p.dst_device = c.dst_device;
-  p.flags = c.flags;
+  FillCopy(&p, c);
   recorder::EmitExternal(q.stream, format::kDevMemcpy, c.start, &p, sizeof p);
 }
 

@@ -253,6 +253,34 @@ struct CopyFields {
   uint8_t kind = 0, src_kind = 0, dst_kind = 0;
 };
 
+// The fields a record's wide and narrow forms share (the same names in both
+// payloads); `end` from the wide form's end or the narrow form's duration.
+template <class P>
+KernelFields KernelOf(const P& p, uint64_t end) {
+  KernelFields k;
+  k.end = end;
+  k.correlation = p.correlation;
+  k.name = p.name;
+  k.grid[0] = p.grid_x, k.grid[1] = p.grid_y, k.grid[2] = p.grid_z;
+  k.block[0] = p.block_x, k.block[1] = p.block_y, k.block[2] = p.block_z;
+  k.shared_static = p.shared_static;
+  k.shared_dynamic = p.shared_dynamic;
+  k.registers = p.registers;
+  return k;
+}
+
+template <class P>
+CopyFields CopyOf(const P& p, uint64_t end) {
+  CopyFields c;
+  c.end = end;
+  c.correlation = p.correlation;
+  c.bytes = p.bytes;
+  c.kind = p.copy_kind;
+  c.src_kind = p.src_kind;
+  c.dst_kind = p.dst_kind;
+  return c;
+}
+
 void AddCopy(LoadContext& ctx, StreamState& ss, uint64_t ts, const CopyFields& c) {
   model::StringId name = ctx.trace().strings.Intern(CopyName(c.kind));
   DeviceSlice d = AddDeviceSlice(ctx, ss, static_cast<int64_t>(ts), c.end, name, SliceKind::kMemcpy, c.correlation);
@@ -436,53 +464,22 @@ void RegisterAccelDecoders(DecoderRegistry& r) {
   // Wide and narrow forms (format/schema_accel.h) read into the same fields.
   r.On(kDeviceStream, "kernel", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto p = Read<format::KernelPayload>(ev);
-    KernelFields k;
-    k.end = p.end;
-    k.correlation = p.correlation;
-    k.name = p.name;
-    k.grid[0] = p.grid_x, k.grid[1] = p.grid_y, k.grid[2] = p.grid_z;
-    k.block[0] = p.block_x, k.block[1] = p.block_y, k.block[2] = p.block_z;
-    k.shared_static = p.shared_static;
-    k.shared_dynamic = p.shared_dynamic;
-    k.registers = p.registers;
+    KernelFields k = KernelOf(p, p.end);
     k.queued = p.queued;
     k.submitted = p.submitted;
     AddKernel(ctx, ss, ev.ts, k);
   });
   r.On(kDeviceStream, "kernel32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto p = Read<format::Kernel32Payload>(ev);
-    KernelFields k;
-    k.end = ev.ts + p.duration;
-    k.correlation = p.correlation;
-    k.name = p.name;
-    k.grid[0] = p.grid_x, k.grid[1] = p.grid_y, k.grid[2] = p.grid_z;
-    k.block[0] = p.block_x, k.block[1] = p.block_y, k.block[2] = p.block_z;
-    k.registers = p.registers;
-    k.shared_static = p.shared_static;
-    k.shared_dynamic = p.shared_dynamic;
-    AddKernel(ctx, ss, ev.ts, k);
+    AddKernel(ctx, ss, ev.ts, KernelOf(p, ev.ts + p.duration));
   });
   r.On(kDeviceStream, "memcpy", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto p = Read<format::MemcpyPayload>(ev);
-    CopyFields c;
-    c.end = p.end;
-    c.correlation = p.correlation;
-    c.bytes = p.bytes;
-    c.kind = p.copy_kind;
-    c.src_kind = p.src_kind;
-    c.dst_kind = p.dst_kind;
-    AddCopy(ctx, ss, ev.ts, c);
+    AddCopy(ctx, ss, ev.ts, CopyOf(p, p.end));
   });
   r.On(kDeviceStream, "memcpy32", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto p = Read<format::Memcpy32Payload>(ev);
-    CopyFields c;
-    c.end = ev.ts + p.duration;
-    c.correlation = p.correlation;
-    c.bytes = p.bytes;
-    c.kind = p.copy_kind;
-    c.src_kind = p.src_kind;
-    c.dst_kind = p.dst_kind;
-    AddCopy(ctx, ss, ev.ts, c);
+    AddCopy(ctx, ss, ev.ts, CopyOf(p, ev.ts + p.duration));
   });
   r.On(kDeviceStream, "memset", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     auto p = Read<format::MemsetPayload>(ev);
