@@ -29,11 +29,11 @@ struct Digest {
     const auto* b = static_cast<const unsigned char*>(p);
     for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
   }
-  template <typename T>
-  void Col(const std::vector<T>& v) {
+  template <typename C>
+  void Col(const C& v) {
     uint64_t n = v.size();
     Bytes(&n, sizeof n);
-    if (!v.empty()) Bytes(v.data(), v.size() * sizeof(T));
+    if (!v.empty()) Bytes(v.data(), v.size() * sizeof(v[0]));
   }
   void Str(std::string_view s) {
     uint64_t n = s.size();

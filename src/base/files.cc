@@ -2,12 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <cerrno>
 
 #include "base/error.h"
@@ -192,6 +195,68 @@ std::string JoinPath(std::string_view a, std::string_view b) {
   return out;
 }
 
+namespace {
+
+// The mapped files, for the SIGBUS handler: what it reads is written before
+// `begin` is published, and `begin` is cleared before a slot is reused.
+struct MapSlot {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};
+  char path[256] = {};
+};
+constexpr size_t kMapSlots = 256;
+MapSlot g_map_slots[kMapSlots];
+
+void RegisterMapping(const void* p, size_t n, const std::string& path) {
+  for (MapSlot& s : g_map_slots) {
+    uintptr_t expected = 0;
+    // Claimed with a sentinel while its fields are filled in.
+    if (!s.begin.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    size_t k = std::min(path.size(), sizeof s.path - 1);
+    std::memcpy(s.path, path.data(), k);
+    s.path[k] = '\0';
+    s.end.store(reinterpret_cast<uintptr_t>(p) + n, std::memory_order_relaxed);
+    s.begin.store(reinterpret_cast<uintptr_t>(p), std::memory_order_release);
+    return;
+  }
+}
+
+void UnregisterMapping(const void* p) {
+  for (MapSlot& s : g_map_slots) {
+    if (s.begin.load(std::memory_order_acquire) == reinterpret_cast<uintptr_t>(p)) {
+      s.end.store(0, std::memory_order_relaxed);
+      s.begin.store(0, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+void WriteStr(const char* s) { (void)!::write(2, s, std::strlen(s)); }
+
+void OnSigbus(int, siginfo_t* si, void*) {
+  auto a = reinterpret_cast<uintptr_t>(si->si_addr);
+  for (MapSlot& s : g_map_slots) {
+    uintptr_t b = s.begin.load(std::memory_order_acquire);
+    if (b > 1 && a >= b && a < s.end.load(std::memory_order_relaxed)) {
+      WriteStr("strata: ");
+      WriteStr(s.path);
+      WriteStr(" was shortened by another program while strata read it; run the command again\n");
+      ::_exit(1);
+    }
+  }
+  ::signal(SIGBUS, SIG_DFL);  // not a mapped file's: the default action when the fault repeats
+}
+
+}  // namespace
+
+void MappedFile::InstallGuard() {
+  struct sigaction sa {};
+  sa.sa_sigaction = OnSigbus;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
+
 MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_) {
   o.data_ = nullptr;
   o.size_ = 0;
@@ -199,7 +264,10 @@ MappedFile::MappedFile(MappedFile&& o) noexcept : data_(o.data_), size_(o.size_)
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_) {
+      UnregisterMapping(data_);
+      ::munmap(const_cast<uint8_t*>(data_), size_);
+    }
     data_ = o.data_;
     size_ = o.size_;
     o.data_ = nullptr;
@@ -209,7 +277,10 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_) {
+    UnregisterMapping(data_);
+    ::munmap(const_cast<uint8_t*>(data_), size_);
+  }
 }
 
 StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
@@ -231,6 +302,7 @@ StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
     }
     ::madvise(p, mf.size_, MADV_SEQUENTIAL);
     mf.data_ = static_cast<const uint8_t*>(p);
+    RegisterMapping(p, mf.size_, path);
   }
   ::close(fd);
   return mf;

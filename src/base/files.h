@@ -61,8 +61,15 @@ int WriteAll(int fd, const void* data, size_t size);
 std::string JoinPath(std::string_view a, std::string_view b);
 
 // A read-only memory map of a whole file; empty files map to an empty view.
+// A file shortened by another program while it is mapped makes reading past
+// its new end fault (SIGBUS): with InstallMappedFileGuard, that ends the
+// process with a one-line error naming the file instead of a crash.
 class MappedFile {
  public:
+  // Once per process (the CLI's main): the SIGBUS handler above. Faults at
+  // other addresses keep their default action.
+  static void InstallGuard();
+
   MappedFile() = default;
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;

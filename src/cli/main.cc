@@ -322,6 +322,7 @@ std::string CacheDir() {
 
 int main(int argc, char** argv) {
   using namespace strata::cli;
+  strata::MappedFile::InstallGuard();  // a mapped index shortened under us: a one-line error
   CLI::App app{"strata: traces and profiles ML dataflow programs across the stack (OS, accelerator runtime, "
                "framework ops, model steps) with no change to the program.",
                "strata"};

@@ -7,9 +7,9 @@
 namespace strata::importers {
 namespace {
 
-template <typename T>
-void Permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
-  std::vector<T> out;
+template <typename C>
+void Permute(C& v, const std::vector<uint32_t>& order) {
+  C out;
   out.reserve(v.size());
   for (uint32_t i : order) out.push_back(v[i]);
   v.swap(out);

@@ -1,6 +1,7 @@
 #include "index/index_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <array>
@@ -40,6 +41,10 @@ template <class T>
 struct IsVector : std::false_type {};
 template <class T, class A>
 struct IsVector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct IsColumn : std::false_type {};
+template <class T>
+struct IsColumn<model::Column<T>> : std::true_type {};
 template <class T>
 struct IsPair : std::false_type {};
 template <class A, class B>
@@ -174,7 +179,7 @@ class Writer {
         Count(s.size());
         Bytes(s.data(), s.size());
       }
-    } else if constexpr (IsVector<U>::value) {
+    } else if constexpr (IsVector<U>::value || IsColumn<U>::value) {
       using E = typename U::value_type;
       Count(v.size());
       if constexpr (IsRaw<E>::value) {
@@ -208,7 +213,10 @@ class Writer {
 // Reads the payload from memory; the first problem stops it.
 class Reader {
  public:
-  Reader(const uint8_t* p, size_t n, uint64_t offset) : begin_(p), p_(p), end_(p + n), offset_(offset) {}
+  // `owner`: keeps [p, p + n) alive; set, columns are read as views of those
+  // bytes instead of copies.
+  Reader(const uint8_t* p, size_t n, uint64_t offset, std::shared_ptr<const void> owner = nullptr)
+      : begin_(p), p_(p), end_(p + n), offset_(offset), owner_(std::move(owner)) {}
 
   template <class... Ts>
   void operator()(Ts&... vs) {
@@ -260,6 +268,19 @@ class Reader {
       p_ += n;
     } else if constexpr (std::is_same_v<T, model::StringPool>) {
       if (!Count(8, &n) || n == 0) return void(ok_ = false);
+      if (owner_) {  // views of the mapped bytes; the writer wrote each string once
+        std::vector<std::string_view> views;
+        views.reserve(n);
+        views.emplace_back();
+        for (size_t i = 1; i < n && ok_; ++i) {
+          size_t len = 0;
+          if (!Count(1, &len)) return;
+          views.emplace_back(reinterpret_cast<const char*>(p_), len);
+          p_ += len;
+        }
+        if (ok_) v.Adopt(std::move(views), owner_);
+        return;
+      }
       for (size_t i = 1; i < n && ok_; ++i) {
         size_t len = 0;
         if (!Count(1, &len)) return;
@@ -281,6 +302,19 @@ class Reader {
         v.resize(n);
         for (auto& e : v) One(e);
       }
+    } else if constexpr (IsColumn<T>::value) {
+      using E = typename T::value_type;
+      if (!Count(sizeof(E), &n)) return;
+      Align();
+      if (!ok_ || n > left() / sizeof(E)) return void(ok_ = false);
+      if (owner_ && reinterpret_cast<uintptr_t>(p_) % alignof(E) == 0) {
+        v.View(reinterpret_cast<const E*>(p_), n, owner_);
+        p_ += n * sizeof(E);
+      } else {
+        v.resize(n);
+        Bytes(v.data(), n * sizeof(E));
+      }
+      Align();
     } else if constexpr (IsPair<T>::value) {
       One(v.first);
       One(v.second);
@@ -300,6 +334,7 @@ class Reader {
   const uint8_t* p_;
   const uint8_t* end_;
   uint64_t offset_;
+  std::shared_ptr<const void> owner_;
   bool ok_ = true;
 };
 
@@ -336,8 +371,10 @@ Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentK
   return OkStatus();
 }
 
-StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* key, bool verify_hash,
-                                  const std::string& what, LodTable* lod) {
+namespace {
+
+StatusOr<model::Trace> Parse(const uint8_t* p, size_t n, const ContentKey* key, bool verify_hash,
+                             const std::string& what, LodTable* lod, const std::shared_ptr<const void>& owner) {
   Header h;
   if (n < sizeof kMagic || std::memcmp(p, kMagic, sizeof kMagic) != 0)
     return Err(StatusCode::kCorrupt, "{}: not a strata index", what);
@@ -356,17 +393,36 @@ StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* 
     return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
   model::Trace t;
   if (lod == nullptr) {
-    Reader r(p + sizeof h, h.lod_offset - sizeof h, sizeof h);
+    Reader r(p + sizeof h, h.lod_offset - sizeof h, sizeof h, owner);
     r(t);
     if (!r.ok() || !r.at_end()) return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
   } else {
-    Reader r(p + h.lod_offset, n - h.lod_offset, h.lod_offset);
+    Reader r(p + h.lod_offset, n - h.lod_offset, h.lod_offset, owner);
     r(*lod);
     bool ok = r.ok() && r.at_end() && !lod->offsets.empty() && lod->offsets.back() == lod->size();
     for (size_t i = 1; ok && i < lod->offsets.size(); ++i) ok = lod->offsets[i - 1] <= lod->offsets[i];
     if (!ok) return Err(StatusCode::kCorrupt, "{}: damaged index (bad levels of detail)", what);
   }
   return t;
+}
+
+// The index at `path`, mapped: the model's columns and strings are views of
+// the mapping, which they keep alive.
+StatusOr<model::Trace> ParseMapped(const std::string& path, const ContentKey& key, LodTable* lod) {
+  auto map = MappedFile::Open(path);
+  if (!map.ok()) return map.status();
+  auto owner = std::make_shared<MappedFile>(std::move(*map));
+  // Read front to back once (the checksum), then in place by the analyses:
+  // the sequential hint MappedFile gives would let the kernel drop pages behind.
+  if (owner->size() > 0) ::madvise(const_cast<uint8_t*>(owner->data()), owner->size(), MADV_NORMAL);
+  return Parse(owner->data(), owner->size(), &key, /*verify_hash=*/true, path, lod, owner);
+}
+
+}  // namespace
+
+StatusOr<model::Trace> ParseIndex(const uint8_t* p, size_t n, const ContentKey* key, bool verify_hash,
+                                  const std::string& what, LodTable* lod) {
+  return Parse(p, n, key, verify_hash, what, lod, nullptr);
 }
 
 StatusOr<IndexHeader> ReadIndexHeader(const std::string& path) {
@@ -396,18 +452,14 @@ Status UpdateIndexSignature(const std::string& path, const StatSignature& sig) {
 }
 
 StatusOr<LodTable> ReadIndexLod(const std::string& path, const ContentKey& key) {
-  auto map = MappedFile::Open(path);
-  if (!map.ok()) return map.status();
   LodTable lod;
-  auto t = ParseIndex(map->data(), map->size(), &key, /*verify_hash=*/true, path, &lod);
+  auto t = ParseMapped(path, key, &lod);
   if (!t.ok()) return t.status();
   return lod;
 }
 
 StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key) {
-  auto map = MappedFile::Open(path);
-  if (!map.ok()) return map.status();
-  return ParseIndex(map->data(), map->size(), &key, /*verify_hash=*/true, path);
+  return ParseMapped(path, key, nullptr);
 }
 
 }  // namespace strata::index

@@ -98,6 +98,11 @@ IndexOptions IndexOptionsFromEnv() {
   if (s == "off" || s == "0" || s == "no") o.mode = IndexOptions::Mode::kOff;
   if (s == "rebuild") o.mode = IndexOptions::Mode::kRebuild;
   if (s == "cache") o.beside = false;
+  if (const char* b = ::secure_getenv("STRATA_INDEX_BUDGET_MB"); b && *b) {
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(b, &end, 10);
+    if (end && *end == '\0') o.column_budget_bytes = static_cast<size_t>(mb) << 20;
+  }
   return o;
 }
 
@@ -166,15 +171,24 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       if (t.status().code() == StatusCode::kCorrupt) u.rejected = t.status().message();
     }
   }
-  auto t = importers::LoadTrace(path, lo);
-  if (!t.ok() || !content_key()) return t;
-  // (Not while `strata record` still writes the trace: the next open would
-  // find other content anyway.)
-  if (is_dir && DirectoryLocked(path)) return t;
   // Beside the trace when it may be written there, else in the cache; a
-  // failure to write costs the next command an import, nothing else.
-  std::string target = io.beside ? BesideIfWritable(path, is_dir) : "";
-  if (target.empty() && !cached.empty() && MakeDirs(Parent(cached)).ok()) target = cached;
+  // failure to write costs the next command an import, nothing else. (Not
+  // while `strata record` still writes the trace: the next open would find
+  // other content anyway.)
+  std::string target;
+  if (!(is_dir && DirectoryLocked(path))) {
+    target = io.beside ? BesideIfWritable(path, is_dir) : "";
+    if (target.empty() && !cached.empty() && MakeDirs(Parent(cached)).ok()) target = cached;
+  }
+  StatusOr<model::Trace> t = Status(StatusCode::kInternal, "");
+  {
+    // A trace larger than the budget keeps its columns in files beside the
+    // index while it is imported, not in anonymous memory.
+    model::ScopedColumnSpill spill(target.empty() ? "" : Parent(target), io.column_budget_bytes);
+    t = importers::LoadTrace(path, lo);
+  }
+  if (!t.ok() || !content_key()) return t;
+  if (is_dir && DirectoryLocked(path)) return t;
   if (!target.empty()) {
     LodTable lod = BuildLod(*t);
     Status w = WriteIndexFile(*t, lod, *key, *sig, target);
@@ -186,6 +200,13 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       u.written = true;
       u.path = target;
       if (target == cached) PruneCache(Parent(cached), kCacheBudgetBytes);
+      // The analyses read the index in place, as every later command will:
+      // the imported model (its heap, its spilled columns) is given back.
+      auto mapped = ReadIndexFile(target, *key);
+      if (mapped.ok()) {
+        mapped->path = path;
+        return mapped;
+      }
     }
   }
   return t;

@@ -7,6 +7,8 @@
 // trace is read-only (no write permission on it or its folder, or a read-only
 // file system), in the cache directory as `index/<hash of its path>.strata-index`
 // (the least recently used of those are removed past 4 GiB).
+// The index just written is then mapped, like every later open's (the
+// imported model is given back), and its columns are read in place.
 // Later opens map the index instead of importing again when it was built from
 // the same bytes: the trace's files have the signature the index recorded
 // (inode, size, modification and change times; content_key.h), or else their
@@ -36,6 +38,12 @@ struct IndexOptions {
   // Where indexes of read-only traces go (an "index" folder is made in it);
   // empty: only beside the trace.
   std::string cache_dir;
+  // While a trace is imported to build its index, the model's columns stay in
+  // memory up to this many bytes; past it, large ones are spilled to
+  // unlinked files in the index's folder (model/column.h), so that indexing
+  // a trace larger than memory is bounded by the budget and the importer's
+  // own state. STRATA_INDEX_BUDGET_MB sets it; 0: never spill.
+  size_t column_budget_bytes = size_t{1} << 30;
 };
 
 // What OpenTrace did, for messages and tests.

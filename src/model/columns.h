@@ -16,12 +16,14 @@
 #include <cstdint>
 #include <vector>
 
-#define STRATA_COLUMN_FIELD(type, name) std::vector<type> name;
+#include "model/column.h"
+
+#define STRATA_COLUMN_FIELD(type, name) ::strata::model::Column<type> name;
 #define STRATA_COLUMN_VISIT(type, name) strata_visit_(#name, name);
 
 #define STRATA_COLUMNS(LIST)                                                                 \
   LIST(STRATA_COLUMN_FIELD)                                                                  \
-  /* f(const char* name, std::vector<T>& column) for every column, in declaration order. */ \
+  /* f(const char* name, Column<T>& column) for every column, in declaration order. */ \
   template <class F>                                                                         \
   void ForEachColumn(F&& strata_visit_) {                                                    \
     LIST(STRATA_COLUMN_VISIT)                                                                \

@@ -14,7 +14,25 @@ StringPool::StringPool() {
   ids_.emplace(views_.back(), 0);
 }
 
+void StringPool::Adopt(std::vector<std::string_view> views, std::shared_ptr<const void> owner) {
+  storage_.clear();
+  ids_.clear();
+  views_ = std::move(views);
+  if (views_.empty()) views_.emplace_back();
+  owner_ = std::move(owner);
+  ids_once_ = std::make_unique<std::once_flag>();
+}
+
+void StringPool::EnsureIds() const {
+  if (!ids_once_) return;
+  std::call_once(*ids_once_, [this] {
+    ids_.reserve(views_.size());
+    for (size_t i = 0; i < views_.size(); ++i) ids_.emplace(views_[i], static_cast<StringId>(i));
+  });
+}
+
 StringId StringPool::Intern(std::string_view s) {
+  EnsureIds();
   auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   storage_.emplace_back(s);
@@ -26,6 +44,7 @@ StringId StringPool::Intern(std::string_view s) {
 }
 
 StringId StringPool::Find(std::string_view s) const {
+  EnsureIds();
   auto it = ids_.find(s);
   return it == ids_.end() ? kNotFound : it->second;
 }
@@ -121,12 +140,14 @@ namespace {
 
 // Reorders a column by `order` through `scratch`, which every column of a
 // table shares: one buffer faulted in once rather than a fresh copy per column.
+// The scratch is a column itself, so that it spills to a file with the others
+// when a large trace is indexed under a memory budget.
 template <typename T>
-void PermuteColumn(std::vector<T>& v, const std::vector<uint32_t>& order, std::vector<std::byte>& scratch) {
+void PermuteColumn(Column<T>& v, const Column<uint32_t>& order, Column<std::byte>& scratch) {
   static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   if (v.empty()) return;
-  scratch.resize(std::max(scratch.size(), v.size() * sizeof(T)));
-  T* out = reinterpret_cast<T*>(scratch.data());  // byte storage, aligned by operator new
+  if (scratch.size() < v.size() * sizeof(T)) scratch.resize(v.size() * sizeof(T));
+  T* out = reinterpret_cast<T*>(scratch.data());  // byte storage, aligned by malloc or mmap
   for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
   std::memcpy(v.data(), out, v.size() * sizeof(T));
 }
@@ -135,7 +156,7 @@ void PermuteColumn(std::vector<T>& v, const std::vector<uint32_t>& order, std::v
 // (shared by the tables of one Finalize: a fresh one per table was a second
 // round of page faults on a large trace).
 template <typename... Columns>
-void Permute(const std::vector<uint32_t>& order, std::vector<std::byte>& scratch, Columns&... columns) {
+void Permute(const Column<uint32_t>& order, Column<std::byte>& scratch, Columns&... columns) {
   (PermuteColumn(columns, order, scratch), ...);
 }
 
@@ -160,7 +181,7 @@ struct SliceKey {
 // a thread form 2 to 13 runs) by merging the runs pairwise, in O(n log runs);
 // many short runs are left to std::sort. Keys are distinct (their index), so
 // every method gives the same order.
-void SortKeys(std::vector<SliceKey>& k) {
+void SortKeys(Column<SliceKey>& k) {
   const size_t n = k.size();
   std::vector<size_t> bounds{0};
   for (size_t i = 1; i < n; ++i)
@@ -170,7 +191,8 @@ void SortKeys(std::vector<SliceKey>& k) {
     std::sort(k.begin(), k.end());
     return;
   }
-  std::vector<SliceKey> tmp(n);
+  Column<SliceKey> tmp;
+  tmp.resize(n);
   std::vector<size_t> merged;
   while (bounds.size() > 2) {
     merged.assign(1, 0);
@@ -191,7 +213,7 @@ void SortKeys(std::vector<SliceKey>& k) {
 
 }  // namespace
 
-std::vector<int32_t> Trace::Finalize() {
+Column<int32_t> Trace::Finalize() {
   const size_t n = slices.size();
   // Order: track, then SliceKey. Tracks by a counting sort, which keeps the
   // file order within each; a track's slices are sorted only when they are
@@ -201,12 +223,15 @@ std::vector<int32_t> Trace::Finalize() {
   std::vector<uint32_t> first(ntracks + 1, 0);
   for (uint32_t trk : slices.track) ++first[trk + 1];
   for (size_t t = 0; t < ntracks; ++t) first[t + 1] += first[t];
-  std::vector<uint32_t> order(n);
+  // (Columns, not vectors: they spill to files with the model's under a
+  // memory budget, SetColumnSpill.)
+  Column<uint32_t> order;
+  order.resize(n);
   {
     std::vector<uint32_t> next(first.begin(), first.end() - 1);
     for (uint32_t i = 0; i < n; ++i) order[next[slices.track[i]]++] = i;
   }
-  std::vector<SliceKey> keys;
+  Column<SliceKey> keys;
   for (size_t t = 0; t < ntracks; ++t) {
     uint32_t a = first[t], b = first[t + 1];
     auto key = [this](uint32_t i) { return SliceKey{slices.ts[i], slices.dur[i], slices.depth[i], i}; };
@@ -218,13 +243,14 @@ std::vector<int32_t> Trace::Finalize() {
     SortKeys(keys);
     for (uint32_t k = a; k < b; ++k) order[k] = keys[k - a].index;
   }
-  std::vector<SliceKey>().swap(keys);  // (as large as the largest track: not kept through the permutation)
+  Column<SliceKey>().swap(keys);  // (as large as the largest track: not kept through the permutation)
   bool identity = true;
   for (uint32_t i = 0; i < n && identity; ++i) identity = order[i] == i;
   // Old slice index -> new (returned: importers holding slice indices remap them).
-  std::vector<int32_t> new_index(n);
+  Column<int32_t> new_index;
+  new_index.resize(n);
   for (uint32_t i = 0; i < n; ++i) new_index[order[i]] = static_cast<int32_t>(i);
-  std::vector<std::byte> scratch;
+  Column<std::byte> scratch;
   if (!identity) {
     Permute(order, scratch, slices.ts, slices.dur, slices.track, slices.name, slices.kind, slices.depth, slices.arg);
     auto remap = [&](int32_t s) { return s < 0 ? s : new_index[static_cast<size_t>(s)]; };
@@ -287,13 +313,14 @@ std::vector<int32_t> Trace::Finalize() {
     std::vector<uint32_t> at(slots + 1, 0);
     for (uint32_t s : args.slice) ++at[s + 1];
     for (size_t i = 0; i < slots; ++i) at[i + 1] += at[i];
-    std::vector<uint32_t>& aorder = order;  // the slices' order is done with
+    Column<uint32_t>& aorder = order;  // the slices' order is done with
     aorder.resize(m);
     for (uint32_t r = 0; r < m; ++r) aorder[at[args.slice[r]]++] = r;
     Permute(aorder, scratch, args.slice, args.key, args.str, args.num);
   }
 
-  std::vector<uint32_t> oorder(ops.size());
+  Column<uint32_t> oorder;
+  oorder.resize(ops.size());
   std::iota(oorder.begin(), oorder.end(), 0u);
   std::stable_sort(oorder.begin(), oorder.end(), [this](uint32_t a, uint32_t b) { return ops.slice[a] < ops.slice[b]; });
   Permute(oorder, scratch, ops.slice, ops.scope, ops.seq, ops.forward, ops.shapes, ops.dtypes, ops.flops, ops.bytes,

@@ -1,7 +1,8 @@
 // The analysis model: a trace as columnar tables, whatever format it came from.
 //
 // Importers (strata CTF, PyTorch-profiler JSON, ...) fill these tables; analyses
-// read only them. Columns are plain vectors so that scans over 100M slices stay
+// read only them. Columns are arrays (model/column.h: owned, a view of a mapped
+// index, or spilled to a file) so that scans over 100M slices stay
 // cache-friendly and the memory cost per slice is a few dozen bytes.
 //
 // Time is int64 nanoseconds on the trace's clock (CLOCK_MONOTONIC for strata
@@ -11,6 +12,8 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,10 +44,21 @@ class StringPool {
   size_t size() const { return views_.size(); }
   static constexpr StringId kNotFound = UINT32_MAX;
 
+  // Takes `views` (views[0] empty, no string twice) as the pool's strings
+  // without copying them: `owner` keeps their bytes alive (a mapped index).
+  // The lookup map is built on the first Find or Intern, not before.
+  void Adopt(std::vector<std::string_view> views, std::shared_ptr<const void> owner);
+
  private:
+  void EnsureIds() const;
+
   std::deque<std::string> storage_;  // stable addresses for the views
   std::vector<std::string_view> views_;
-  std::unordered_map<std::string_view, StringId> ids_;
+  mutable std::unordered_map<std::string_view, StringId> ids_;
+  // Set after Adopt: ids_ is built under it on first use (analyses call Find
+  // from several threads).
+  mutable std::unique_ptr<std::once_flag> ids_once_;
+  std::shared_ptr<const void> owner_;
 };
 
 struct Process {
@@ -464,7 +478,7 @@ struct Trace {
   // launches, flows, args, ops, edges). Importers call it once, after filling the
   // tables. Returns the remapping (old slice index -> new) for importers that
   // keep slice indices of their own.
-  std::vector<int32_t> Finalize();
+  Column<int32_t> Finalize();
 
   // The deepest slice on `track` that contains `ts`, or kNone (after Finalize).
   int32_t SliceAt(uint32_t track, int64_t ts) const;
@@ -473,7 +487,7 @@ struct Trace {
   int32_t FindArg(uint32_t slice, StringId key) const;
 
   // Slice index -> device activity row, or kNone (built by Finalize).
-  std::vector<int32_t> device_row_of_slice;
+  Column<int32_t> device_row_of_slice;
   // The OpTable row of a slice, or kNone (after Finalize).
   int32_t OpRow(uint32_t slice) const;
   // Per track: [first, last) slice indices after Finalize.

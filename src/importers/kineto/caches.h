@@ -130,13 +130,13 @@ class KeyCache {
 // of the CPU time of a 218 MB import. Pages stay untouched (uncommitted) until
 // rows reach them, so over-reserving costs address space, not memory (at most
 // 2 MiB per column).
-template <typename T>
-void ReserveColumn(std::vector<T>& v, size_t n) {
+template <typename C>
+void ReserveColumn(C& v, size_t n) {
   v.reserve(n);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   auto begin = reinterpret_cast<uintptr_t>(v.data());
-  uintptr_t end = begin + v.capacity() * sizeof(T);
+  uintptr_t end = begin + v.capacity() * sizeof(v[0]);
   begin = (begin + kHuge - 1) & ~(kHuge - 1);
   end &= ~(kHuge - 1);
   if (v.empty() && end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);

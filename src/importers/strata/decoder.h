@@ -80,7 +80,7 @@ class LoadContext {
   const std::set<int64_t>& ManifestExitedPids() const { return manifest_exited_pids_; }
 
   // Old -> new slice index of Trace::Finalize (valid in AfterFinalize hooks).
-  const std::vector<int32_t>& SliceRemap() const { return slice_remap_; }
+  const model::Column<int32_t>& SliceRemap() const { return slice_remap_; }
 
   // A per-load object of type T, created on first use: decoders keep their
   // cross-stream state here (pending flows, correlation maps, ...).
@@ -105,7 +105,7 @@ class LoadContext {
   std::unordered_map<std::type_index, std::shared_ptr<void>> ext_;
   ProcessState os_process_{model::kNoProcess, {}};  // cpu streams: tracks of no process
   const std::vector<SliceHook>* slice_hooks_ = nullptr;
-  std::vector<int32_t> slice_remap_;
+  model::Column<int32_t> slice_remap_;
 };
 
 class DecoderRegistry {

@@ -498,7 +498,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     if (st.mode != UINT32_MAX) t.ops_mode = st.mode == 0 ? "off" : st.mode == 1 ? "sampled" : "all";
     if (st.ops.empty() && st.tiers.empty() && st.batches.empty() && st.partial_steps.empty()) return;
     // Pending ops hold pre-Finalize slice indices.
-    const std::vector<int32_t>& remap = ctx.SliceRemap();
+    const model::Column<int32_t>& remap = ctx.SliceRemap();
     for (PendingOp& op : st.ops) {
       if (op.slice < 0 || static_cast<size_t>(op.slice) >= remap.size()) {
         op.row = -1;

@@ -1,0 +1,96 @@
+// model::Column: a vector's behaviour over owned rows, views that copy
+// themselves on their first change (and say so), and columns that spill to
+// files past the memory budget with the same rows.
+#include <filesystem>
+#include <memory>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "model/column.h"
+#include "testing.h"
+
+namespace strata::model {
+namespace {
+
+TEST(Column, BehavesAsAVector) {
+  Column<int64_t> c;
+  EXPECT_TRUE(c.empty());
+  for (int64_t i = 0; i < 1000; ++i) c.push_back(i * 3);
+  ASSERT_EQ(c.size(), 1000u);
+  EXPECT_EQ(c[999], 2997);
+  EXPECT_EQ(c.back(), 2997);
+  c.push_back(c[0]);  // a row of the column itself, across a growth
+  EXPECT_EQ(c.back(), 0);
+  c.resize(10);
+  c.resize(12, 7);
+  EXPECT_EQ(c, (std::vector<int64_t>{0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 7, 7}));
+  Column<int64_t> d = c;
+  d[0] = 100;
+  EXPECT_EQ(c[0], 0);
+  Column<int64_t> e = std::move(d);
+  EXPECT_EQ(e[0], 100);
+  EXPECT_EQ(d.size(), 0u);
+  e.assign(3, 5);
+  EXPECT_EQ(e, (std::vector<int64_t>{5, 5, 5}));
+  std::vector<int64_t> more{1, 2};
+  e.insert(e.end(), more.begin(), more.end());
+  EXPECT_EQ(e, (std::vector<int64_t>{5, 5, 5, 1, 2}));
+  e.clear();
+  EXPECT_TRUE(e.empty());
+}
+
+TEST(Column, ViewIsReadInPlaceAndCopiedOnItsFirstChange) {
+  auto rows = std::make_shared<std::vector<uint32_t>>(std::vector<uint32_t>{4, 5, 6});
+  std::weak_ptr<std::vector<uint32_t>> alive = rows;
+  Column<uint32_t> c;
+  c.View(rows->data(), rows->size(), rows);
+  rows.reset();  // the column keeps them alive
+  ASSERT_FALSE(alive.expired());
+  const Column<uint32_t>& cr = c;
+  uint64_t copied = GetColumnStats().copied.load();
+  EXPECT_EQ(cr.data(), alive.lock()->data());  // no copy to read
+  EXPECT_EQ(cr[1], 5u);
+  EXPECT_TRUE(c.is_view());
+  EXPECT_EQ(GetColumnStats().copied.load(), copied);
+  c[1] = 50;  // a change: the rows are copied first, the owner's are untouched
+  EXPECT_FALSE(c.is_view());
+  EXPECT_EQ(GetColumnStats().copied.load(), copied + 1);
+  EXPECT_TRUE(alive.expired());
+  EXPECT_EQ(c, (std::vector<uint32_t>{4, 50, 6}));
+  Column<uint32_t> g;
+  auto more = std::make_shared<std::vector<uint32_t>>(std::vector<uint32_t>{1});
+  g.View(more->data(), 1, more);
+  g.push_back(2);  // growth from a view (no capacity of its own)
+  EXPECT_EQ(g, (std::vector<uint32_t>{1, 2}));
+}
+
+TEST(Column, PastTheBudgetLargeColumnsSpillToFilesWithTheSameRows) {
+  std::string dir = testing::TempDir("column_spill");
+  std::filesystem::create_directories(dir);
+  const size_t n = 3u << 20;  // 24 MiB of int64
+  uint64_t spilled0 = GetColumnStats().spilled_bytes.load();
+  {
+    ScopedColumnSpill spill(dir, 8u << 20);
+    Column<int64_t> big, small;
+    for (size_t i = 0; i < n; ++i) big.push_back(static_cast<int64_t>(i) * 7);
+    for (int i = 0; i < 100; ++i) small.push_back(i);
+    EXPECT_TRUE(big.is_spilled());
+    EXPECT_FALSE(small.is_spilled());  // under the smallest size worth a file
+    EXPECT_GE(GetColumnStats().spilled_bytes.load(), spilled0 + n * sizeof(int64_t));
+    int64_t sum = std::accumulate(big.begin(), big.end(), int64_t{0});
+    EXPECT_EQ(sum, 7 * static_cast<int64_t>(n) * static_cast<int64_t>(n - 1) / 2);
+    Column<int64_t> copy = big;  // also past the budget: a file of its own
+    EXPECT_EQ(copy, big);
+    // The files are unlinked: nothing is left in the folder.
+    EXPECT_TRUE(std::filesystem::is_empty(dir));
+  }
+  EXPECT_EQ(GetColumnStats().spilled_bytes.load(), spilled0);  // unmapped with their columns
+  EXPECT_EQ(ColumnSpillDir(), "");
+  Column<int64_t> after;
+  for (size_t i = 0; i < n; ++i) after.push_back(1);
+  EXPECT_FALSE(after.is_spilled());  // spilling ended with the scope
+}
+
+}  // namespace
+}  // namespace strata::model
