@@ -138,6 +138,11 @@ namespace column_detail {
 
 void* Grow(void* old, size_t old_bytes, size_t keep, size_t bytes, bool* spill) {
   SpillState& s = Spill();
+  if (bytes == 0) {  // (a file mapping cannot shrink to nothing: freed instead)
+    Free(old, old_bytes, *spill);
+    *spill = false;
+    return nullptr;
+  }
   if (*spill) return SpillGrow(old, old_bytes, bytes);
   // On the heap: move to a file when this column is large and the heap's
   // columns would pass the budget.
@@ -150,10 +155,6 @@ void* Grow(void* old, size_t old_bytes, size_t keep, size_t bytes, bool* spill) 
       *spill = true;
       return p;
     }
-  }
-  if (bytes == 0) {
-    Free(old, old_bytes, false);
-    return nullptr;
   }
   void* p = std::realloc(old, bytes);
   if (p == nullptr) throw std::bad_alloc();
