@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -383,6 +384,39 @@ TEST(TraceIndex, ReportCommandReadsTheIndexItBuilt) {
   EXPECT_EQ(fs::last_write_time(p + ".strata-index"), stamp) << "the index was rebuilt, not read";
   auto off = testing::RunCommand({testing::StrataBin(), "report", "--json", p}, {{"STRATA_INDEX", "off"}});
   EXPECT_EQ(off.out, a.out);
+}
+
+// `strata index`: builds the index a later command reads; --check only looks;
+// a trace that is not one is exit 3 with one line, and no index is left for it.
+TEST(TraceIndex, IndexCommandBuildsChecksAndRefuses) {
+  std::string p = CopyOfSmallTrace("index_cmd", kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  std::map<std::string, std::string> env = {{"STRATA_INDEX", ""}};
+  auto check = testing::RunCommand({testing::StrataBin(), "index", "--check", p}, env);
+  EXPECT_EQ(check.exit_code, 3) << check.out << check.err;
+  EXPECT_NE(check.out.find("not indexed"), std::string::npos) << check.out;
+  EXPECT_FALSE(fs::exists(p + ".strata-index")) << "--check built an index";
+  auto built = testing::RunCommand({testing::StrataBin(), "index", p}, env);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.out.find("indexed in"), std::string::npos) << built.out;
+  ASSERT_TRUE(fs::exists(p + ".strata-index"));
+  auto stamp = fs::last_write_time(p + ".strata-index");
+  check = testing::RunCommand({testing::StrataBin(), "index", "--check", p}, env);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("up to date"), std::string::npos) << check.out;
+  auto report = testing::RunCommand({testing::StrataBin(), "report", "--json", p}, env);
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(fs::last_write_time(p + ".strata-index"), stamp) << "report rebuilt the index `strata index` made";
+  auto again = testing::RunCommand({testing::StrataBin(), "index", "--rebuild", p}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("indexed in"), std::string::npos) << again.out;
+
+  std::string bad = FreshDir("index_cmd_bad") + "/notes.json";
+  std::ofstream(bad) << "this is not a trace";
+  auto refused = testing::RunCommand({testing::StrataBin(), "index", bad}, env);
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_FALSE(fs::exists(bad + ".strata-index"));
 }
 
 }  // namespace

@@ -337,6 +337,7 @@ int main(int argc, char** argv) {
   AddDiffCommand(app);
   AddExportCommand(app);
   AddFlamegraphCommand(app);
+  AddIndexCommand(app);
   DescribeRecord(app);
   for (CLI::App* sub : app.get_subcommands({})) sub->group("Commands");
   SetCommandHelp(&app, "strata COMMAND [OPTIONS] [ARGS...]",

@@ -119,6 +119,9 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
   IndexUse& u = use ? *use : local;
   u = IndexUse{};
   struct stat st;
+  const bool check = io.mode == IndexOptions::Mode::kCheck;
+  if (check && (::stat(path.c_str(), &st) != 0 || !StatSignatureOf(path).ok()))
+    return Status(StatusCode::kNotFound, "no such trace");
   // Anything but a trace file or directory goes to the importer, which says why not.
   if (io.mode == IndexOptions::Mode::kOff || ::stat(path.c_str(), &st) != 0 ||
       (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
@@ -146,7 +149,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     u.read = true;
     u.path = p;
   };
-  if (io.mode == IndexOptions::Mode::kUse) {
+  if (io.mode == IndexOptions::Mode::kUse || io.mode == IndexOptions::Mode::kCheck) {
     // Unchanged files by their signature: the index's own key is the trace's.
     for (const std::string& p : candidates) {
       auto h = ReadIndexHeader(p);
@@ -171,6 +174,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       if (t.status().code() == StatusCode::kCorrupt) u.rejected = t.status().message();
     }
   }
+  if (io.mode == IndexOptions::Mode::kCheck) return Status(StatusCode::kNotFound, "no current index");
   // Beside the trace when it may be written there, else in the cache; a
   // failure to write costs the next command an import, nothing else. (Not
   // while `strata record` still writes the trace: the next open would find

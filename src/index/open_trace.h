@@ -30,6 +30,7 @@ struct IndexOptions {
     kUse,      // read the index, build it when missing or not valid
     kOff,      // import the trace directly; no index read or written
     kRebuild,  // import the trace and replace its index
+    kCheck,    // read a current index; never import (kNotFound when there is none)
   };
   Mode mode = Mode::kUse;
   // Write indexes beside traces (false: only in the cache directory; tests
