@@ -12,7 +12,7 @@ uint64_t LaunchIndex::Build() {
   if (max_ - min_ < budget) {
     runs_.push_back({min_, max_, 0});
   } else {
-    std::vector<uint64_t> ids(calls_.size());
+    model::Column<uint64_t> ids(calls_.size(), 0);
     for (size_t i = 0; i < calls_.size(); ++i) ids[i] = calls_[i].corr;
     if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
     size_t slots = 0;

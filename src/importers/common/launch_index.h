@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/column.h"
 
 namespace strata::importers {
 
@@ -89,11 +90,13 @@ class LaunchIndex {
   };
   size_t Home(uint64_t corr) const { return static_cast<size_t>((corr * 0x9E3779B97F4A7C15ull) >> shift_); }
 
-  std::vector<Call> calls_;
+  // Columns, not vectors: they grow with the trace, and spill to files past
+  // the memory budget while an index is built (model/column.h).
+  model::Column<Call> calls_;
   uint64_t min_ = UINT64_MAX, max_ = 0;
   std::vector<Run> runs_;
-  std::vector<uint32_t> dense_;  // per run, id - first -> call index + 1, 0 for none
-  std::vector<HashSlot> table_;  // ids without runs
+  model::Column<uint32_t> dense_;  // per run, id - first -> call index + 1, 0 for none
+  model::Column<HashSlot> table_;  // ids without runs
   unsigned shift_ = 60;
 };
 

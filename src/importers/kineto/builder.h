@@ -146,7 +146,7 @@ class Builder final : public JsonEventSink {
   std::vector<PendingThreadName> pending_thread_names_;
   std::unordered_map<uint32_t, std::vector<OpenBE>> open_;
   std::unordered_map<uint32_t, std::vector<SavedArg>> open_args_;
-  std::vector<PendingFlow> flows_;
+  model::Column<PendingFlow> flows_;  // a column: spills past the budget while an index is built
   std::map<std::string, uint64_t> counts_;
   std::map<std::string, uint64_t> skipped_reasons_;
   uint64_t skipped_ = 0;

@@ -74,7 +74,7 @@ void Builder::DropLinkedLaunchFlows() {
     int64_t call = launches_.Find(f.corr);
     return call >= 0 && launches_.linked(call);
   });
-  std::vector<PendingFlow>(flows_.begin(), kept).swap(flows_);
+  model::Column<PendingFlow>(std::span<const PendingFlow>(flows_.begin(), kept)).swap(flows_);
   launches_ = LaunchIndex();
 }
 
@@ -96,7 +96,8 @@ void Builder::ResolveFlows() {
       return index < o.index;
     }
   };
-  std::vector<Order> order(flows_.size());
+  model::Column<Order> order;
+  order.resize(flows_.size());
   for (size_t i = 0; i < flows_.size(); ++i)
     order[i] = {flows_[i].key, flows_[i].ts, static_cast<uint32_t>(i), flows_[i].ph == 's' ? 0u : 1u};
   std::sort(order.begin(), order.end());
