@@ -1,6 +1,8 @@
 // The what-if replay on hand-built steps whose schedule is known: the unchanged
 // graph replays to the measured step exactly, and each fix gives the step that
 // the same schedule worked out by hand gives.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "analysis/findings.h"
@@ -271,6 +273,49 @@ TEST(ReplayDiagnosis, APageableCopyPerStepIsAMemcpyFindingWithItsReplayedGain) {
   // from 35 us returns with 5 us of its own at 658.3 us; the program's 165 us
   // follow: 823.3 of 1200 us.
   EXPECT_NEAR(m->estimated_gain_pct, 100.0 * (1 - 823.33 / 1200.0), 0.5) << m->what_if;
+}
+
+// A trace of more steps than are walked (analysis::kMaxWalkedSteps): the
+// findings walk and replay an evenly spread sample and scale it to every step,
+// and say what walking them all says. 700 steps of three kinds (a pageable
+// copy of 6.4, 3.2 or 9.6 MB, a kernel, a sync, and the program's code).
+TEST(ReplayDiagnosis, StepsPastTheWalkedOnesAreASampleWithTheSameFindings) {
+  Builder b;
+  int64_t a = 0;
+  for (int i = 0; i < 700; ++i) {
+    const int64_t copy = (i % 3 == 0 ? 890 : i % 3 == 1 ? 445 : 1335) * kUs;
+    const int64_t dur = copy + 310 * kUs;
+    b.Add(a, dur, "ProfilerStep#1", SliceKind::kStep);
+    uint32_t c = b.Add(a + 10 * kUs, copy + 13 * kUs, "cudaMemcpyAsync", SliceKind::kRuntime);
+    b.Device(c, a + 20 * kUs, copy, "Memcpy HtoD (Pageable -> Device)", SliceKind::kMemcpy,
+             static_cast<uint64_t>(copy / kUs) * 7191, 0);
+    uint32_t l = b.Add(a + copy + 30 * kUs, 5 * kUs, "cudaLaunchKernel", SliceKind::kRuntime);
+    b.Device(l, a + copy + 40 * kUs, 100 * kUs, "gemm", SliceKind::kKernel);
+    b.Add(a + copy + 40 * kUs, 105 * kUs, "cudaStreamSynchronize", SliceKind::kRuntime);
+    a += dur;
+  }
+  b.t.Finalize();
+  analysis::DiagnosisOptions sampled, all;
+  all.max_walked_steps = SIZE_MAX;
+  analysis::ReplayCheck sampled_check, all_check;
+  auto fs = analysis::Diagnose(b.t, sampled, &sampled_check);
+  auto want = analysis::Diagnose(b.t, all, &all_check);
+  // The walked steps are spread over all 700, the first (a warm-up) among them.
+  EXPECT_EQ(sampled_check.steps, analysis::kMaxWalkedSteps - 1) << "the replay should hold the walked steps only";
+  EXPECT_EQ(all_check.steps, 699u);
+  EXPECT_NEAR(sampled_check.measured_ns, all_check.measured_ns, 0.01 * all_check.measured_ns);
+  ASSERT_FALSE(want.empty());
+  ASSERT_EQ(fs.size(), want.size());
+  for (size_t k = 0; k < fs.size(); ++k) {
+    EXPECT_EQ(fs[k].category, want[k].category);
+    EXPECT_NEAR(fs[k].estimated_gain_pct, want[k].estimated_gain_pct, 1.0) << fs[k].category;
+    // Every figure of the evidence (per step, of the step): within 3%.
+    ASSERT_EQ(fs[k].metrics.size(), want[k].metrics.size()) << fs[k].category;
+    for (size_t m = 0; m < fs[k].metrics.size(); ++m)
+      EXPECT_NEAR(fs[k].metrics[m].second, want[k].metrics[m].second, 0.03 * std::fabs(want[k].metrics[m].second) + 1e-9)
+          << fs[k].category << " " << fs[k].metrics[m].first;
+  }
+  EXPECT_EQ(fs[0].category, "memcpy");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "analysis/critical_path.h"
 
 #include <algorithm>
+#include <span>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,30 +44,55 @@ struct Cursor {
 
 bool IsContainer(SliceKind k) { return k == SliceKind::kStep || k == SliceKind::kAnnotation; }
 
+// The time ranges a Walker walks (the steps chosen), merged and sorted: what
+// it keeps of the trace is what overlaps them, so that its memory follows the
+// steps walked, not the trace.
+class Ranges {
+ public:
+  explicit Ranges(std::vector<std::pair<int64_t, int64_t>> r) {
+    std::sort(r.begin(), r.end());
+    for (auto [a, b] : r) {
+      if (!r_.empty() && a <= r_.back().second) r_.back().second = std::max(r_.back().second, b);
+      else r_.emplace_back(a, b);
+    }
+  }
+  // [start, end] meets a range (an instant at a range's edge does).
+  bool Meets(int64_t start, int64_t end) const {
+    auto it = std::lower_bound(r_.begin(), r_.end(), start,
+                               [](const std::pair<int64_t, int64_t>& x, int64_t v) { return x.second < v; });
+    return it != r_.end() && it->first <= end;
+  }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> r_;
+};
+
 class Walker {
  public:
-  Walker(const model::Trace& t, const CriticalPathOptions& opt) : t_(t), opt_(opt), nc_(t) {
+  Walker(const model::Trace& t, const CriticalPathOptions& opt, Ranges ranges)
+      : t_(t), opt_(opt), nc_(t), ranges_(std::move(ranges)) {
     const auto& s = t_.slices;
-    incoming_.resize(s.size());
+    // What each slice in the ranges waited for: flows into it, and the launch
+    // of device work. Sorted (to, from) pairs, found by a binary search.
+    auto keep = [&](int32_t to) { return ranges_.Meets(s.ts[static_cast<size_t>(to)], SliceEnd(to)); };
     for (size_t i = 0; i < t_.flows.size(); ++i)
-      if (t_.flows.from[i] != kNone && t_.flows.to[i] != kNone)
-        incoming_[static_cast<size_t>(t_.flows.to[i])].push_back(t_.flows.from[i]);
+      if (t_.flows.from[i] != kNone && t_.flows.to[i] != kNone && keep(t_.flows.to[i]))
+        incoming_.push_back({t_.flows.to[i], t_.flows.from[i]});
     for (size_t r = 0; r < t_.device.size(); ++r)
-      if (t_.device.launch[r] != kNone) incoming_[t_.device.slice[r]].push_back(t_.device.launch[r]);
-    for (auto& v : incoming_) {
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-    }
+      if (t_.device.launch[r] != kNone && keep(static_cast<int32_t>(t_.device.slice[r])))
+        incoming_.push_back({static_cast<int32_t>(t_.device.slice[r]), t_.device.launch[r]});
+    std::sort(incoming_.begin(), incoming_.end());
+    incoming_.erase(std::unique(incoming_.begin(), incoming_.end()), incoming_.end());
     pieces_.resize(t_.tracks.size());
     built_ = std::make_unique<std::once_flag[]>(t_.tracks.size());
     // Runtime calls that block until the device has done their work (an
     // OpenCL read with blocking=CL_TRUE): waits, like an explicit sync.
     model::StringId blocking = t_.strings.Find("blocking");
-    blocking_.assign(s.size(), 0);
     if (blocking != model::StringPool::kNotFound)
       for (size_t a = 0; a < t_.args.size(); ++a)
         if (t_.args.key[a] == blocking && t_.args.num[a] != 0 && t_.args.slice[a] < s.size())
-          blocking_[t_.args.slice[a]] = 1;
+          blocking_.push_back(t_.args.slice[a]);
+    std::sort(blocking_.begin(), blocking_.end());
   }
 
   StepCriticalPath Run(int32_t step_slice, int64_t start, int64_t end, uint32_t track) {
@@ -104,7 +130,7 @@ class Walker {
       SliceKind kind = p->slice == kNone ? SliceKind::kOther : t_.slices.kind[static_cast<size_t>(p->slice)];
       bool waiting = p->slice == kNone || IsContainer(kind) || kind == SliceKind::kDeviceSync ||
                      (!on_device && (nc_.Is(t_.slices.name[static_cast<size_t>(p->slice)], kNamePathWait) ||
-                                     blocking_[static_cast<size_t>(p->slice)]));
+                                     Blocking(p->slice)));
       if (waiting) {
         if (p->slice != kNone && !on_device && kind != SliceKind::kDeviceSync && !IsContainer(kind)) {
           // A synchronization call: the device work it waited for is the path.
@@ -148,6 +174,17 @@ class Walker {
   }
 
  private:
+  bool Blocking(int32_t slice) const {
+    return !blocking_.empty() && std::binary_search(blocking_.begin(), blocking_.end(), static_cast<uint32_t>(slice));
+  }
+  // The slices `to` waited for (flows into it, the call that launched it).
+  std::span<const std::pair<int32_t, int32_t>> Incoming(int32_t to) const {
+    auto lo = std::lower_bound(incoming_.begin(), incoming_.end(), std::make_pair(to, INT32_MIN));
+    auto hi = lo;
+    while (hi != incoming_.end() && hi->first == to) ++hi;
+    return {lo, hi};
+  }
+
   // A track's pieces, built the first time a walk (in any thread) asks.
   const std::vector<Piece>& Pieces(uint32_t trk) {
     std::call_once(built_[trk], [&] { BuildPieces(trk); });
@@ -165,6 +202,9 @@ class Walker {
       if (b > a) out.push_back({a, b, sl});
     };
     for (uint32_t i = first; i < last; ++i) {
+      // A slice outside the ranges, and so its descendants (inside it in
+      // time), is never walked: its time is left to its parent's piece.
+      if (!ranges_.Meets(s.ts[i], s.end(i))) continue;
       int64_t st = s.ts[i];
       // Close what is not an ancestor of slice i (Finalize's parent links).
       while (!stack.empty() && static_cast<int32_t>(stack.back()) != s.parent[i]) {
@@ -299,7 +339,7 @@ class Walker {
     int64_t best_end = own_free;
     for (int32_t sl = p->slice; sl != kNone && s.ts[static_cast<size_t>(sl)] == *at;
          sl = s.parent[static_cast<size_t>(sl)]) {
-      for (int32_t src : incoming_[static_cast<size_t>(sl)]) {
+      for (auto [to, src] : Incoming(sl)) {
         int64_t e = std::min(SliceEnd(src), *at);
         if (e > best_end && e > start) {
           best_end = e;
@@ -371,7 +411,7 @@ class Walker {
     for (const PathSegment& g : out->segments) {
       if (g.slice == kNone || g.type == SegmentType::kWait) continue;
       int64_t consumer_start = s.ts[static_cast<size_t>(g.slice)];
-      for (int32_t src : incoming_[static_cast<size_t>(g.slice)]) {
+      for (auto [to, src] : Incoming(g.slice)) {
         auto j = static_cast<size_t>(src);
         if (SliceEnd(src) > consumer_start || std::binary_search(on_path.begin(), on_path.end(), src)) continue;
         if (s.ts[j] < out->start) continue;
@@ -397,11 +437,12 @@ class Walker {
 
   // Walks of several steps run at once (Run is const but for the pieces,
   // built once per track under their once_flag).
-  std::vector<char> blocking_;  // per slice: a blocking runtime call
   const model::Trace& t_;
   CriticalPathOptions opt_;
   NameClasses nc_;
-  std::vector<std::vector<int32_t>> incoming_;
+  Ranges ranges_;
+  std::vector<uint32_t> blocking_;  // blocking runtime calls, sorted
+  std::vector<std::pair<int32_t, int32_t>> incoming_;  // (to, from), sorted
   std::vector<std::vector<Piece>> pieces_;
   std::unique_ptr<std::once_flag[]> built_;
 };
@@ -413,7 +454,6 @@ namespace {
 std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const CriticalPathOptions& opt) {
   std::vector<StepCriticalPath> out;
   std::vector<uint32_t> steps = StepSlicesByTime(t);
-  Walker w(t, opt);
   if (steps.empty()) {
     // No steps: the whole trace is one window, on the thread with the most slices.
     if (t.tracks.empty() || t.slices.size() == 0) return out;
@@ -428,10 +468,17 @@ std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const Critical
       }
     }
     if (best_n == 0) return out;
+    Walker w(t, opt, Ranges({{t.start_ns(), t.end_ns()}}));
     out.push_back(w.Run(kNone, t.start_ns(), t.end_ns(), best));
     return out;
   }
-  size_t n = std::min(steps.size(), std::max<size_t>(1, opt.max_steps));
+  size_t n = std::min(steps.size(), std::max<size_t>(1, std::min(opt.max_steps, opt.max_walked)));
+  std::vector<std::pair<int64_t, int64_t>> walked;
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t i = steps[k * steps.size() / n];
+    walked.emplace_back(t.slices.ts[i], t.slices.end(i));
+  }
+  Walker w(t, opt, Ranges(std::move(walked)));
   out.resize(n);
   base::ParallelFor(n, [&](size_t k) {
     uint32_t i = steps[k * steps.size() / n];
@@ -453,11 +500,12 @@ std::vector<uint32_t> StepSlicesByTime(const model::Trace& t) {
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
   Memo* memo = Memo::Of(t);
   if (memo == nullptr) return ComputePaths(t, opt);
-  // Every step's path once (the findings want them all); fewer are an evenly
-  // spread choice of them, the same ones ComputePaths would walk.
+  // The paths of up to kMaxWalkedSteps steps once (the findings want them all);
+  // fewer are an evenly spread choice of them.
   CriticalPathOptions all = opt;
-  all.max_steps = SIZE_MAX;
-  const auto& paths = memo->Get<std::vector<StepCriticalPath>>("critical_paths/" + std::to_string(opt.queue_gap_ns),
+  all.max_steps = opt.max_walked;
+  const auto& paths = memo->Get<std::vector<StepCriticalPath>>(
+      "critical_paths/" + std::to_string(opt.queue_gap_ns) + "/" + std::to_string(opt.max_walked),
                                                         [&] { return ComputePaths(t, all); });
   if (paths.empty() || paths[0].step_slice == kNone) return paths;  // (the whole trace as one window)
   size_t n = std::min(paths.size(), std::max<size_t>(1, opt.max_steps));

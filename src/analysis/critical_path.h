@@ -68,8 +68,15 @@ struct StepCriticalPath {
   std::vector<SlackItem> slack;       // off-path producers of on-path work, least slack first
 };
 
+// The most steps whose paths are walked (evenly spread over the trace): every
+// step of a trace with fewer, a sample of a longer one, so that the time and
+// memory of the walks and of the findings' what-if replays stay bounded on
+// traces of thousands of steps. Consumers scale sums over the walked steps.
+inline constexpr size_t kMaxWalkedSteps = 256;
+
 struct CriticalPathOptions {
   size_t max_steps = 64;       // analyse at most this many steps (evenly spread)
+  size_t max_walked = kMaxWalkedSteps;  // the steps walked once for every consumer (tests lift it)
   int64_t queue_gap_ns = 2000; // a kernel starting this soon after its predecessor is queue-bound
 };
 

@@ -58,6 +58,7 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     : t(trace), opt(options), framework(DetectFramework(trace)) {
   CriticalPathOptions cpo;
   cpo.max_steps = 1u << 30;
+  cpo.max_walked = std::max<size_t>(1, opt.max_walked_steps);
   // The measured steps: every step in time order (the paths' order), less the
   // warm-up and, when there are others, the steps a framework's own profiler
   // ran in (--ops-steps: not the program's usual steps, left out as the step
@@ -77,7 +78,7 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
       uint32_t track = windows[k].track;
       // No steps: the thread that ran the most framework ops and launches stands for the program.
       if (track == UINT32_MAX) track = MainHostThread(t);
-      w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true});
+      w.push_back({k, windows[k].start, windows[k].end - windows[k].start, track, true, walked[k] != 0});
     }
     std::vector<std::vector<HostInterval>> timelines;
     breakdown = BreakdownWindows(t, w, &timelines);
@@ -87,22 +88,47 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     // No steps: the whole trace is one window if it has a path.
     paths = CriticalPaths(t, cpo);
     for (const auto& p : paths) windows.push_back({p.start, p.end, UINT32_MAX});
+    walked.assign(windows.size(), 1);
     measure();
   } else {
     for (size_t k : kept) {
       uint32_t i = order[k];
       windows.push_back({t.slices.ts[i], t.slices.end(i), t.slices.track[i]});
     }
+    // The steps CriticalPaths walks (all of them, or kMaxWalkedSteps evenly
+    // spread): ComputePaths' choice, made here too so that the breakdown keeps
+    // the replay's pieces of those steps only.
+    std::vector<uint8_t> chosen(order.size(), 0);
+    const size_t n = std::min(order.size(), cpo.max_walked);
+    for (size_t k = 0; k < n; ++k) chosen[k * order.size() / n] = 1;
+    walked.resize(kept.size());
+    for (size_t j = 0; j < kept.size(); ++j) walked[j] = chosen[kept[j]];
     // The critical paths beside the breakdown and the replay's graphs.
+    std::vector<StepCriticalPath> walks;
     base::ParallelFor(2, [&](size_t job) {
-      if (job == 0) paths = CriticalPaths(t, cpo);
+      if (job == 0) walks = CriticalPaths(t, cpo);
       else measure();
     });
-    std::vector<StepCriticalPath> measured;
-    measured.reserve(kept.size());
-    for (size_t k : kept) measured.push_back(std::move(paths[k]));
-    paths = std::move(measured);
+    // Aligned with the windows: a walked step's path, else its step alone.
+    std::vector<size_t> walk_of(order.size(), SIZE_MAX);
+    for (size_t k = 0, w = 0; k < order.size() && w < walks.size(); ++k)
+      if (chosen[k]) walk_of[k] = w++;
+    paths.resize(kept.size());
+    for (size_t j = 0; j < kept.size(); ++j) {
+      size_t wi = walk_of[kept[j]];
+      if (walked[j] && wi < walks.size()) {
+        paths[j] = std::move(walks[wi]);
+      } else {
+        walked[j] = 0;
+        uint32_t i = order[kept[j]];
+        paths[j].step_slice = static_cast<int32_t>(i);
+        paths[j].step = t.slices.arg[i];
+        paths[j].start = t.slices.ts[i];
+        paths[j].end = t.slices.end(i);
+      }
+    }
   }
+  walked_steps = static_cast<size_t>(std::count(walked.begin(), walked.end(), 1));
   has_steps = !order.empty() && !paths.empty();
   for (const auto& w : windows) total_step_ns += w.end - w.start;
   steps = windows.size();
@@ -139,7 +165,9 @@ int64_t FindingsContext::PathTime(const std::function<bool(const PathSegment&)>&
   for (const auto& p : paths)
     for (const auto& s : p.segments)
       if (pred(s)) sum += s.end - s.start;
-  return sum;
+  if (walked_steps == 0 || walked_steps == paths.size()) return sum;
+  return static_cast<int64_t>(static_cast<double>(sum) * static_cast<double>(paths.size()) /
+                              static_cast<double>(walked_steps));
 }
 
 int64_t FindingsContext::PathTimeInside(const std::function<bool(size_t)>& is_target) const {
@@ -350,6 +378,21 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   for (const Call& k : calls)
     if (tiny.count(sl.name[k.slice])) names_of_loop[{k.window, sl.track[k.slice], k.scope}].insert(sl.name[k.slice]);
   std::vector<std::vector<std::pair<int64_t, int64_t>>> loop_ranges(c.windows.size());
+  // A loop's share on its step's critical path; in a step that was not walked
+  // (kMaxWalkedSteps), the share of the loops of the walked steps.
+  auto on_path_of = [&c](const Loop& l, size_t window) {
+    double on_path = 0;
+    for (const PathSegment& g : c.paths[window].segments)
+      if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
+    return on_path;
+  };
+  double walked_on = 0, walked_span = 0;
+  if (c.walked_steps < c.windows.size())
+    for (auto& [key, l] : loops)
+      if (l.calls >= kMinLoop && c.walked[static_cast<size_t>(std::get<0>(key))]) {
+        walked_on += on_path_of(l, static_cast<size_t>(std::get<0>(key)));
+        walked_span += static_cast<double>(l.last - l.first);
+      }
   for (auto& [key, l] : loops) {
     if (l.calls < kMinLoop) continue;
     loop_ranges[static_cast<size_t>(std::get<0>(key))].emplace_back(l.first, l.last);
@@ -360,10 +403,9 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     // What the loop costs the step: the share of it on the step's critical
     // path (all of it when the host is the bottleneck; little when the host
     // runs ahead of a busy device).
-    double on_path = 0;
-    for (const PathSegment& g : c.paths[static_cast<size_t>(std::get<0>(key))].segments)
-      if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
-    if (l.last > l.first) span *= std::min(1.0, on_path / static_cast<double>(l.last - l.first));
+    const auto window = static_cast<size_t>(std::get<0>(key));
+    if (!c.walked[window]) span *= walked_span > 0 ? std::min(1.0, walked_on / walked_span) : 1.0;
+    else if (l.last > l.first) span *= std::min(1.0, on_path_of(l, window) / static_cast<double>(l.last - l.first));
     nloops += 1;
     tiny_count += l.calls;
     tiny_ns += l.ns;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/critical_path.h"
 #include "analysis/options.h"
 #include "model/trace.h"
 
@@ -47,6 +48,9 @@ struct DiagnosisOptions {
   AnalysisOptions analysis;
   size_t skip_steps = 1;          // warm-up steps left out when there are at least 3
   double min_gain_pct = 2.0;      // findings below this are not reported
+  // Steps whose critical paths are walked and replayed for the what-ifs (evenly
+  // spread; sums over them are scaled to all the steps). critical_path.h.
+  size_t max_walked_steps = kMaxWalkedSteps;
 };
 
 // How well the what-if replay (analysis/replay.h) reproduces the measured

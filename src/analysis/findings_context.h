@@ -39,7 +39,12 @@ struct FindingsContext {
     uint32_t track;  // the thread that ran the step (UINT32_MAX: no steps)
   };
   std::vector<Window> windows;  // sorted by start
+  // One per window. Only `walked` of them were walked (kMaxWalkedSteps,
+  // evenly spread, are; the others carry their step but no segments), and only
+  // those steps are replayed: sums over paths are scaled to all the windows.
   std::vector<StepCriticalPath> paths;
+  std::vector<uint8_t> walked;
+  size_t walked_steps = 0;
   bool has_steps = false;
   size_t steps = 0;
   int64_t total_step_ns = 0;
@@ -60,7 +65,8 @@ struct FindingsContext {
   std::string_view Name(size_t slice) const;
   double PerStep(double total_ns) const;
   double Pct(double per_step_ns) const;  // of the mean step
-  // Time on the measured steps' critical paths in segments matching pred.
+  // Time on the measured steps' critical paths in segments matching pred
+  // (over the walked steps, scaled to all of them).
   int64_t PathTime(const std::function<bool(const PathSegment&)>& pred) const;
   // Time on the critical paths inside slices (or their descendants) matching is_target.
   int64_t PathTimeInside(const std::function<bool(size_t)>& is_target) const;

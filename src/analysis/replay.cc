@@ -99,7 +99,7 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
   NameClasses nc(t);
   for (size_t k = 0; k < windows.size() && k < timelines.size(); ++k) {
     const StepWindow& w = windows[k];
-    if (!w.counted || w.dur <= 0) continue;
+    if (!w.counted || !w.detail || w.dur <= 0) continue;
     ReplayStep st;
     st.window = k;
     st.ts = w.ts;

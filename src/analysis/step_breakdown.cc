@@ -590,7 +590,10 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       DeviceSplit(device, process, host, &b);
       any_device = true;
     }
-    if (timelines != nullptr) timelines->push_back(std::move(host));
+    if (timelines != nullptr) {
+      if (!w.detail) host.clear(), host.shrink_to_fit();
+      timelines->push_back(std::move(host));
+    }
     if (b.counted) {
       ++out.counted;
       out.counted_ns = SatAdd(out.counted_ns, b.dur);

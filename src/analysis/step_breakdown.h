@@ -73,6 +73,9 @@ struct StepWindow {
   int64_t ts = 0, dur = 0;
   uint32_t track = UINT32_MAX;  // the thread; UINT32_MAX: none (all of it is the program's code)
   bool counted = true;
+  // Keep the step's host pieces for the what-if replay (BreakdownWindows'
+  // timelines; an empty timeline when false). Its breakdown counts either way.
+  bool detail = true;
 };
 // A piece of the step thread's time: its part, and the slice whose own time it
 // is (kNone: the program's code, or the thread waiting for work elsewhere).
