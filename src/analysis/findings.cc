@@ -72,7 +72,7 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     if (static_cast<size_t>(std::count_if(kept.begin(), kept.end(), profiled)) < kept.size()) std::erase_if(kept, profiled);
   }
   auto measure = [&] {
-    self = SelfTimes(t);
+    self = SharedSelfTimes(t);
     std::vector<StepWindow> w;
     for (size_t k = 0; k < windows.size(); ++k) {
       uint32_t track = windows[k].track;

@@ -117,7 +117,8 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
   FrameworkOpsSummary out;
   out.mode = t.ops_mode;
   const auto& s = t.slices;
-  std::vector<int64_t> self = SelfTimes(t);
+  auto self_times = SharedSelfTimes(t);
+  const std::vector<int64_t>& self = *self_times;
 
   // Outermost estimated ops carry the FLOP/byte totals.
   std::vector<bool> counted_cost(t.ops.size(), false);

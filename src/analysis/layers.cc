@@ -109,13 +109,13 @@ class StepIndex {
 struct Builder {
   const model::Trace& t;
   const RooflineResult& roofline;
-  std::vector<int64_t> self;
+  std::shared_ptr<const std::vector<int64_t>> self;  // SharedSelfTimes
   TrackMemory memory;
   LayersSummary out;
   std::vector<std::vector<int64_t>> roof_ns;  // per row, per roof
 
   Builder(const model::Trace& trace, const RooflineResult& r)
-      : t(trace), roofline(r), self(SelfTimes(trace)), memory(trace) {}
+      : t(trace), roofline(r), self(SharedSelfTimes(trace)), memory(trace) {}
 
   size_t NewRow(std::string name, LayerFramework f) {
     LayerStats l;
@@ -157,11 +157,11 @@ class ModuleLayers {
       if (!IsHostWork(s_.kind[i])) continue;
       bool any = ForEachModule(i, [&](size_t r) {
         LayerStats& l = out.layers[r];
-        l.cpu_ns = SatAdd(l.cpu_ns, b_.self[i]);
+        l.cpu_ns = SatAdd(l.cpu_ns, (*b_.self)[i]);
         l.ops += s_.kind[i] == SliceKind::kOp;
       });
       if (any) {
-        out.cpu_ns = SatAdd(out.cpu_ns, b_.self[i]);
+        out.cpu_ns = SatAdd(out.cpu_ns, (*b_.self)[i]);
         out.has_ops |= s_.kind[i] == SliceKind::kOp;
       }
     }
@@ -258,9 +258,9 @@ class ScopeLayers {
       int32_t r = RowOfOp(i, &backward);
       if (r == kNone) continue;
       LayerStats& l = out.layers[static_cast<size_t>(r)];
-      l.cpu_ns = SatAdd(l.cpu_ns, b_.self[i]);
+      l.cpu_ns = SatAdd(l.cpu_ns, (*b_.self)[i]);
       ++l.ops;
-      out.cpu_ns = SatAdd(out.cpu_ns, b_.self[i]);
+      out.cpu_ns = SatAdd(out.cpu_ns, (*b_.self)[i]);
       out.has_ops = true;
       out.alloc_bytes = SatAdd(out.alloc_bytes, b_.memory.Span(s_.track[i], s_.ts[i], s_.end(i), l));
       out.has_backward |= backward;

@@ -10,7 +10,8 @@ namespace strata::analysis {
 
 std::vector<OpStats> Ops(const model::Trace& t, const AnalysisOptions&) {
   const auto& s = t.slices;
-  std::vector<int64_t> self = SelfTimes(t);
+  auto self_times = SharedSelfTimes(t);
+  const std::vector<int64_t>& self = *self_times;
   std::unordered_map<model::StringId, OpStats> by;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s.kind[i] != model::SliceKind::kOp) continue;

@@ -113,7 +113,7 @@ void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out) {
     for (size_t i = 0; i < t.slices.size(); ++i)
       if (t.slices.kind[i] == model::SliceKind::kOp && blas_ops.count(t.slices.name[i])) {
         int w = c.WindowOf(t.slices.ts[i]);
-        if (w >= 0 && c.windows[static_cast<size_t>(w)].track == t.slices.track[i]) op_ns += static_cast<double>(c.self[i]);
+        if (w >= 0 && c.windows[static_cast<size_t>(w)].track == t.slices.track[i]) op_ns += static_cast<double>((*c.self)[i]);
       }
   // (The ops' wall time, preemptions included: a product 10x shorter is
   // preempted about 10x less on a loaded machine too.)

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "analysis/memo.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -59,9 +60,17 @@ std::vector<int64_t> SelfTimes(const model::Trace& t) {
   return self;
 }
 
+std::shared_ptr<const std::vector<int64_t>> SharedSelfTimes(const model::Trace& t) {
+  using Ptr = std::shared_ptr<const std::vector<int64_t>>;
+  auto compute = [&t]() -> Ptr { return std::make_shared<const std::vector<int64_t>>(SelfTimes(t)); };
+  Memo* memo = Memo::Of(t);
+  return memo ? memo->Get<Ptr>("self_times", compute) : compute();
+}
+
 std::vector<SpanStats> SpanTable(const model::Trace& t) {
   const auto& s = t.slices;
-  std::vector<int64_t> self = SelfTimes(t);
+  auto self_times = SharedSelfTimes(t);
+  const std::vector<int64_t>& self = *self_times;
   std::map<std::pair<int, model::StringId>, SpanStats> by;
   for (size_t i = 0; i < s.size(); ++i) {
     // Device activity (whatever its kind, e.g. an OpenCL map) has its own tables; steps have theirs.

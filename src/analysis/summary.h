@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct SpanStats {
 std::vector<SpanStats> SpanTable(const model::Trace& t);
 // Self time of every slice (dur minus the durations of its direct children).
 std::vector<int64_t> SelfTimes(const model::Trace& t);
+// The same, computed once per trace while a Memo lives and shared by the
+// analyses that ask (a report's sections, the findings): one array of a
+// slice's size instead of one per analysis.
+std::shared_ptr<const std::vector<int64_t>> SharedSelfTimes(const model::Trace& t);
 
 struct Distribution {
   uint64_t count = 0;
