@@ -29,7 +29,11 @@ bool IsWork(SliceKind k) {
 }  // namespace
 
 std::vector<DeviceUsage> DeviceUsages(const model::Trace& t) {
-  std::map<int32_t, std::vector<std::pair<int64_t, int64_t>>> intervals;
+  struct Span {
+    int64_t first, second;
+    bool operator<(const Span& o) const { return first != o.first ? first < o.first : second < o.second; }
+  };
+  std::map<int32_t, model::Column<Span>> intervals;  // columns: spill past the memory budget
   std::map<int32_t, DeviceUsage> by;
   for (size_t r = 0; r < t.device.size(); ++r) {
     uint32_t s = t.device.slice[r];

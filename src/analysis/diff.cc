@@ -75,7 +75,7 @@ Side Measure(const model::Trace& t, const DiffOptions& opt) {
     if (rest > 0.5) s.scopes[k] += rest;  // (less than a ns: rounding)
   }
   // Self time of host slices and time of device slices inside the measured steps.
-  std::vector<int64_t> self = SelfTimes(t);
+  model::Column<int64_t> self = SelfTimes(t);
   std::vector<std::pair<int64_t, int64_t>> windows;
   for (const auto& p : paths) windows.emplace_back(p.start, p.end);
   std::sort(windows.begin(), windows.end());

@@ -173,7 +173,7 @@ int64_t FindingsContext::PathTime(const std::function<bool(const PathSegment&)>&
 int64_t FindingsContext::PathTimeInside(const std::function<bool(size_t)>& is_target) const {
   // Time on the path spent in slices that are, or are nested in, a target slice.
   const auto& sl = t.slices;
-  std::vector<int8_t> memo(sl.size(), -1);
+  model::Column<int8_t> memo(sl.size(), -1);
   std::function<bool(int32_t)> inside = [&](int32_t s) -> bool {
     if (s == model::kNone) return false;
     auto& m = memo[static_cast<size_t>(s)];
@@ -502,8 +502,13 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   // already. A step's last sync, whose gap runs into the next step, is the one
   // a step needs and is not counted.
   const auto& sl = c.t.slices;
-  std::vector<std::pair<int64_t, int64_t>> busy;  // device activity, merged
-  std::vector<int64_t> kernels;                     // kernel start times
+  // Columns (a row per device activity): they spill past the memory budget.
+  struct Span {
+    int64_t first, second;
+    bool operator<(const Span& o) const { return first != o.first ? first < o.first : second < o.second; }
+  };
+  model::Column<Span> busy;      // device activity, merged
+  model::Column<int64_t> kernels;  // kernel start times
   for (size_t r = 0; r < c.t.device.size(); ++r) {
     size_t s = c.t.device.slice[r];
     auto k = sl.kind[s];
@@ -514,7 +519,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   if (kernels.empty()) return;
   std::sort(busy.begin(), busy.end());
   std::sort(kernels.begin(), kernels.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;
+  model::Column<Span> merged;
   for (const auto& b : busy) {
     if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
     else merged.push_back(b);
@@ -559,7 +564,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
     // The device is idle at the return when no activity spans it; it ran dry
     // when the last one before it ended (or when the sync began, if later).
     auto it = std::upper_bound(merged.begin(), merged.end(), ret,
-                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+                               [](int64_t v, const Span& b) { return v < b.first; });
     int64_t dry = sl.ts[i];
     if (it != merged.begin()) {
       if (std::prev(it)->second > ret) continue;  // still busy with other work
@@ -584,7 +589,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   double device_busy = 0;
   for (const auto& win : c.windows) {
     auto it = std::upper_bound(merged.begin(), merged.end(), win.start,
-                               [](int64_t v, const std::pair<int64_t, int64_t>& b) { return v < b.first; });
+                               [](int64_t v, const Span& b) { return v < b.first; });
     if (it != merged.begin()) --it;
     for (; it != merged.end() && it->first < win.end; ++it)
       device_busy += static_cast<double>(std::max<int64_t>(0, std::min(it->second, win.end) - std::max(it->first, win.start)));

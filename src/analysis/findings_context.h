@@ -49,7 +49,7 @@ struct FindingsContext {
   size_t steps = 0;
   int64_t total_step_ns = 0;
   double step_ns = 0;  // mean
-  std::shared_ptr<const std::vector<int64_t>> self;  // SharedSelfTimes(t)
+  std::shared_ptr<const model::Column<int64_t>> self;  // SharedSelfTimes(t)
   // The measured steps' time by part (analysis/step_breakdown.h): what a rule
   // may claim of its part.
   StepBreakdowns breakdown;

@@ -118,7 +118,7 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
   out.mode = t.ops_mode;
   const auto& s = t.slices;
   auto self_times = SharedSelfTimes(t);
-  const std::vector<int64_t>& self = *self_times;
+  const model::Column<int64_t>& self = *self_times;
 
   // Outermost estimated ops carry the FLOP/byte totals.
   std::vector<bool> counted_cost(t.ops.size(), false);

@@ -183,7 +183,7 @@ struct Union {
   bool any = false;
 };
 template <typename Pred>
-Union MergedLength(const std::vector<GpuWork>& w, Pred keep) {
+Union MergedLength(const model::Column<GpuWork>& w, Pred keep) {
   Union u;
   int64_t gs = 0, ge = 0;
   for (const GpuWork& x : w) {
@@ -270,7 +270,7 @@ std::vector<OverlapState> KernelTypeTable(const GpuGroup& g) {
     int bit;
     int delta;
   };
-  std::vector<Edge> edges;
+  model::Column<Edge> edges;
   const WorkType types[3] = {WorkType::kCompute, WorkType::kCommunication, WorkType::kMemory};
   for (int k = 0; k < 3; ++k) {
     int64_t gs = 0, ge = 0;
@@ -381,7 +381,7 @@ std::vector<CounterSeriesOut> QueueLengthSeries(const model::Trace& t, const Gpu
     int64_t ts;
     int delta;
   };
-  std::map<int64_t, std::vector<Point>> by_stream;
+  std::map<int64_t, model::Column<Point>> by_stream;  // columns: spill past the memory budget
   for (const GpuWork& w : g.work) {
     if (w.launch_slice == model::kNone) continue;
     if (opt.hta_compat) {

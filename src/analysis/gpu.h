@@ -44,7 +44,7 @@ struct GpuGroup {
   int64_t rank = -1;
   int32_t device = model::kNone;  // kNone: every device of the rank
   std::string label;              // "rank 0 GPU 1"
-  std::vector<GpuWork> work;      // sorted by (ts, slice)
+  model::Column<GpuWork> work;    // sorted by (ts, slice); a column: spills past the memory budget
 };
 
 struct GpuWorkSet {

@@ -109,7 +109,7 @@ class StepIndex {
 struct Builder {
   const model::Trace& t;
   const RooflineResult& roofline;
-  std::shared_ptr<const std::vector<int64_t>> self;  // SharedSelfTimes
+  std::shared_ptr<const model::Column<int64_t>> self;  // SharedSelfTimes
   TrackMemory memory;
   LayersSummary out;
   std::vector<std::vector<int64_t>> roof_ns;  // per row, per roof

@@ -11,7 +11,7 @@ namespace strata::analysis {
 std::vector<OpStats> Ops(const model::Trace& t, const AnalysisOptions&) {
   const auto& s = t.slices;
   auto self_times = SharedSelfTimes(t);
-  const std::vector<int64_t>& self = *self_times;
+  const model::Column<int64_t>& self = *self_times;
   std::unordered_map<model::StringId, OpStats> by;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s.kind[i] != model::SliceKind::kOp) continue;

@@ -37,7 +37,7 @@ int32_t PieceAt(const std::vector<ReplayPiece>& ps, int64_t at) {
 // Launch latencies (device start - launch call start) of the tasks whose queue
 // was free when they were launched; their median stands for the others.
 struct Latencies {
-  std::vector<int64_t> of_row;  // per device row, -1 unknown
+  model::Column<int64_t> of_row;  // per device row, -1 unknown
   int64_t typical = 0;
 };
 

@@ -483,10 +483,10 @@ class Builder {
   const model::Trace& t_;
   RooflineOptions opt_;
   RooflineResult r_;
-  std::vector<int32_t> est_of_;  // slice -> index into est_, -1 none
+  model::Column<int32_t> est_of_;  // slice -> index into est_, -1 none
   std::unordered_map<CostKey, Estimate, CostKeyHash> cost_of_;  // (flops -1: no estimate)
   std::vector<Estimate> est_;
-  std::vector<int32_t> outer_;
+  model::Column<int32_t> outer_;
   std::vector<Kernel> kernels_;
   std::map<int32_t, int64_t> op_gpu_time_;
   int32_t device_ = 0;

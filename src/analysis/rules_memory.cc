@@ -249,7 +249,7 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out) {
   // A pageable copy's call stages the bytes through the driver's buffer: the
   // host is in the call for about as long as the copy runs, and the path goes
   // through the call rather than the copy.
-  std::vector<uint8_t> staging(c.t.slices.size(), 0);
+  model::Column<uint8_t> staging(c.t.slices.size(), 0);
   for (size_t r = 0; r < c.t.device.size(); ++r)
     if (c.t.device.pinned[r] == 0 && c.t.device.launch[r] != model::kNone &&
         c.t.slices.kind[c.t.device.slice[r]] == model::SliceKind::kMemcpy)

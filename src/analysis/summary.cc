@@ -49,9 +49,9 @@ TraceOverview Overview(const model::Trace& t) {
   return o;
 }
 
-std::vector<int64_t> SelfTimes(const model::Trace& t) {
+model::Column<int64_t> SelfTimes(const model::Trace& t) {
   const auto& s = t.slices;
-  std::vector<int64_t> self(s.dur.begin(), s.dur.end());
+  model::Column<int64_t> self(s.dur.span());
   for (size_t i = 0; i < s.size(); ++i) {
     int32_t p = s.parent[i];
     if (p != model::kNone) self[static_cast<size_t>(p)] = SatSub(self[static_cast<size_t>(p)], s.dur[i]);
@@ -60,9 +60,9 @@ std::vector<int64_t> SelfTimes(const model::Trace& t) {
   return self;
 }
 
-std::shared_ptr<const std::vector<int64_t>> SharedSelfTimes(const model::Trace& t) {
-  using Ptr = std::shared_ptr<const std::vector<int64_t>>;
-  auto compute = [&t]() -> Ptr { return std::make_shared<const std::vector<int64_t>>(SelfTimes(t)); };
+std::shared_ptr<const model::Column<int64_t>> SharedSelfTimes(const model::Trace& t) {
+  using Ptr = std::shared_ptr<const model::Column<int64_t>>;
+  auto compute = [&t]() -> Ptr { return std::make_shared<const model::Column<int64_t>>(SelfTimes(t)); };
   Memo* memo = Memo::Of(t);
   return memo ? memo->Get<Ptr>("self_times", compute) : compute();
 }
@@ -70,7 +70,7 @@ std::shared_ptr<const std::vector<int64_t>> SharedSelfTimes(const model::Trace& 
 std::vector<SpanStats> SpanTable(const model::Trace& t) {
   const auto& s = t.slices;
   auto self_times = SharedSelfTimes(t);
-  const std::vector<int64_t>& self = *self_times;
+  const model::Column<int64_t>& self = *self_times;
   std::map<std::pair<int, model::StringId>, SpanStats> by;
   for (size_t i = 0; i < s.size(); ++i) {
     // Device activity (whatever its kind, e.g. an OpenCL map) has its own tables; steps have theirs.

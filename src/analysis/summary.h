@@ -44,11 +44,12 @@ struct SpanStats {
 // Host-side slices (not device activity) grouped by (kind, name), sorted by total time.
 std::vector<SpanStats> SpanTable(const model::Trace& t);
 // Self time of every slice (dur minus the durations of its direct children).
-std::vector<int64_t> SelfTimes(const model::Trace& t);
+// A column: on a large trace it spills past the memory budget (model/column.h).
+model::Column<int64_t> SelfTimes(const model::Trace& t);
 // The same, computed once per trace while a Memo lives and shared by the
 // analyses that ask (a report's sections, the findings): one array of a
 // slice's size instead of one per analysis.
-std::shared_ptr<const std::vector<int64_t>> SharedSelfTimes(const model::Trace& t);
+std::shared_ptr<const model::Column<int64_t>> SharedSelfTimes(const model::Trace& t);
 
 struct Distribution {
   uint64_t count = 0;

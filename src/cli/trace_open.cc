@@ -1,5 +1,7 @@
 // Every command that reads a trace opens it through its index.
 #include <cstdio>
+#include <filesystem>
+#include <string>
 
 #include "cli/commands.h"
 #include "index/open_trace.h"
@@ -15,6 +17,13 @@ StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const import
   if (!use.rejected.empty())
     std::fprintf(stderr, "strata: %s; imported the trace again%s\n", use.rejected.c_str(),
                  use.written ? " and replaced the index" : "");
+  // The analyses' own large arrays (a value per slice) spill past the same
+  // budget as the import's columns, beside the index, for the rest of the
+  // command: a report of a trace larger than memory stays in the budget.
+  if (t.ok() && !use.path.empty()) {
+    std::string dir = std::filesystem::path(use.path).parent_path().string();
+    model::SetColumnSpill(dir.empty() ? "." : dir, io.column_budget_bytes);
+  }
   return t;
 }
 
