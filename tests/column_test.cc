@@ -1,6 +1,10 @@
 // model::Column: a vector's behaviour over owned rows, views that copy
 // themselves on their first change (and say so), and columns that spill to
 // files past the memory budget with the same rows.
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <numeric>
@@ -90,6 +94,36 @@ TEST(Column, PastTheBudgetLargeColumnsSpillToFilesWithTheSameRows) {
   Column<int64_t> after;
   for (size_t i = 0; i < n; ++i) after.push_back(1);
   EXPECT_FALSE(after.is_spilled());  // spilling ended with the scope
+}
+
+// A spilled column whose file cannot grow (a full disk: here a file-size
+// limit) goes back to the heap with its rows, rather than failing.
+// In a child process (a file-size limit): grows a column past it; exits 0 when
+// the column spilled, came back to the heap, and kept every row.
+[[noreturn]] void GrowPastAFullDisk(const std::string& dir) {
+  std::signal(SIGXFSZ, SIG_IGN);  // past the limit: EFBIG instead of the signal
+  rlimit lim{};
+  lim.rlim_cur = lim.rlim_max = 4u << 20;
+  ::setrlimit(RLIMIT_FSIZE, &lim);
+  ScopedColumnSpill spill(dir, 1u << 20);
+  Column<int64_t> big;
+  const size_t n = 2u << 20;  // 16 MiB: spills at 1 MiB, cannot pass 4 MiB in a file
+  bool was_spilled = false;
+  for (size_t i = 0; i < n; ++i) {
+    big.push_back(static_cast<int64_t>(i));
+    was_spilled = was_spilled || big.is_spilled();
+  }
+  bool rows_ok = big.size() == n;
+  for (size_t i = 0; rows_ok && i < n; ++i) rows_ok = big[i] == static_cast<int64_t>(i);
+  std::exit(was_spilled && !big.is_spilled() && rows_ok ? 0 : 1);
+}
+
+// A spilled column whose file cannot grow (a full disk: here a file-size
+// limit) goes back to the heap with its rows, rather than failing.
+TEST(ColumnDeathTest, ASpilledColumnThatCannotGrowMovesBackToTheHeap) {
+  std::string dir = testing::TempDir("column_spill_full");
+  std::filesystem::create_directories(dir);
+  EXPECT_EXIT(GrowPastAFullDisk(dir), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
+#include <new>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -388,6 +389,11 @@ int main(int argc, char** argv) {
     return e.get_exit_code();  // a command finished with this code
   } catch (const CLI::ParseError& e) {
     return UsageError(app, cmd, e, args);
+  } catch (const std::bad_alloc&) {
+    // Memory (or, for spilled columns, the disk beside the index) ran out.
+    PrintError("out of memory; a lower STRATA_INDEX_BUDGET_MB keeps more of a large trace's columns in files "
+               "beside its index (which need free disk space there)");
+    return 1;
   }
   if (app.get_subcommands().empty()) {
     std::fputs(app.help().c_str(), stdout);

@@ -143,7 +143,21 @@ void* Grow(void* old, size_t old_bytes, size_t keep, size_t bytes, bool* spill) 
     *spill = false;
     return nullptr;
   }
-  if (*spill) return SpillGrow(old, old_bytes, bytes);
+  if (*spill) {
+    try {
+      return SpillGrow(old, old_bytes, bytes);
+    } catch (const std::bad_alloc&) {
+      // The disk beside the index is full (or the mapping failed): the
+      // column goes back to the heap rather than failing the command.
+      void* p = std::malloc(bytes);
+      if (p == nullptr) throw;
+      if (keep) std::memcpy(p, old, keep);
+      Free(old, old_bytes, true);
+      *spill = false;
+      s.heap_bytes.fetch_add(bytes, std::memory_order_relaxed);
+      return p;
+    }
+  }
   // On the heap: move to a file when this column is large and the heap's
   // columns would pass the budget.
   size_t budget = s.budget.load(std::memory_order_relaxed);
