@@ -31,11 +31,13 @@ struct Header {
   uint64_t key_hi;
   uint64_t key_lo;
   uint64_t payload_size;
-  uint64_t payload_hash;
+  uint64_t model_hash;  // XXH3 of the model's section: [end of the header, lod_offset)
   uint64_t lod_offset;  // where the levels of detail start (from the file's start)
-  uint64_t stat_sig;  // StatSignature::hash of the trace's files (not in the payload's hash)
+  uint64_t stat_sig;    // StatSignature::hash of the trace's files (in no section's hash)
+  uint64_t lod_hash;    // XXH3 of the levels of detail: [lod_offset, end of file)
+  uint64_t reserved;
 };
-static_assert(sizeof(Header) == 64);
+static_assert(sizeof(Header) == 80);
 
 template <class T>
 struct IsVector : std::false_type {};
@@ -129,11 +131,19 @@ class Writer {
     Align();
     return offset_ + written_ + buf_.size();
   }
-  // Flushes; returns errno of the first failed write, or 0.
-  int Finish(uint64_t* size, uint64_t* hash) {
+  // Ends a section (each has its own checksum, so that a reader checks only
+  // what it reads): the hash of the bytes since the last section ended.
+  uint64_t EndSection() {
     Flush();
+    uint64_t h = state_ ? XXH3_64bits_digest(state_) : 0;
+    if (state_) XXH3_64bits_reset(state_);
+    return h;
+  }
+  // Flushes; returns errno of the first failed write, or 0. `hash`: the last
+  // section's.
+  int Finish(uint64_t* size, uint64_t* hash) {
+    *hash = EndSection();
     *size = written_;
-    *hash = state_ ? XXH3_64bits_digest(state_) : 0;
     return state_ ? err_ : ENOMEM;
   }
 
@@ -358,8 +368,9 @@ Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentK
     Writer w(fd, sizeof(Header));
     w(const_cast<model::Trace&>(t));
     h.lod_offset = w.Offset();
+    h.model_hash = w.EndSection();
     w(const_cast<LodTable&>(lod));
-    err = w.Finish(&h.payload_size, &h.payload_hash);
+    err = w.Finish(&h.payload_size, &h.lod_hash);
   }
   if (err == 0 && ::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) err = errno ? errno : EIO;
   if (::close(fd) != 0 && err == 0) err = errno;
@@ -387,10 +398,13 @@ StatusOr<model::Trace> Parse(const uint8_t* p, size_t n, const ContentKey* key, 
     return Err(StatusCode::kUnsupported, "{}: built from other content or by another strata build", what);
   if (h.payload_size != n - sizeof h)
     return Err(StatusCode::kCorrupt, "{}: truncated index ({} of {} bytes)", what, n - sizeof h, h.payload_size);
-  if (verify_hash && XXH3_64bits(p + sizeof h, n - sizeof h) != h.payload_hash)
-    return Err(StatusCode::kCorrupt, "{}: damaged index (checksum mismatch)", what);
   if (h.lod_offset < sizeof h || h.lod_offset > n)
     return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
+  // Only the section read is checked: a viewer opening the levels of detail
+  // of a large index does not hash its model.
+  if (verify_hash && (lod == nullptr ? XXH3_64bits(p + sizeof h, h.lod_offset - sizeof h) != h.model_hash
+                                     : XXH3_64bits(p + h.lod_offset, n - h.lod_offset) != h.lod_hash))
+    return Err(StatusCode::kCorrupt, "{}: damaged index (checksum mismatch)", what);
   model::Trace t;
   if (lod == nullptr) {
     Reader r(p + sizeof h, h.lod_offset - sizeof h, sizeof h, owner);

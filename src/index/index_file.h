@@ -2,15 +2,16 @@
 // of its importer, stored so that the next command maps it instead of
 // importing the trace again.
 //
-// Layout: a 64-byte header (magic "STRATAIX", format version, the content key
+// Layout: an 80-byte header (magic "STRATAIX", format version, the content key
 // and the file-system signature of the trace it was built from, the payload's
-// size and XXH3 hash), then the
-// payload: every table column as a count and its raw little-endian rows,
-// 8-byte aligned, in the order the model declares them (model/columns.h), and
-// the model's other members field by field; then the levels of detail
-// (lod.h), at an offset the header gives, so a viewer reads them alone. Reading checks the magic, the
-// version, the key, the size and the hash before it trusts a byte: a truncated,
-// damaged or stale index is refused with the reason, never half-read.
+// size, and an XXH3 hash of each section), then the model's section: every
+// table column as a count and its raw little-endian rows, 8-byte aligned, in
+// the order the model declares them (model/columns.h), and the model's other
+// members field by field; then the levels of detail (lod.h), at an offset the
+// header gives, so a viewer reads (and hashes) them alone. Reading checks the
+// magic, the version, the key, the size and the hash of the section it reads
+// before it trusts a byte: a truncated, damaged or stale index is refused with
+// the reason, never half-read.
 #pragma once
 
 #include <string>
@@ -29,7 +30,7 @@ namespace strata::index {
 Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
                       const std::string& path);
 
-// An index's header alone (64 bytes read): what it was built from.
+// An index's header alone (80 bytes read): what it was built from.
 struct IndexHeader {
   ContentKey key;
   StatSignature sig;  // settled only if it was when written (or updated since)
