@@ -67,7 +67,9 @@ void ExpectSameThroughIndex(const std::string& path, const IndexOptions& io) {
   EXPECT_EQ(ReportJson(*built), want);
   // Read in place: the model's columns are views of the mapped index, and no
   // analysis of the report changes (and so copies) one.
-  if (read->slices.size() > 0) EXPECT_TRUE(read->slices.ts.is_view());
+  if (read->slices.size() > 0) {
+    EXPECT_TRUE(read->slices.ts.is_view());
+  }
   uint64_t copied = model::GetColumnStats().copied.load();
   std::string got = ReportJson(*read);
   EXPECT_EQ(model::GetColumnStats().copied.load(), copied) << "the report copied columns of the mapped index";
@@ -148,6 +150,17 @@ TEST(TraceIndex, ChangedTraceIsIndexedAgain) {
 
 // Builds the index of a copy of a small trace, damages it with `harm`, and
 // expects the next open to reject it, import again and replace it.
+// Flips the bits of one byte of a file (damage a checksum must catch).
+void FlipByte(const std::string& path, std::streamoff at) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(at);
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5a);
+  f.seekp(at);
+  f.write(&c, 1);
+}
+
 void ExpectDamageDetected(const std::string& name, const std::function<void(const std::string&)>& harm,
                           const std::string& reason) {
   std::string p = CopyOfSmallTrace(name, kAlexnet);
@@ -217,15 +230,7 @@ TEST(TraceIndex, SettledTraceIsCheckedBySignatureAndAnEditIsNot) {
 
 TEST(TraceIndex, DamagedIndexIsRebuilt) {
   ExpectDamageDetected("index_damaged", [](const std::string& ix) {
-    std::fstream f(ix, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(0, std::ios::end);
-    auto mid = static_cast<std::streamoff>(f.tellg()) / 2;
-    f.seekg(mid);
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x5a);
-    f.seekp(mid);
-    f.write(&c, 1);
+    FlipByte(ix, static_cast<std::streamoff>(fs::file_size(ix)) / 2);
   }, "checksum");
 }
 
@@ -380,24 +385,15 @@ TEST(TraceIndex, EachSectionIsCheckedByItsReader) {
   ASSERT_TRUE(index::OpenTrace(p, {}, IndexOptions{}, &u).ok());
   auto h = index::ReadIndexHeader(u.path);
   ASSERT_TRUE(h.ok());
-  auto flip = [](const std::string& ix, std::streamoff at) {
-    std::fstream f(ix, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(at);
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ 0x5a);
-    f.seekp(at);
-    f.write(&c, 1);
-  };
   const auto size = static_cast<std::streamoff>(fs::file_size(u.path));
-  flip(u.path, size - 9);  // inside the levels of detail (the last section)
+  FlipByte(u.path, size - 9);  // inside the levels of detail (the last section)
   auto lod = index::ReadIndexLod(u.path, h->key);
   ASSERT_FALSE(lod.ok());
   EXPECT_NE(lod.status().message().find("checksum"), std::string::npos) << lod.status().message();
   EXPECT_TRUE(index::ReadIndexFile(u.path, h->key).ok());
-  flip(u.path, size - 9);  // undone
+  FlipByte(u.path, size - 9);  // undone
   ASSERT_TRUE(index::ReadIndexLod(u.path, h->key).ok());
-  flip(u.path, 200);  // inside the model
+  FlipByte(u.path, 200);  // inside the model
   auto model = index::ReadIndexFile(u.path, h->key);
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.status().message().find("checksum"), std::string::npos) << model.status().message();

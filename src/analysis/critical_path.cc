@@ -472,22 +472,26 @@ std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const Critical
     out.push_back(w.Run(kNone, t.start_ns(), t.end_ns(), best));
     return out;
   }
-  size_t n = std::min(steps.size(), std::max<size_t>(1, std::min(opt.max_steps, opt.max_walked)));
+  std::vector<size_t> chosen = EvenlySpread(steps.size(), std::max<size_t>(1, std::min(opt.max_steps, opt.max_walked)));
   std::vector<std::pair<int64_t, int64_t>> walked;
-  for (size_t k = 0; k < n; ++k) {
-    uint32_t i = steps[k * steps.size() / n];
-    walked.emplace_back(t.slices.ts[i], t.slices.end(i));
-  }
+  for (size_t k : chosen) walked.emplace_back(t.slices.ts[steps[k]], t.slices.end(steps[k]));
   Walker w(t, opt, Ranges(std::move(walked)));
-  out.resize(n);
-  base::ParallelFor(n, [&](size_t k) {
-    uint32_t i = steps[k * steps.size() / n];
+  out.resize(chosen.size());
+  base::ParallelFor(chosen.size(), [&](size_t k) {
+    uint32_t i = steps[chosen[k]];
     out[k] = w.Run(static_cast<int32_t>(i), t.slices.ts[i], t.slices.end(i), t.slices.track[i]);
   });
   return out;
 }
 
 }  // namespace
+
+std::vector<size_t> EvenlySpread(size_t total, size_t n) {
+  n = std::min(total, n);
+  std::vector<size_t> out(n);
+  for (size_t k = 0; k < n; ++k) out[k] = k * total / n;
+  return out;
+}
 
 std::vector<uint32_t> StepSlicesByTime(const model::Trace& t) {
   std::vector<uint32_t> steps;
@@ -508,11 +512,11 @@ std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const Critica
       "critical_paths/" + std::to_string(opt.queue_gap_ns) + "/" + std::to_string(opt.max_walked),
                                                         [&] { return ComputePaths(t, all); });
   if (paths.empty() || paths[0].step_slice == kNone) return paths;  // (the whole trace as one window)
-  size_t n = std::min(paths.size(), std::max<size_t>(1, opt.max_steps));
-  if (n == paths.size()) return paths;
+  std::vector<size_t> chosen = EvenlySpread(paths.size(), std::max<size_t>(1, opt.max_steps));
+  if (chosen.size() == paths.size()) return paths;
   std::vector<StepCriticalPath> out;
-  out.reserve(n);
-  for (size_t k = 0; k < n; ++k) out.push_back(paths[k * paths.size() / n]);
+  out.reserve(chosen.size());
+  for (size_t k : chosen) out.push_back(paths[k]);
   return out;
 }
 

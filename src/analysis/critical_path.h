@@ -84,6 +84,11 @@ struct CriticalPathOptions {
 // there are none).
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt = {});
 
+// Which `n` of `total` items an evenly spread choice takes (all when n >=
+// total), in order: item k * total / n for k in [0, n). Every consumer of the
+// walked steps makes its choice through this, so that they agree.
+std::vector<size_t> EvenlySpread(size_t total, size_t n);
+
 // The trace's step slices in time order: the windows CriticalPaths walks (all
 // of them when max_steps allows), in the order it returns their paths.
 std::vector<uint32_t> StepSlicesByTime(const model::Trace& t);

@@ -32,7 +32,7 @@ Side Measure(const model::Trace& t, const DiffOptions& opt) {
   paths.erase(paths.begin(), paths.begin() + static_cast<ptrdiff_t>(skip));
   if (paths.size() > opt.max_steps) {
     std::vector<StepCriticalPath> sampled;
-    for (size_t k = 0; k < opt.max_steps; ++k) sampled.push_back(std::move(paths[k * paths.size() / opt.max_steps]));
+    for (size_t k : EvenlySpread(paths.size(), opt.max_steps)) sampled.push_back(std::move(paths[k]));
     paths.swap(sampled);
   }
   s.steps = paths.size();
