@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "index/index_file.h"
 #include "index/lod.h"
 #include "index/open_trace.h"
+#include "index/results_file.h"
 #include "report/report.h"
 #include "testing.h"
 
@@ -448,6 +450,94 @@ TEST(TraceIndex, IndexCommandBuildsChecksAndRefuses) {
   EXPECT_EQ(refused.exit_code, 3);
   EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
   EXPECT_FALSE(fs::exists(bad + ".strata-index"));
+}
+
+// The results kept beside an index (index/results_file.h): `strata index`
+// stores the default report, `strata report` prints a stored answer without
+// the analyses (a planted answer shows it was served), asks again for other
+// options, and never trusts a damaged result or one of other content.
+size_t CountResults(const std::string& index_path) {
+  size_t n = 0;
+  const std::string prefix = fs::path(index_path).filename().string() + ".result-";
+  for (const auto& e : fs::directory_iterator(fs::path(index_path).parent_path()))
+    n += e.path().filename().string().starts_with(prefix);
+  return n;
+}
+
+// The question a result file answers (its header: 8-byte magic, version,
+// reserved, the key's two words, then the question's size; the question
+// follows the 56-byte header).
+std::string QuestionOf(const std::string& result) {
+  std::ifstream f(result, std::ios::binary);
+  std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  if (b.size() < 56) return "";
+  std::memcpy(&n, b.data() + 32, sizeof n);
+  return n <= b.size() - 56 ? b.substr(56, n) : "";
+}
+
+TEST(TraceIndex, ReportsAreStoredBesideTheIndexAndServedAgain) {
+  std::string p = CopyOfSmallTrace("index_results", kAlexnet);
+  if (p.empty()) GTEST_SKIP() << "no shared external data";
+  ::sleep(3);  // settled: current by its signature
+  const std::string bin = testing::StrataBin(), ix = p + ".strata-index";
+  std::map<std::string, std::string> env = {{"STRATA_INDEX", ""}};
+  auto direct = testing::RunCommand({bin, "report", p}, {{"STRATA_INDEX", "off"}});
+  auto direct_json = testing::RunCommand({bin, "report", "--json", p}, {{"STRATA_INDEX", "off"}});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  auto built = testing::RunCommand({bin, "index", p}, env);
+  ASSERT_EQ(built.exit_code, 0) << built.err;
+  EXPECT_NE(built.out.find("default report stored"), std::string::npos) << built.out;
+  EXPECT_EQ(CountResults(ix), 2u) << "the text and the JSON";
+  auto again = testing::RunCommand({bin, "index", p}, env);
+  EXPECT_EQ(again.out.find("default report stored"), std::string::npos) << "stored twice: " << again.out;
+  EXPECT_EQ(testing::RunCommand({bin, "report", p}, env).out, direct.out);
+  EXPECT_EQ(testing::RunCommand({bin, "report", "--json", p}, env).out, direct_json.out);
+  EXPECT_EQ(CountResults(ix), 2u);
+
+  // A planted answer to the text question is what the report prints: served
+  // from the store, not computed.
+  auto h = index::ReadIndexHeader(ix);
+  ASSERT_TRUE(h.ok());
+  std::string text_result, question;
+  for (const auto& e : fs::directory_iterator(fs::path(ix).parent_path())) {
+    std::string q = QuestionOf(e.path().string());
+    if (q.find("format=text\n") != std::string::npos) text_result = e.path().string(), question = q;
+  }
+  ASSERT_FALSE(question.empty());
+  EXPECT_EQ(text_result, index::ResultPath(ix, question));
+  ASSERT_TRUE(index::WriteResult(ix, h->key, question, "planted\n").ok());
+  EXPECT_EQ(testing::RunCommand({bin, "report", p}, env).out, "planted\n");
+  // Other options are another question.
+  auto top5 = testing::RunCommand({bin, "report", "--top", "5", p}, env);
+  EXPECT_NE(top5.out, "planted\n");
+  EXPECT_EQ(top5.out, testing::RunCommand({bin, "report", "--top", "5", p}, {{"STRATA_INDEX", "off"}}).out);
+  EXPECT_EQ(CountResults(ix), 3u);
+  // Damaged: not used, computed again and stored whole.
+  FlipByte(text_result, static_cast<std::streamoff>(fs::file_size(text_result) - 3));
+  EXPECT_EQ(testing::RunCommand({bin, "report", p}, env).out, direct.out);
+  EXPECT_EQ(QuestionOf(text_result), question);
+  EXPECT_TRUE(index::ReadResult(ix, h->key, question).ok());
+  // Another build's or another content's key: not used.
+  EXPECT_FALSE(index::ReadResult(ix, index::ContentKey{h->key.hi ^ 1, h->key.lo}, question).ok());
+  // At most kMaxResults kept per index.
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(index::WriteResult(ix, h->key, question + std::to_string(i), "x").ok());
+  EXPECT_EQ(CountResults(ix), index::kMaxResults);
+  // A rebuilt index keeps none of the old results.
+  auto rebuilt = testing::RunCommand({bin, "index", "--rebuild", "--no-report", p}, env);
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.err;
+  EXPECT_EQ(CountResults(ix), 0u);
+  // The trace replaced: an answer planted for the old content is not served.
+  ASSERT_TRUE(testing::RunCommand({bin, "report", p}, env).exit_code == 0);
+  h = index::ReadIndexHeader(ix);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(index::WriteResult(ix, h->key, question, "planted\n").ok());
+  fs::copy_file(ExternalDataDir() + "/" + kTriton, p, fs::copy_options::overwrite_existing);
+  ::sleep(3);
+  auto other = testing::RunCommand({bin, "report", p}, env);
+  EXPECT_NE(other.out, "planted\n");
+  EXPECT_EQ(other.out, testing::RunCommand({bin, "report", p}, {{"STRATA_INDEX", "off"}}).out);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "importers/load_options.h"
+#include "index/open_trace.h"
 #include "model/trace.h"
 
 namespace strata::cli {
@@ -66,7 +67,12 @@ int WriteStdout(const std::string& contents);
 // Opens a trace as every command does: through its index (index/open_trace.h),
 // built on the first open. STRATA_INDEX=off imports the trace directly,
 // STRATA_INDEX=rebuild imports it and replaces the index.
-StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo = {});
+// The index options every command opens traces with: STRATA_INDEX's, and the
+// cache directory for indexes of read-only traces.
+index::IndexOptions IndexOptionsForCommand();
+// `use`: what was read or written (the index's path and key), when asked.
+StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo = {},
+                                           index::IndexUse* use = nullptr);
 
 // A trace that could not be loaded: prints the reason, returns kExitBadInput.
 int BadInput(const std::string& message);

@@ -1,5 +1,7 @@
 // `strata report TRACE [--json|--html FILE] [--full] [--top N] [-o FILE]`
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "importers/load.h"
+#include "report/stored_report.h"
 #include "report/html_report.h"
 #include "report/report.h"
 #include "report/sweep_report.h"
@@ -21,13 +24,13 @@ struct ReportArgs {
   bool json = false;
   std::string html;
   std::string output;
-  size_t top = 20;
+  size_t top = report::DefaultReportOptions().top;
   bool full = false;
   bool what_if = false;
   bool force = false;
   bool hta = false;
   double batch_size = 0;
-  double kernel_wait_us = 30;
+  double kernel_wait_us = static_cast<double>(report::DefaultReportOptions().analysis.kernel_wait_threshold_ns) / 1000;
   std::string flamegraph;
 };
 
@@ -52,22 +55,7 @@ int RunSweepReport(const ReportArgs& a, const std::string& sweep_json) {
   return WriteOutput(a.output, out, a.force);
 }
 
-int RunReport(const ReportArgs& a) {
-  // Refuse before the (long) analysis rather than after it.
-  for (const std::string* p : {&a.html, &a.output, &a.flamegraph})
-    if (int rc = CheckOutputPath(*p, a.force); rc != kExitOk) return rc;
-  // A sweep directory (strata sweep) reports its summary.
-  std::string sweep_json = JoinPath(a.trace, "sweep.json");
-  if (IsDirectory(a.trace) && PathExists(sweep_json)) return RunSweepReport(a, sweep_json);
-  importers::LoadOptions lo;
-  lo.progress = true;  // drawn only on a terminal
-  auto trace = OpenTraceForCommand(a.trace, lo);
-  if (!trace.ok()) return BadInput(trace.status().message());
-  if (!a.flamegraph.empty()) {
-    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);
-    if (rc != kExitOk) return rc;
-    if (a.flamegraph == "-") return kExitOk;
-  }
+report::ReportOptions OptionsOf(const ReportArgs& a) {
   report::ReportOptions opt;
   opt.top = a.top;
   opt.full = a.full;
@@ -75,26 +63,67 @@ int RunReport(const ReportArgs& a) {
   opt.analysis.hta_compat = a.hta;
   opt.analysis.batch_size = a.batch_size;
   opt.analysis.kernel_wait_threshold_ns = static_cast<int64_t>(a.kernel_wait_us * 1000);
+  return opt;
+}
+
+int RunReport(const ReportArgs& a) {
+  // Refuse before the (long) analysis rather than after it.
+  for (const std::string* p : {&a.html, &a.output, &a.flamegraph})
+    if (int rc = CheckOutputPath(*p, a.force); rc != kExitOk) return rc;
+  // A sweep directory (strata sweep) reports its summary.
+  std::string sweep_json = JoinPath(a.trace, "sweep.json");
+  if (IsDirectory(a.trace) && PathExists(sweep_json)) return RunSweepReport(a, sweep_json);
+  const report::ReportOptions opt = OptionsOf(a);
+  // What is asked: the HTML file, and the text or JSON unless only the HTML is.
+  std::vector<report::ReportFormat> asked;
+  if (!a.html.empty()) asked.push_back(report::ReportFormat::kHtml);
+  if (a.html.empty() || a.json) asked.push_back(a.json ? report::ReportFormat::kJson : report::ReportFormat::kText);
+  auto write = [&](report::ReportFormat f, const std::string& answer) {
+    if (f == report::ReportFormat::kHtml) return WriteHtml(a.html, answer, a.force);
+    return WriteOutput(a.output, answer, a.force);
+  };
+  // Asked before, of the same trace with the same options: the stored answers
+  // (all of them, or the analyses run). (Not with --flamegraph, which reads
+  // the samples.)
+  auto answer_stored = [&](const std::function<std::optional<std::string>(report::ReportFormat)>& lookup) {
+    if (!a.flamegraph.empty()) return false;
+    std::vector<std::string> stored;
+    for (report::ReportFormat f : asked) {
+      auto s = lookup(f);
+      if (!s) return false;
+      stored.push_back(std::move(*s));
+    }
+    for (size_t i = 0; i < asked.size(); ++i)
+      if (int rc = write(asked[i], stored[i]); rc != kExitOk) throw CLI::RuntimeError(rc);
+    return true;
+  };
+  // A trace current by its signature: without opening the model.
+  if (answer_stored([&](report::ReportFormat f) { return report::StoredReport(a.trace, IndexOptionsForCommand(), opt, f); })) return kExitOk;
+  importers::LoadOptions lo;
+  lo.progress = true;  // drawn only on a terminal
+  index::IndexUse use;
+  auto trace = OpenTraceForCommand(a.trace, lo, &use);
+  if (!trace.ok()) return BadInput(trace.status().message());
+  // An index found current by the trace's content (its signature was not
+  // settled yet): its stored answers are as good.
+  if (use.read && answer_stored([&](report::ReportFormat f) { return report::StoredReport(use, a.trace, opt, f); })) return kExitOk;
+  if (!a.flamegraph.empty()) {
+    int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);
+    if (rc != kExitOk) return rc;
+    if (a.flamegraph == "-") return kExitOk;
+  }
   // The model and the report are left for the OS to reclaim at exit: freeing
   // millions of rows one by one would only delay the exit.
   auto* t = new model::Trace(std::move(trace).value());
   ProgressBar bar("analysing", true, /*bytes=*/false);  // drawn only on a terminal
   auto* rep = new report::Report(*t, opt, [&bar](size_t done, size_t total) { bar.Update(done, total); });
-  report::Report& r = *rep;
   bar.Finish();
-  if (!a.html.empty()) {
-    int rc = WriteHtml(a.html, report::RenderHtml(r.Json(), "strata report: " + a.trace), a.force);
-    if (rc != kExitOk || !a.json) return rc;
+  for (report::ReportFormat f : asked) {
+    std::string answer = report::RenderReport(*rep, a.trace, f);
+    report::StoreReport(use, a.trace, opt, f, answer);
+    if (int rc = write(f, answer); rc != kExitOk) return rc;
   }
-  std::string s;
-  if (a.json) {
-    // Names come from traced programs (thread names, Python frames) and may be
-    // any bytes: invalid UTF-8 is replaced rather than aborting the report.
-    s = r.Json().dump(2, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace) + "\n";
-  } else {
-    s = r.Text();
-  }
-  return WriteOutput(a.output, s, a.force);
+  return kExitOk;
 }
 
 }  // namespace

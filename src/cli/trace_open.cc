@@ -8,10 +8,17 @@
 
 namespace strata::cli {
 
-StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo) {
+index::IndexOptions IndexOptionsForCommand() {
   index::IndexOptions io = index::IndexOptionsFromEnv();
   io.cache_dir = CacheDir();
-  index::IndexUse use;
+  return io;
+}
+
+StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const importers::LoadOptions& lo,
+                                           index::IndexUse* out) {
+  index::IndexOptions io = IndexOptionsForCommand();
+  index::IndexUse local;
+  index::IndexUse& use = out ? *out : local;
   auto t = index::OpenTrace(path, lo, io, &use);
   // A damaged index is worth a line: something wrote over it, or a disk lost it.
   if (!use.rejected.empty())

@@ -19,6 +19,7 @@
 #include "importers/load.h"
 #include "index/content_key.h"
 #include "index/index_file.h"
+#include "index/results_file.h"
 
 namespace strata::index {
 namespace {
@@ -74,7 +75,10 @@ void PruneCache(const std::string& dir, uint64_t budget) {
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
   for (size_t i = 0; i + 1 < entries.size() && total > budget; ++i) {  // never the newest
-    if (::unlink(entries[i].path.c_str()) == 0) total -= entries[i].size;
+    if (::unlink(entries[i].path.c_str()) == 0) {
+      total -= entries[i].size;
+      RemoveResults(entries[i].path);
+    }
   }
 }
 
@@ -113,6 +117,25 @@ std::string BesideIndexPath(const std::string& trace) {
   return t + kIndexSuffix;
 }
 
+StatusOr<CurrentIndex> FindCurrentIndex(const std::string& trace, const IndexOptions& io) {
+  if (io.mode != IndexOptions::Mode::kUse && io.mode != IndexOptions::Mode::kCheck)
+    return Status(StatusCode::kNotFound, "indexes are not read");
+  struct stat st;
+  if (::stat(trace.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
+    return Status(StatusCode::kNotFound, "not a trace");
+  if (S_ISDIR(st.st_mode) && DirectoryLocked(trace)) return Status(StatusCode::kNotFound, "still being recorded");
+  auto sig = StatSignatureOf(trace);
+  if (!sig.ok() || !sig->settled) return Status(StatusCode::kNotFound, "no settled signature");
+  std::vector<std::string> candidates;
+  if (io.beside) candidates.push_back(BesideIndexPath(trace));
+  if (std::string cached = CachePath(io, trace); !cached.empty()) candidates.push_back(cached);
+  for (const std::string& p : candidates) {
+    auto h = ReadIndexHeader(p);
+    if (h.ok() && h->sig.settled && h->sig.hash == sig->hash) return CurrentIndex{p, h->key};
+  }
+  return Status(StatusCode::kNotFound, "no index current by signature");
+}
+
 StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadOptions& lo, const IndexOptions& io,
                                  IndexUse* use) {
   IndexUse local;
@@ -143,11 +166,12 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     }
     return &*key;
   };
-  auto found = [&](StatusOr<model::Trace>& t, const std::string& p) {
+  auto found = [&](StatusOr<model::Trace>& t, const std::string& p, const ContentKey& k) {
     if (p == cached) Touch(p);  // recently used: kept by the cache's pruning
     t->path = path;
     u.read = true;
     u.path = p;
+    u.key = k;
   };
   if (io.mode == IndexOptions::Mode::kUse || io.mode == IndexOptions::Mode::kCheck) {
     // Unchanged files by their signature: the index's own key is the trace's.
@@ -156,7 +180,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       if (!h.ok() || !h->sig.settled || !sig->settled || h->sig.hash != sig->hash) continue;
       auto t = ReadIndexFile(p, h->key);
       if (t.ok()) {
-        found(t, p);
+        found(t, p, h->key);
         u.by_signature = true;
         return t;
       }
@@ -168,7 +192,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       auto t = ReadIndexFile(p, *key);
       if (t.ok()) {
         if (sig->settled) (void)UpdateIndexSignature(p, *sig);
-        found(t, p);
+        found(t, p, *key);
         return t;
       }
       if (t.status().code() == StatusCode::kCorrupt) u.rejected = t.status().message();
@@ -203,6 +227,8 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     if (w.ok()) {
       u.written = true;
       u.path = target;
+      u.key = *key;
+      RemoveResults(target);  // computed from the index replaced
       if (target == cached) PruneCache(Parent(cached), kCacheBudgetBytes);
       // The analyses read the index in place, as every later command will:
       // the imported model (its heap, its spilled columns) is given back.

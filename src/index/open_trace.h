@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "importers/load_options.h"
+#include "index/content_key.h"
 #include "model/trace.h"
 
 namespace strata::index {
@@ -53,6 +54,7 @@ struct IndexUse {
   bool by_signature = false;  // ... trusted by the trace's file-system signature, without hashing its content
   bool written = false;  // an index was written
   std::string path;      // the index read or written
+  ContentKey key;        // ... and its key (valid when path is set)
   // Why an index found was not used ("damaged (checksum mismatch)"), when it
   // was damaged or truncated rather than merely stale; empty otherwise.
   std::string rejected;
@@ -64,6 +66,19 @@ IndexOptions IndexOptionsFromEnv();
 
 // Where the index of `trace` goes beside it (inside a directory, next to a file).
 std::string BesideIndexPath(const std::string& trace);
+
+// The index of `trace` when one is current by the trace's file-system
+// signature alone (no trace byte and no model read: an 80-byte header), with
+// its key (what results_file.h stores results under); kNotFound otherwise (no
+// index, the trace changed or its signature is not settled yet, another build
+// made it, or `io` turns indexes off or asks for a rebuild). Stored results are
+// looked up through this; a trace not current by signature is opened the
+// usual way (OpenTrace), which settles its signature for the next time.
+struct CurrentIndex {
+  std::string path;
+  ContentKey key;
+};
+StatusOr<CurrentIndex> FindCurrentIndex(const std::string& trace, const IndexOptions& io);
 
 StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadOptions& lo,
                                  const IndexOptions& io, IndexUse* use = nullptr);
