@@ -11,6 +11,7 @@ PACKAGES=(
   # libraries strata builds against
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libisal-dev libbabeltrace2-dev libxxhash-dev
+  libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy python3-pip sqlite3
   liblttng-ust-dev lttng-tools chromium

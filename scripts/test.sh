@@ -44,6 +44,15 @@ if [ "${STRATA_SKIP_ORT:-0}" != "1" ] && ! "$ORT_VENV/bin/python" -c "import onn
     echo "strata: could not install ONNX Runtime into $ORT_VENV; its tests will be skipped" >&2
 fi
 export STRATA_ORT_PYTHON="$ORT_VENV/bin/python"
+# Playwright for Python (the browser tests of `strata view`, ctest ui_view_browser,
+# drive Debian's Chromium with it; about 200 MB, reused).
+UI_VENV="${STRATA_UI_VENV:-$HOME/.cache/strata/venv-ui}"
+if [ "${STRATA_SKIP_UI:-0}" != "1" ] && ! "$UI_VENV/bin/python" -c "import playwright.sync_api" 2>/dev/null; then
+  echo "== Playwright in $UI_VENV (once)"
+  { python3 -m venv "$UI_VENV" && "$UI_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "playwright==1.65.2"; } ||
+    echo "strata: could not install Playwright into $UI_VENV; the browser tests will be skipped" >&2
+fi
+export STRATA_UI_PYTHON="$UI_VENV/bin/python"
 start=$(date +%s)
 # Each step's time, so that a slow CI run says which part grew.
 step_start=$start

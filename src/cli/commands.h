@@ -21,6 +21,7 @@ void AddDiffCommand(CLI::App& app);
 void AddExportCommand(CLI::App& app);
 void AddFlamegraphCommand(CLI::App& app);  // flamegraph_cmd.cc
 void AddIndexCommand(CLI::App& app);       // index_cmd.cc
+void AddViewCommand(CLI::App& app);        // view_cmd.cc
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {

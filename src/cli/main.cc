@@ -339,6 +339,7 @@ int main(int argc, char** argv) {
   AddExportCommand(app);
   AddFlamegraphCommand(app);
   AddIndexCommand(app);
+  AddViewCommand(app);
   DescribeRecord(app);
   for (CLI::App* sub : app.get_subcommands({})) sub->group("Commands");
   SetCommandHelp(&app, "strata COMMAND [OPTIONS] [ARGS...]",
@@ -346,6 +347,7 @@ int main(int argc, char** argv) {
                  "  strata report strata-20261122-101500     summarize a trace (text; --json, --html)\n"
                  "  strata report trace.pt.trace.json.gz     the same for a PyTorch-profiler trace\n"
                  "  strata export TRACE -f perfetto          convert for ui.perfetto.dev (or chrome-json, sqlite)\n"
+                 "  strata view TRACE                        the web UI: main view, timeline, analyses\n"
                  "\nRun 'strata COMMAND --help' for a command's options and examples.");
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);

@@ -98,7 +98,8 @@ int RunReport(const ReportArgs& a) {
     return true;
   };
   // A trace current by its signature: without opening the model.
-  if (answer_stored([&](report::ReportFormat f) { return report::StoredReport(a.trace, IndexOptionsForCommand(), opt, f); })) return kExitOk;
+  const index::IndexOptions io = IndexOptionsForCommand();
+  if (answer_stored([&](report::ReportFormat f) { return report::StoredReport(a.trace, io, opt, f); })) return kExitOk;
   importers::LoadOptions lo;
   lo.progress = true;  // drawn only on a terminal
   index::IndexUse use;
@@ -106,7 +107,8 @@ int RunReport(const ReportArgs& a) {
   if (!trace.ok()) return BadInput(trace.status().message());
   // An index found current by the trace's content (its signature was not
   // settled yet): its stored answers are as good.
-  if (use.read && answer_stored([&](report::ReportFormat f) { return report::StoredReport(use, a.trace, opt, f); })) return kExitOk;
+  if (use.read && answer_stored([&](report::ReportFormat f) { return report::StoredReport(use, a.trace, opt, f); }))
+    return kExitOk;
   if (!a.flamegraph.empty()) {
     int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);
     if (rc != kExitOk) return rc;

@@ -12,8 +12,6 @@
 #include "report/section.h"
 
 namespace strata::report {
-namespace {
-
 using nlohmann::json;
 
 // --skip-steps and --batch-size of `strata record`, from the manifest; `strata
@@ -30,6 +28,8 @@ analysis::FrameworkOptions FrameworkOptionsFor(const model::Trace& t, const Repo
     o.batch_size = opt["batch_size"].get<int64_t>();
   return o;
 }
+
+namespace {
 
 std::string ThreadLabel(const model::Trace& t, uint32_t track) {
   if (track >= t.tracks.size()) return "?";

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/framework.h"
 #include "analysis/options.h"
 #include "model/trace.h"
 
@@ -42,6 +43,10 @@ class Section {
   // Adds this section's keys to the report object.
   virtual void RenderJson(nlohmann::json& root, const ReportOptions& opt) const = 0;
 };
+
+// The step options a trace was recorded with (`strata record --skip-steps
+// --batch-size`, from its manifest), `ro`'s batch size overriding.
+analysis::FrameworkOptions FrameworkOptionsFor(const model::Trace& t, const ReportOptions& ro);
 
 // The sections of `strata report`, in display order.
 std::vector<std::unique_ptr<Section>> MakeSections();

@@ -1,0 +1,94 @@
+// `strata view TRACE... [--port N] [--bind ADDR]`: serves the web UI and the
+// REST API (src/server/) for the traces named, until interrupted.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "base/files.h"
+#include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "server/api.h"
+#include "server/http_server.h"
+
+namespace strata::cli {
+namespace {
+
+struct ViewArgs {
+  std::vector<std::string> traces;
+  std::string bind = "127.0.0.1";
+  int port = 8177;
+  std::string token;
+};
+
+int RunView(const ViewArgs& a) {
+  for (const std::string& t : a.traces)
+    if (!PathExists(t)) return BadInput(t + ": no such trace");
+  server::ServerOptions so;
+  so.host = a.bind;
+  so.port = a.port;
+  so.token = a.token;
+  // Anything but loopback is reachable by others: a token on every request.
+  if (!server::IsLoopback(so.host) && so.token.empty()) so.token = server::RandomToken();
+  server::Api api(a.traces, IndexOptionsForCommand());
+  server::HttpServer http(api, so);
+  // SIGINT and SIGTERM are taken by this thread (sigwait) to stop the server
+  // cleanly; the server's threads, started after, inherit the mask.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto port = http.Bind();
+  if (!port.ok()) {
+    PrintError(port.status().message());
+    return kExitOutput;
+  }
+  std::string host = so.host.find(':') != std::string::npos && so.host.front() != '[' ? "[" + so.host + "]" : so.host;
+  std::printf("strata view: %zu trace%s at http://%s:%d/%s\n", a.traces.size(), a.traces.size() == 1 ? "" : "s",
+              host.c_str(), *port, so.token.empty() ? "" : ("?token=" + so.token).c_str());
+  std::printf("(Ctrl-C stops it)\n");
+  std::fflush(stdout);
+  std::thread server([&http] { http.Run(); });
+  // Open (and index) the traces now rather than on the page's first request.
+  std::thread warm([&api, n = a.traces.size()] {
+    for (size_t i = 0; i < n; ++i) (void)api.Handle("GET", "/api/v1/traces/" + std::to_string(i), {});
+  });
+  int sig = 0;
+  sigwait(&stop, &sig);
+  http.Stop();
+  server.join();
+  warm.detach();  // (an import under way ends with the process)
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddViewCommand(CLI::App& app) {
+  auto args = std::make_shared<ViewArgs>();
+  CLI::App* cmd = app.add_subcommand("view", "Open traces in the web UI: a local server for the main view, the "
+                                             "timeline and the analyses, and the REST API under /api/v1");
+  cmd->add_option("traces", args->traces, "trace directories or files (strata, PyTorch-profiler JSON, XSpace, LTTng)")
+      ->required();
+  cmd->add_option("--port", args->port, "Port to listen on (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->add_option("--bind", args->bind,
+                  "Address to listen on; any address but loopback requires a token on every request (printed)")
+      ->capture_default_str();
+  cmd->add_option("--token", args->token, "The token requests must carry (default: none on loopback, else random)");
+  SetCommandHelp(cmd, "strata view [OPTIONS] TRACE...",
+                 "  strata view mytrace                      open http://127.0.0.1:8177/ in a browser\n"
+                 "  strata view --port 0 run1 run2           two traces, any free port\n"
+                 "  strata view --bind 0.0.0.0 mytrace       reachable from other machines, with a token\n"
+                 "  curl 127.0.0.1:8177/api/v1/traces/0/steps   the REST API (docs/api/openapi.yaml)");
+  cmd->callback([args]() { throw CLI::RuntimeError(RunView(*args)); });
+}
+
+}  // namespace strata::cli

@@ -1,0 +1,381 @@
+#include "server/api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/framework.h"
+#include "index/index_file.h"
+#include "index/results_file.h"
+#include "report/stored_report.h"
+
+namespace strata::server {
+namespace {
+
+using nlohmann::json;
+
+ApiResponse Error(int status, const std::string& message) {
+  return {status, json{{"error", message}}.dump() + "\n"};
+}
+
+ApiResponse Ok(const json& j) {
+  // Names come from traced programs and may be any bytes.
+  return {200, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
+}
+
+// "/api/v1/traces/0/slices" -> {"api", "v1", "traces", "0", "slices"}
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// A whole decimal number (optionally negative), nothing else.
+template <class T>
+bool ParseNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+// Query parameter `name` as a number: absent gives `def`; present and not a
+// number, or outside [lo, hi], is an error message.
+template <class T>
+std::string Param(const std::multimap<std::string, std::string>& params, const char* name, T def, T lo, T hi,
+                  T* out) {
+  auto it = params.find(name);
+  if (it == params.end()) {
+    *out = def;
+    return "";
+  }
+  if (!ParseNumber(it->second, out)) return std::string("parameter ") + name + " is not a whole number";
+  if (*out < lo || *out > hi) return std::string("parameter ") + name + " is out of range";
+  return "";
+}
+
+const char* TrackKindName(model::TrackKind k) {
+  switch (k) {
+    case model::TrackKind::kThread:
+      return "thread";
+    case model::TrackKind::kDeviceQueue:
+      return "device_queue";
+    case model::TrackKind::kCpu:
+      return "cpu";
+  }
+  return "other";
+}
+
+}  // namespace
+
+struct Api::Served {
+  std::string path;
+  std::once_flag opened;
+  Status status = OkStatus();
+  std::unique_ptr<model::Trace> trace;
+  index::IndexUse use;
+  index::LodTable lod;
+  int64_t start_ns = 0, end_ns = 0;  // the trace's (a pass over every slice: found once)
+  std::mutex analysis_mu;  // one analysis of the trace at a time (they share its Memo)
+  std::string summary;     // the report's JSON, once computed or read
+  std::string steps;
+};
+
+Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
+  for (std::string& p : traces) {
+    traces_.push_back(std::make_unique<Served>());
+    traces_.back()->path = std::move(p);
+  }
+}
+
+Api::~Api() = default;
+
+void Api::AddOpened(std::string name, model::Trace t) {
+  traces_.push_back(std::make_unique<Served>());
+  Served& s = *traces_.back();
+  s.path = std::move(name);
+  std::call_once(s.opened, [&] {
+    s.trace = std::make_unique<model::Trace>(std::move(t));
+    s.lod = index::BuildLod(*s.trace);
+    s.start_ns = s.trace->start_ns();
+    s.end_ns = s.trace->end_ns();
+  });
+}
+
+Api::Served* Api::Open(size_t id, ApiResponse* error) {
+  if (id >= traces_.size()) {
+    *error = Error(404, "no such trace");
+    return nullptr;
+  }
+  Served& s = *traces_[id];
+  std::call_once(s.opened, [&] {
+    auto t = index::OpenTrace(s.path, {}, io_, &s.use);
+    if (!t.ok()) {
+      s.status = t.status();
+      return;
+    }
+    s.trace = std::make_unique<model::Trace>(std::move(t).value());
+    // The levels of detail stored in the index; built here when the trace
+    // could not be indexed.
+    auto lod = s.use.path.empty() ? StatusOr<index::LodTable>(Status(StatusCode::kNotFound, ""))
+                                  : index::ReadIndexLod(s.use.path, s.use.key);
+    s.lod = lod.ok() ? std::move(lod).value() : index::BuildLod(*s.trace);
+    s.start_ns = s.trace->start_ns();
+    s.end_ns = s.trace->end_ns();
+  });
+  if (!s.status.ok()) {
+    *error = Error(422, s.path + ": " + s.status.message());
+    return nullptr;
+  }
+  return &s;
+}
+
+ApiResponse Api::Handle(std::string_view method, std::string_view path,
+                        const std::multimap<std::string, std::string>& params) {
+  try {
+    if (method != "GET") return Error(405, "only GET");
+    auto seg = Segments(path);
+    if (seg.size() < 3 || seg[0] != "api" || seg[1] != "v1") return Error(404, "no such endpoint");
+    if (seg[2] != "traces") return Error(404, "no such endpoint");
+    if (seg.size() == 3) return Traces();
+    size_t id = 0;
+    if (!ParseNumber(seg[3], &id)) return Error(404, "no such trace");
+    ApiResponse err;
+    Served* s = Open(id, &err);
+    if (!s) return err;
+    if (seg.size() == 4) return TraceInfo(*s);
+    if (seg.size() == 5 && seg[4] == "summary") return Summary(*s);
+    if (seg.size() == 5 && seg[4] == "steps") return Steps(*s);
+    if (seg.size() == 5 && seg[4] == "viewport") return Viewport(*s, params);
+    if (seg.size() == 5 && seg[4] == "slices") return Slices(*s, params);
+    if (seg.size() == 6 && seg[4] == "slices") return Slice(*s, seg[5]);
+    return Error(404, "no such endpoint");
+  } catch (const std::bad_alloc&) {
+    return Error(503, "out of memory");
+  } catch (const std::exception& e) {
+    return Error(500, e.what());
+  }
+}
+
+ApiResponse Api::Traces() {
+  json list = json::array();
+  for (size_t i = 0; i < traces_.size(); ++i) list.push_back({{"id", i}, {"path", traces_[i]->path}});
+  return Ok({{"traces", list}});
+}
+
+ApiResponse Api::TraceInfo(Served& s) {
+  const model::Trace& t = *s.trace;
+  json procs = json::array();
+  for (size_t i = 0; i < t.processes.size(); ++i) {
+    const model::Process& p = t.processes[i];
+    procs.push_back({{"id", i},
+                     {"pid", p.pid},
+                     {"name", std::string(t.strings.Get(p.name))},
+                     {"cmdline", std::string(t.strings.Get(p.cmdline))},
+                     {"rank", p.rank},
+                     {"is_device", p.is_device}});
+  }
+  json tracks = json::array();
+  for (size_t i = 0; i < t.tracks.size(); ++i) {
+    const model::Track& k = t.tracks[i];
+    size_t slices = i < t.track_slices.size() ? t.track_slices[i].second - t.track_slices[i].first : 0;
+    tracks.push_back({{"id", i},
+                      {"kind", TrackKindName(k.kind)},
+                      {"process", k.process == model::kNoProcess ? json(nullptr) : json(k.process)},
+                      {"tid", k.tid},
+                      {"name", std::string(t.strings.Get(k.name))},
+                      {"device", k.device},
+                      {"slices", slices}});
+  }
+  return Ok({{"path", s.path},
+             {"source", t.source},
+             {"start_ns", s.start_ns},
+             {"end_ns", s.end_ns},
+             {"slices", t.slices.size()},
+             {"device_activities", t.device.size()},
+             {"events_read", t.events_read},
+             {"events_lost", t.events_lost},
+             {"indexed", !s.use.path.empty()},
+             {"processes", procs},
+             {"tracks", tracks}});
+}
+
+ApiResponse Api::Summary(Served& s) {
+  std::lock_guard lock(s.analysis_mu);
+  if (s.summary.empty()) {
+    const report::ReportOptions opt = report::DefaultReportOptions();
+    auto stored = report::StoredReport(s.use, s.path, opt, report::ReportFormat::kJson);
+    if (stored) {
+      s.summary = std::move(*stored);
+    } else {
+      report::Report r(*s.trace, opt);
+      s.summary = report::RenderReport(r, s.path, report::ReportFormat::kJson);
+      report::StoreReport(s.use, s.path, opt, report::ReportFormat::kJson, s.summary);
+    }
+  }
+  return {200, s.summary};
+}
+
+ApiResponse Api::Steps(Served& s) {
+  std::lock_guard lock(s.analysis_mu);
+  if (!s.steps.empty()) return {200, s.steps};
+  // Kept beside the index like a report (a pass over every slice on a large trace).
+  const std::string question = "strata view/1\nsteps\ntrace=" + s.path + "\n";
+  if (!s.use.path.empty())
+    if (auto stored = index::ReadResult(s.use.path, s.use.key, question); stored.ok()) s.steps = std::move(*stored);
+  if (!s.steps.empty()) return {200, s.steps};
+  const model::Trace& t = *s.trace;
+  analysis::TrainingSteps st = analysis::Training(t, report::FrameworkOptionsFor(t, report::ReportOptions{}));
+  json steps = json::array();
+  for (const analysis::TrainingStep& x : st.steps) {
+    json j = {{"number", x.number}, {"ts", x.ts}, {"dur", x.dur}, {"data_wait_ns", x.data_wait_ns},
+              {"samples", x.samples}};
+    if (x.slice != model::kNone) j["track"] = t.slices.track[static_cast<size_t>(x.slice)];
+    if (x.skipped) j["skipped"] = true;
+    if (x.partial) j["partial"] = true;
+    if (x.profiled) j["profiled"] = true;
+    steps.push_back(std::move(j));
+  }
+  const analysis::Distribution& d = st.duration;
+  s.steps = Ok({{"steps", steps},
+                {"counted", d.count},
+                {"duration_ns", {{"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90}, {"max", d.max}}},
+                {"samples_per_s", st.samples_per_s},
+                {"data_wait_pct", st.data_wait_pct}})
+                .body;
+  if (!s.use.path.empty()) (void)index::WriteResult(s.use.path, s.use.key, question, s.steps);
+  return {200, s.steps};
+}
+
+ApiResponse Api::Viewport(Served& s, const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  int64_t start = 0, end = 0;
+  int pixels = 0;
+  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
+  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
+  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
+  if (!e.empty()) return Error(400, e);
+  if (end <= start) return Error(400, "end must be after start");
+  // The lanes asked for ("tracks=0,3,4"), or all of them.
+  std::vector<uint32_t> tracks;
+  auto it = params.find("tracks");
+  if (it == params.end()) {
+    for (size_t i = 0; i < t.tracks.size() && i < kMaxViewportTracks; ++i) tracks.push_back(static_cast<uint32_t>(i));
+  } else {
+    std::string_view list = it->second;
+    size_t i = 0;
+    while (i <= list.size()) {
+      size_t j = list.find(',', i);
+      if (j == std::string_view::npos) j = list.size();
+      uint32_t id = 0;
+      if (!ParseNumber(list.substr(i, j - i), &id) || id >= t.tracks.size()) return Error(400, "no such track");
+      tracks.push_back(id);
+      if (tracks.size() > kMaxViewportTracks) return Error(400, "too many tracks");
+      i = j + 1;
+    }
+  }
+  int level = 0;
+  json lanes = json::array();
+  for (uint32_t k : tracks) {
+    json tiles = json::array();
+    for (const index::LodTile& x : index::QueryLod(s.lod, k, start, end, pixels, &level))
+      tiles.push_back({x.start, x.end, x.count, x.busy_ns});
+    lanes.push_back({{"track", k}, {"tiles", std::move(tiles)}});
+  }
+  return Ok({{"start", start}, {"end", end}, {"level", level}, {"tracks", std::move(lanes)}});
+}
+
+ApiResponse Api::Slices(Served& s, const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  uint32_t track = 0;
+  int64_t start = 0, end = 0;
+  size_t limit = 0;
+  std::string e = Param<uint32_t>(params, "track", UINT32_MAX, 0, UINT32_MAX, &track);
+  if (e.empty() && (track == UINT32_MAX || track >= t.tracks.size())) e = "parameter track names no track";
+  if (e.empty()) e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
+  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
+  if (e.empty()) e = Param<size_t>(params, "limit", 2000, 1, kMaxSlices, &limit);
+  if (!e.empty()) return Error(400, e);
+  if (end <= start) return Error(400, "end must be after start");
+  json out = json::array();
+  bool truncated = false;
+  if (track < t.track_slices.size()) {
+    auto [a, b] = t.track_slices[track];
+    const auto& sl = t.slices;
+    auto add = [&](size_t i) {
+      out.push_back({{"id", i},
+                     {"ts", sl.ts[i]},
+                     {"dur", sl.dur[i]},
+                     {"depth", sl.depth[i]},
+                     {"name", std::string(t.strings.Get(sl.name[i]))},
+                     {"kind", static_cast<int>(sl.kind[i])}});
+    };
+    // Those open at `start` (the chain of enclosing slices there), then those
+    // starting in the range, in time order.
+    std::vector<size_t> open;
+    for (int32_t i = t.SliceAt(track, start); i != model::kNone; i = sl.parent[static_cast<size_t>(i)])
+      if (sl.ts[static_cast<size_t>(i)] < start) open.push_back(static_cast<size_t>(i));
+    std::reverse(open.begin(), open.end());
+    for (size_t i : open) add(i);
+    size_t i = static_cast<size_t>(std::lower_bound(sl.ts.begin() + a, sl.ts.begin() + b, start) - sl.ts.begin());
+    for (; i < b && sl.ts[i] < end; ++i) {
+      if (out.size() >= limit) {
+        truncated = true;
+        break;
+      }
+      add(i);
+    }
+  }
+  return Ok({{"track", track}, {"slices", std::move(out)}, {"truncated", truncated}});
+}
+
+ApiResponse Api::Slice(Served& s, std::string_view id_text) {
+  const model::Trace& t = *s.trace;
+  size_t i = 0;
+  if (!ParseNumber(id_text, &i) || i >= t.slices.size()) return Error(404, "no such slice");
+  const auto& sl = t.slices;
+  json args = json::object();
+  auto it = std::lower_bound(t.args.slice.begin(), t.args.slice.end(), static_cast<uint32_t>(i));
+  for (size_t r = static_cast<size_t>(it - t.args.slice.begin()); r < t.args.size() && t.args.slice[r] == i; ++r) {
+    std::string key(t.strings.Get(t.args.key[r]));
+    if (t.args.str[r] != 0)
+      args[key] = std::string(t.strings.Get(t.args.str[r]));
+    else if (std::isfinite(t.args.num[r]))
+      args[key] = t.args.num[r];
+  }
+  json flows_in = json::array(), flows_out = json::array();
+  for (size_t f = 0; f < t.flows.size(); ++f) {
+    if (t.flows.to[f] == static_cast<int32_t>(i) && t.flows.from[f] != model::kNone) flows_in.push_back(t.flows.from[f]);
+    if (t.flows.from[f] == static_cast<int32_t>(i) && t.flows.to[f] != model::kNone) flows_out.push_back(t.flows.to[f]);
+    if (flows_in.size() + flows_out.size() > 64) break;
+  }
+  json j = {{"id", i},
+            {"name", std::string(t.strings.Get(sl.name[i]))},
+            {"ts", sl.ts[i]},
+            {"dur", sl.dur[i]},
+            {"track", sl.track[i]},
+            {"depth", sl.depth[i]},
+            {"parent", sl.parent[i] == model::kNone ? json(nullptr) : json(sl.parent[i])},
+            {"kind", static_cast<int>(sl.kind[i])},
+            {"arg", sl.arg[i]},
+            {"args", std::move(args)},
+            {"flows_in", std::move(flows_in)},
+            {"flows_out", std::move(flows_out)}};
+  if (i < t.device_row_of_slice.size() && t.device_row_of_slice[i] != model::kNone) {
+    size_t d = static_cast<size_t>(t.device_row_of_slice[i]);
+    j["device"] = {{"device", t.device.device[d]},     {"stream", t.device.stream[d]},
+                   {"correlation", t.device.correlation[d]}, {"launch", t.device.launch[d]},
+                   {"bytes", t.device.bytes[d]}};
+  }
+  return Ok(j);
+}
+
+}  // namespace strata::server

@@ -1,0 +1,62 @@
+// The REST API of `strata view` (/api/v1/...), apart from the HTTP transport
+// (http_server.h): a request is a method, a path and its query parameters, a
+// response a status and a JSON body. docs/api/openapi.yaml describes it.
+//
+// Only the traces named when the API was made can be read, by their number
+// on that list; a trace is opened (through its index, index/open_trace.h) on
+// the first request that needs it, and its levels of detail read from the
+// index, so a viewport query never touches raw events. Bad input (an unknown
+// path, a parameter that is not a number, a range out of bounds) is a 4xx
+// with {"error": "..."}, never an exception out of Handle.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "index/lod.h"
+#include "index/open_trace.h"
+#include "model/trace.h"
+
+namespace strata::server {
+
+struct ApiResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+// Bounds on what one request may ask for.
+inline constexpr int kMaxPixels = 16384;            // viewport width
+inline constexpr size_t kMaxViewportTracks = 4096;  // lanes per viewport query
+inline constexpr size_t kMaxSlices = 20000;         // slices per slices query
+
+class Api {
+ public:
+  // `traces`: paths as named on the command line; `io`: how they are opened.
+  Api(std::vector<std::string> traces, index::IndexOptions io);
+  ~Api();
+  // Serves a model already open (tests, the fuzz target) as the next trace.
+  void AddOpened(std::string name, model::Trace t);
+  ApiResponse Handle(std::string_view method, std::string_view path,
+                     const std::multimap<std::string, std::string>& params);
+
+ private:
+  struct Served;
+  Served* Open(size_t id, ApiResponse* error);
+  ApiResponse Traces();
+  ApiResponse TraceInfo(Served& s);
+  ApiResponse Summary(Served& s);
+  ApiResponse Steps(Served& s);
+  ApiResponse Viewport(Served& s, const std::multimap<std::string, std::string>& params);
+  ApiResponse Slices(Served& s, const std::multimap<std::string, std::string>& params);
+  ApiResponse Slice(Served& s, std::string_view id);
+
+  index::IndexOptions io_;
+  std::vector<std::unique_ptr<Served>> traces_;
+};
+
+}  // namespace strata::server

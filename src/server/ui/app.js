@@ -1,0 +1,374 @@
+// strata view: the main view (summary, findings, steps) and the timeline.
+// Every number comes from the REST API (/api/v1, docs/api/openapi.yaml); the
+// timeline asks the server for the visible range only (levels of detail when
+// zoomed out, slices when zoomed in) and never holds the whole trace.
+'use strict';
+
+const LABEL_W = 200, ROW_H = 14, LANE_PAD = 4, DETAIL_NS_PER_PX = 20000, MAX_ROWS = 12;
+const query = new URLSearchParams(location.search);
+const token = query.get('token');
+const S = window.strataState = {
+  traces: [], trace: 0, info: null, summary: null, steps: [], lanes: [], view: { start: 0, end: 1 },
+  tiles: {}, slices: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
+  drawnTiles: 0, drawnSlices: 0, error: null,
+};
+
+function api(path, params) {
+  const q = new URLSearchParams(params || {});
+  if (token) q.set('token', token);
+  const qs = q.toString();
+  return fetch('/api/v1/' + path + (qs ? '?' + qs : '')).then(async r => {
+    const body = await r.json();
+    if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
+    return body;
+  });
+}
+
+const $ = id => document.getElementById(id);
+function status(text) { $('status').textContent = text; }
+function fmtNs(ns) {
+  const a = Math.abs(ns);
+  if (a >= 1e9) return (ns / 1e9).toFixed(3) + ' s';
+  if (a >= 1e6) return (ns / 1e6).toFixed(2) + ' ms';
+  if (a >= 1e3) return (ns / 1e3).toFixed(2) + ' µs';
+  return Math.round(ns) + ' ns';
+}
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined) e.textContent = text;
+  if (cls) e.className = cls;
+  return e;
+}
+// The step breakdown's parts keep their colours from one trace to the next.
+const PART_COLORS = { compute: '#43a047', dispatch: '#8e24aa', python: '#fb8c00', copy: '#1e88e5', input: '#e53935',
+  allocation: '#6d4c41', sync: '#fdd835', io: '#00acc1', idle: '#bdbdbd', other: '#757575' };
+function partColor(k) { return PART_COLORS[k] || `hsl(${hue(k)},55%,60%)`; }
+function hue(name) {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return h % 360;
+}
+
+// --- main view ------------------------------------------------------------
+
+function renderSummary() {
+  const j = S.summary, head = $('headline');
+  head.replaceChildren();
+  const st = (j.framework && j.framework.steps) || {};
+  const steps = j.steps || {};
+  const rows = [];
+  if (st.count) {
+    rows.push(`${st.count} steps, mean ${fmtNs(st.mean_ns)}, p50 ${fmtNs(st.p50_ns)}, p90 ${fmtNs(st.p90_ns)}`);
+    if (st.samples_per_s) rows.push(`throughput ${st.samples_per_s.toFixed(1)} samples/s` +
+                                    (st.batch_size ? ` (batch ${st.batch_size})` : ''));
+  } else if (steps.count) {
+    rows.push(`${steps.count} steps`);
+  }
+  const devs = (j.gpu && j.gpu.devices) || [];
+  for (const d of devs) {
+    const busy = d.busy_pct !== undefined ? d.busy_pct : (d.utilization_pct !== undefined ? d.utilization_pct : null);
+    if (busy !== null) rows.push(`device ${d.device !== undefined ? d.device : ''}: busy ${Number(busy).toFixed(1)}%`);
+  }
+  if (j.trace) rows.push(`${j.trace.events} events over ${fmtNs(j.trace.duration_ns || 0)}`);
+  for (const r of rows) head.appendChild(el('div', r));
+  const list = $('findings');
+  list.replaceChildren();
+  for (const f of (j.findings || []).slice(0, 5)) {
+    const li = el('li');
+    li.appendChild(el('span', f.title + ' '));
+    if (f.estimated_gain_pct !== undefined) li.appendChild(el('span', `(est. gain ${f.estimated_gain_pct.toFixed(1)}%)`, 'gain'));
+    if (f.suggestion) li.appendChild(el('div', f.suggestion));
+    list.appendChild(li);
+  }
+  if (!list.children.length) list.appendChild(el('li', 'none'));
+  const bd = $('breakdown');
+  bd.replaceChildren();
+  const pct = (st.breakdown && st.breakdown.host_pct) || {};
+  const legend = el('div');
+  legend.id = 'legend';
+  for (const [k, v] of Object.entries(pct).sort((a, b) => b[1] - a[1])) {
+    if (v <= 0) continue;
+    const part = el('div');
+    part.style.width = v + '%';
+    part.style.background = partColor(k);
+    part.title = `${k} ${v.toFixed(1)}%`;
+    bd.appendChild(part);
+    const tag = el('span', `${k} ${v.toFixed(1)}%`);
+    tag.style.borderLeft = `10px solid ${partColor(k)}`;
+    legend.appendChild(tag);
+  }
+  bd.after(legend);
+}
+
+let stepSort = { key: 'number', desc: false };
+function renderSteps() {
+  const body = $('steps').tBodies[0];
+  body.replaceChildren();
+  const min = parseFloat($('step-filter').value) * 1e6 || 0;
+  const rows = S.steps.filter(s => s.dur >= min).sort((a, b) =>
+    (stepSort.desc ? -1 : 1) * ((a[stepSort.key] || 0) - (b[stepSort.key] || 0)));
+  for (const s of rows.slice(0, 5000)) {
+    const tr = el('tr');
+    tr.dataset.step = s.number;
+    for (const v of [s.number + (s.partial ? '*' : ''), fmtNs(s.dur), fmtNs(s.data_wait_ns), s.samples || ''])
+      tr.appendChild(el('td', String(v)));
+    tr.onclick = () => { const pad = s.dur * 0.02; setView(s.ts - pad, s.ts + s.dur + pad); };
+    body.appendChild(tr);
+  }
+}
+
+// --- timeline ---------------------------------------------------------------
+
+function buildLanes() {
+  const info = S.info, procs = info.processes;
+  const order = { thread: 0, device_queue: 1, cpu: 2 };
+  const lanes = info.tracks.filter(t => t.slices > 0).map(t => {
+    const p = t.process !== null ? procs[t.process] : null;
+    const owner = p ? `${(p.name || 'pid').split('/').pop()} ${p.pid}` : 'CPUs';
+    const what = t.kind === 'device_queue' ? `dev ${t.device} stream ${t.tid}` :
+                 t.kind === 'cpu' ? `cpu ${t.tid}` : `${t.name || 'tid'} ${t.tid}`;
+    return { track: t.id, label: `${owner} · ${what}`, kind: t.kind, process: t.process, y: 0, h: ROW_H + LANE_PAD };
+  });
+  lanes.sort((a, b) => ((a.process ?? 1e9) - (b.process ?? 1e9)) || (order[a.kind] - order[b.kind]) || (a.track - b.track));
+  S.lanes = lanes;
+}
+
+function layout() {
+  let y = 0;
+  for (const l of S.lanes) {
+    const sl = S.detail && S.slices[l.track];
+    const rows = sl && !sl.truncated ? Math.min(MAX_ROWS, 1 + sl.slices.reduce((m, s) => Math.max(m, s.depth), 0)) : 1;
+    l.y = y;
+    l.h = rows * ROW_H + LANE_PAD;
+    y += l.h;
+  }
+  const c = $('canvas'), wrap = $('lanes');
+  c.width = Math.max(300, wrap.clientWidth);
+  c.height = Math.max(wrap.clientHeight, y);
+}
+
+function plotWidth() { return Math.max(1, $('canvas').width - LABEL_W); }
+function xOf(ns) { return LABEL_W + (ns - S.view.start) / (S.view.end - S.view.start) * plotWidth(); }
+function nsOf(x) { return S.view.start + (x - LABEL_W) / plotWidth() * (S.view.end - S.view.start); }
+
+function draw() {
+  layout();
+  const c = $('canvas'), g = c.getContext('2d');
+  g.clearRect(0, 0, c.width, c.height);
+  g.font = '11px system-ui, sans-serif';
+  g.textBaseline = 'middle';
+  const q = S.search.toLowerCase();
+  let tiles = 0, slices = 0;
+  for (const l of S.lanes) {
+    g.fillStyle = l.track % 2 ? '#fafafa' : '#f0f0f0';
+    g.fillRect(LABEL_W, l.y, plotWidth(), l.h);
+    const sl = S.detail && S.slices[l.track];
+    if (sl && !sl.truncated) {
+      for (const s of sl.slices) {
+        if (s.depth >= MAX_ROWS) continue;
+        const x0 = Math.max(LABEL_W, xOf(s.ts)), x1 = Math.min(c.width, xOf(s.ts + s.dur));
+        const w = Math.max(1, x1 - x0), y = l.y + s.depth * ROW_H;
+        const hit = !q || s.name.toLowerCase().includes(q);
+        g.fillStyle = `hsla(${hue(s.name)},55%,${hit ? 62 : 88}%,1)`;
+        if (S.selected && S.selected.id === s.id) g.fillStyle = '#ff7043';
+        g.fillRect(x0, y + 1, w, ROW_H - 2);
+        if (w > 40) {
+          g.fillStyle = '#111';
+          g.save();
+          g.beginPath();
+          g.rect(x0, y, w, ROW_H);
+          g.clip();
+          g.fillText(s.name, x0 + 2, y + ROW_H / 2);
+          g.restore();
+        }
+        slices++;
+      }
+    } else {
+      const ts = S.tiles[l.track] || [];
+      for (const [a, b, n, busy] of ts) {
+        const x0 = Math.max(LABEL_W, xOf(a)), x1 = Math.min(c.width, xOf(b));
+        const density = b > a ? busy / (b - a) : 1;
+        g.fillStyle = `rgba(33,150,243,${0.25 + 0.75 * density})`;
+        g.fillRect(x0, l.y + 1, Math.max(1, x1 - x0), ROW_H - 2);
+        tiles++;
+      }
+    }
+    g.fillStyle = '#fff';
+    g.fillRect(0, l.y, LABEL_W, l.h);
+    g.fillStyle = '#333';
+    g.fillText(l.label.slice(0, 34), 4, l.y + ROW_H / 2);
+  }
+  // Step markers.
+  g.strokeStyle = 'rgba(183,28,28,0.6)';
+  g.setLineDash([3, 3]);
+  for (const s of S.steps) {
+    if (s.ts < S.view.start || s.ts > S.view.end) continue;
+    const x = Math.round(xOf(s.ts)) + 0.5;
+    g.beginPath();
+    g.moveTo(x, 0);
+    g.lineTo(x, c.height);
+    g.stroke();
+  }
+  g.setLineDash([]);
+  S.draws++;
+  S.drawnTiles = tiles;
+  S.drawnSlices = slices;
+  $('range').textContent = `${fmtNs(S.view.end - S.view.start)} shown` + (S.detail ? '' : ` (level ${S.level})`);
+}
+
+let fetchTimer = null, fetchSeq = 0;
+function scheduleFetch() {
+  clearTimeout(fetchTimer);
+  fetchTimer = setTimeout(fetchView, 40);
+}
+
+async function fetchView() {
+  const seq = ++fetchSeq, v = { ...S.view }, px = Math.round(plotWidth());
+  try {
+    const vp = await api(`traces/${S.trace}/viewport`, { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
+    if (seq !== fetchSeq) return;
+    S.tiles = {};
+    for (const l of vp.tracks) S.tiles[l.track] = l.tiles;
+    S.level = vp.level;
+    const detail = (v.end - v.start) / px <= DETAIL_NS_PER_PX;
+    const slices = {};
+    if (detail) {
+      const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
+      const visible = S.lanes.filter(l => l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64);
+      await Promise.all(visible.map(async l => {
+        slices[l.track] = await api(`traces/${S.trace}/slices`,
+                                    { track: l.track, start: Math.floor(v.start), end: Math.ceil(v.end), limit: 4000 });
+      }));
+      if (seq !== fetchSeq) return;
+    }
+    S.detail = detail;
+    S.slices = slices;
+    S.fetches++;
+    draw();
+  } catch (e) {
+    S.error = String(e);
+    status(String(e));
+  }
+}
+
+function setView(a, b) {
+  const lo = S.info.start_ns, hi = S.info.end_ns;
+  const span = Math.max(1000, Math.min(b - a, (hi - lo) * 1.1 || 1000));
+  a = Math.max(lo - span * 0.05, Math.min(a, hi - span * 0.5));
+  S.view = { start: a, end: a + span };
+  draw();
+  scheduleFetch();
+}
+
+function zoom(factor, atX) {
+  const at = atX === undefined ? (S.view.start + S.view.end) / 2 : nsOf(atX);
+  setView(at - (at - S.view.start) * factor, at + (S.view.end - at) * factor);
+}
+
+function hitSlice(x, y) {
+  const l = S.lanes.find(l => y >= l.y && y < l.y + l.h);
+  if (!l) return null;
+  const sl = S.detail && S.slices[l.track];
+  if (sl && !sl.truncated) {
+    const depth = Math.floor((y - l.y) / ROW_H), t = nsOf(x);
+    const px = (S.view.end - S.view.start) / plotWidth();
+    return { lane: l, slice: sl.slices.find(s => s.depth === depth && s.ts - px <= t && t <= s.ts + s.dur + px) };
+  }
+  const t = nsOf(x), px = (S.view.end - S.view.start) / plotWidth();
+  return { lane: l, tile: (S.tiles[l.track] || []).find(([a, b]) => a - px <= t && t <= b + px) };
+}
+
+async function select(hit) {
+  const d = $('details');
+  if (!hit) return;
+  if (hit.slice) {
+    S.selected = { id: hit.slice.id };
+    draw();
+    try {
+      const j = await api(`traces/${S.trace}/slices/${hit.slice.id}`);
+      S.selected = j;
+      d.textContent = `${j.name}\n  start ${fmtNs(j.ts - S.info.start_ns)} after the trace began, duration ${fmtNs(j.dur)}` +
+        `\n  track ${hit.lane.label}, depth ${j.depth}` +
+        (Object.keys(j.args).length ? '\n  args ' + JSON.stringify(j.args) : '') +
+        (j.device ? '\n  device ' + JSON.stringify(j.device) : '') +
+        (j.flows_in.length ? `\n  flows in from slices ${j.flows_in.join(', ')}` : '') +
+        (j.flows_out.length ? `\n  flows out to slices ${j.flows_out.join(', ')}` : '');
+    } catch (e) { d.textContent = String(e); }
+  } else if (hit.tile) {
+    const [a, b, n, busy] = hit.tile;
+    S.selected = { tile: hit.tile };
+    d.textContent = `${hit.lane.label}\n  ${n} slices merged from ${fmtNs(a - S.info.start_ns)} to ${fmtNs(b - S.info.start_ns)}` +
+      `, busy ${fmtNs(busy)} of ${fmtNs(b - a)}\n  (zoom in for the slices)`;
+  }
+}
+
+function wire() {
+  const c = $('canvas');
+  c.addEventListener('wheel', e => { e.preventDefault(); zoom(e.deltaY > 0 ? 1.25 : 0.8, e.offsetX); }, { passive: false });
+  let drag = null;
+  c.addEventListener('mousedown', e => { drag = { x: e.offsetX, start: S.view.start, end: S.view.end, moved: false }; });
+  window.addEventListener('mousemove', e => {
+    if (!drag) return;
+    const dx = e.offsetX - drag.x;
+    if (Math.abs(dx) > 2) drag.moved = true;
+    const dt = dx / plotWidth() * (drag.end - drag.start);
+    S.view = { start: drag.start - dt, end: drag.end - dt };
+    draw();
+  });
+  window.addEventListener('mouseup', e => {
+    if (!drag) return;
+    const moved = drag.moved;
+    drag = null;
+    if (moved) scheduleFetch();
+    else if (e.target === c) select(hitSlice(e.offsetX, e.offsetY));
+  });
+  $('zoom-in').onclick = () => zoom(0.5);
+  $('zoom-out').onclick = () => zoom(2);
+  $('zoom-all').onclick = () => setView(S.info.start_ns, S.info.end_ns);
+  $('search').oninput = e => { S.search = e.target.value; draw(); };
+  $('lanes').addEventListener('scroll', () => { if (S.detail) scheduleFetch(); });
+  window.addEventListener('resize', () => { draw(); scheduleFetch(); });
+  $('step-filter').oninput = renderSteps;
+  for (const th of document.querySelectorAll('#steps th'))
+    th.onclick = () => {
+      stepSort = { key: th.dataset.key, desc: stepSort.key === th.dataset.key ? !stepSort.desc : th.dataset.key === 'dur' };
+      renderSteps();
+    };
+  $('trace').onchange = e => load(Number(e.target.value));
+}
+
+async function load(id) {
+  S.trace = id;
+  S.summary = null;
+  status('opening…');
+  try {
+    S.info = await api(`traces/${id}`);
+    buildLanes();
+    S.view = { start: S.info.start_ns, end: Math.max(S.info.end_ns, S.info.start_ns + 1000) };
+    draw();
+    await fetchView();
+    status('analysing…');
+    const steps = api(`traces/${id}/steps`).then(j => { S.steps = j.steps; renderSteps(); draw(); });
+    const summary = api(`traces/${id}/summary`).then(j => { S.summary = j; renderSummary(); });
+    await Promise.all([steps, summary]);
+    status(`${S.info.path} (${S.info.source})`);
+  } catch (e) {
+    S.error = String(e);
+    status(String(e));
+  }
+}
+
+async function main() {
+  wire();
+  const j = await api('traces');
+  S.traces = j.traces;
+  for (const t of j.traces) {
+    const o = el('option', t.path);
+    o.value = t.id;
+    $('trace').appendChild(o);
+  }
+  const first = Math.min(Math.max(0, Number(query.get('trace')) || 0), j.traces.length - 1);
+  $('trace').value = first;
+  if (j.traces.length) await load(first);
+}
+main();

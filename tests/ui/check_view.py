@@ -1,0 +1,172 @@
+"""`strata view` in a real browser: Debian's Chromium driven by Playwright for
+Python (from PyPI, in a venv the test script makes).
+
+Records a real PyTorch training loop, serves it with `strata view --port 0`,
+opens the page, and checks what a user would see and do:
+  - the timeline draws one lane per track that has slices (page state and
+    the canvas's own pixels: not blank);
+  - the main view lists every step the API lists, with the summary's findings;
+  - clicking a step zooms the timeline to it; the mouse wheel zooms in (a
+    narrower range, fetched again), dragging pans;
+  - zoomed in far enough, slices are drawn and clicking one shows its
+    details (its name, from the API);
+  - the page raises no JavaScript error.
+A screenshot is left in --work for a person to look at.
+
+Exit 0 on success, 1 on a failure, 77 (skipped) without Chromium or Playwright.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        return json.loads(r.read())
+
+
+def main():
+    # The Python with Playwright: the venv scripts/test.sh makes, named by
+    # STRATA_UI_PYTHON (this script is started by ctest's python3).
+    ui = os.environ.get("STRATA_UI_PYTHON", "")
+    if ui and os.path.exists(ui) and os.path.abspath(ui) != os.path.abspath(sys.executable) \
+            and not os.environ.get("STRATA_UI_REEXEC"):
+        os.environ["STRATA_UI_REEXEC"] = "1"
+        os.execv(ui, [ui] + sys.argv)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strata", required=True)
+    ap.add_argument("--python", default="/usr/bin/python3", help="the Python that runs the recorded program")
+    ap.add_argument("--work", default="/tmp/strata-check-view")
+    a = ap.parse_args()
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("skipped: chromium is not installed")
+        return SKIP
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("skipped: playwright is not installed in this Python (scripts/test.sh makes a venv with it)")
+        return SKIP
+    os.makedirs(a.work, exist_ok=True)
+    trace = os.path.join(a.work, "trace")
+    program = os.path.join(HERE, "..", "workloads", "gan_two_optimizers.py")
+    r = subprocess.run([a.strata, "record", "-q", "--force", "-o", trace, "--", a.python, program,
+                        "--iters", "12", "--batch", "64"], capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        if "No module named" in r.stdout + r.stderr:
+            print("skipped: " + (r.stdout + r.stderr).strip().splitlines()[-1])
+            return SKIP
+        print(f"FAIL: record exited {r.returncode}: {r.stderr[-500:]}")
+        return 1
+    server = subprocess.Popen([a.strata, "view", "--port", "0", trace], stdout=subprocess.PIPE, text=True)
+    bad = []
+    try:
+        line = server.stdout.readline()
+        url = line.split(" at ", 1)[1].strip()
+        api = url.rstrip("/") + "/api/v1/traces/0"
+        info = get(api)
+        steps = get(api + "/steps")["steps"]
+        want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            page = browser.new_page(viewport={"width": 1400, "height": 800})
+            errors = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(url)
+            page.wait_for_function("() => window.strataState && strataState.fetches >= 1 && strataState.summary "
+                                   "&& strataState.steps.length > 0", timeout=120000)
+            st = page.evaluate("() => ({lanes: strataState.lanes.map(l => l.track), tiles: strataState.drawnTiles})")
+            if sorted(st["lanes"]) != want_lanes:
+                bad.append(f"lanes {sorted(st['lanes'])} != tracks with slices {want_lanes}")
+            if st["tiles"] <= 0:
+                bad.append("no tiles drawn")
+            # The canvas's own pixels: tiles are drawn in blue over grey lanes.
+            blue = page.evaluate("""() => { const c = document.getElementById('canvas');
+                const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+                for (let i = 0; i < d.length; i += 4) if (d[i + 2] > 200 && d[i] < 120) n++; return n; }""")
+            if blue < 500:
+                bad.append(f"the timeline looks blank ({blue} tile pixels)")
+            page.screenshot(path=os.path.join(a.work, "view.png"))
+            rows = page.locator("#steps tbody tr").count()
+            if rows != len(steps):
+                bad.append(f"main view lists {rows} steps, the API {len(steps)}")
+            if page.locator("#findings li").count() < 1:
+                bad.append("no findings list")
+            # Clicking a step zooms to it.
+            target = steps[len(steps) // 2]
+            page.locator(f"#steps tbody tr[data-step='{target['number']}']").click()
+            page.wait_for_function("n => strataState.fetches >= n", arg=2, timeout=30000)
+            v = page.evaluate("() => strataState.view")
+            if not (v["start"] <= target["ts"] and v["end"] >= target["ts"] + target["dur"]
+                    and v["end"] - v["start"] < 1.2 * target["dur"]):
+                bad.append(f"clicking step {target['number']} showed {v}, not the step")
+            # Wheel: zoom in around the middle until slices are drawn.
+            box = page.locator("#canvas").bounding_box()
+            page.mouse.move(box["x"] + 200 + (box["width"] - 200) / 2, box["y"] + 8)
+            before = v["end"] - v["start"]
+            for _ in range(30):
+                n = page.evaluate("() => strataState.fetches")
+                page.mouse.wheel(0, -120)
+                page.wait_for_function("n => strataState.fetches > n", arg=n, timeout=30000)
+                if page.evaluate("() => strataState.detail && strataState.drawnSlices > 0"):
+                    break
+            v2 = page.evaluate("() => strataState.view")
+            if not v2["end"] - v2["start"] < before / 2:
+                bad.append(f"the wheel did not zoom in: {before} -> {v2['end'] - v2['start']} ns")
+            if not page.evaluate("() => strataState.detail && strataState.drawnSlices > 0"):
+                bad.append("zoomed in, no slices drawn")
+            # Drag: pan to later times.
+            n = page.evaluate("() => strataState.fetches")
+            y = box["y"] + 8
+            page.mouse.move(box["x"] + 900, y)
+            page.mouse.down()
+            page.mouse.move(box["x"] + 700, y, steps=5)
+            page.mouse.up()
+            page.wait_for_function("n => strataState.fetches > n", arg=n, timeout=30000)
+            v3 = page.evaluate("() => strataState.view")
+            if not v3["start"] > v2["start"]:
+                bad.append(f"dragging left did not pan to later times: {v2['start']} -> {v3['start']}")
+            # Click the widest top-level slice drawn: its details appear.
+            hit = page.evaluate("""() => { let best = null;
+                for (const l of strataState.lanes) { const sl = strataState.slices[l.track]; if (!sl) continue;
+                  for (const s of sl.slices) { if (s.depth) continue;
+                    const x0 = Math.max(LABEL_W, xOf(s.ts)), x1 = Math.min(plotWidth() + LABEL_W, xOf(s.ts + s.dur));
+                    if (x1 - x0 > 3 && (!best || x1 - x0 > best.w)) best = {x: (x0 + x1) / 2, y: l.y + ROW_H / 2,
+                      w: x1 - x0, name: s.name, id: s.id}; } }
+                return best; }""")
+            if not hit:
+                bad.append("no slice wide enough to click")
+            else:
+                scroll = page.evaluate("() => document.getElementById('lanes').scrollTop")
+                page.mouse.click(box["x"] + hit["x"], box["y"] + hit["y"] - scroll)
+                page.wait_for_function("id => strataState.selected && strataState.selected.name !== undefined "
+                                       "&& strataState.selected.id === id", arg=hit["id"], timeout=30000)
+                details = page.locator("#details").inner_text()
+                if hit["name"] not in details:
+                    bad.append(f"clicked {hit['name']!r}; the details say {details[:200]!r}")
+            page.screenshot(path=os.path.join(a.work, "view-zoomed.png"))
+            if errors:
+                bad.append(f"JavaScript errors: {errors[:3]}")
+            browser.close()
+        print(f"view: {len(want_lanes)} lanes, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed; "
+              f"zoomed to {(v2['end'] - v2['start']) / 1e6:.3f} ms; screenshots in {a.work}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    for b in bad:
+        print("FAIL: " + b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,397 @@
+// `strata view`'s REST API (server/api.h) and HTTP server (server/http_server.h):
+// every endpoint against the model it serves, bad input of every kind (a 4xx,
+// never a crash), the token, the Host check, and path traversal; then the
+// binary itself, started as a user would.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/framework.h"
+#include "index/open_trace.h"
+#include "report/stored_report.h"
+#include "server/api.h"
+#include "server/http_server.h"
+#include "testing.h"
+
+namespace strata {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using server::Api;
+using server::ApiResponse;
+
+// One recorded trace for every test: two threads of nested spans.
+const std::string& RecordedTrace() {
+  static const std::string dir = [] {
+    std::string d = testing::TempDir("view_trace") + "/trace";
+    auto r = testing::Record(d, {testing::TestProgram("emitter"), "2", "20000", "--spans"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return d;
+  }();
+  return dir;
+}
+
+index::IndexOptions TestIndexOptions() {
+  index::IndexOptions io;
+  io.beside = false;
+  io.cache_dir = testing::TempDir("view_cache");
+  return io;
+}
+
+json Get(Api& api, const std::string& path, const std::multimap<std::string, std::string>& params = {},
+         int want = 200) {
+  ApiResponse r = api.Handle("GET", path, params);
+  EXPECT_EQ(r.status, want) << path << ": " << r.body;
+  json j = json::parse(r.body, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << path << ": not JSON: " << r.body.substr(0, 200);
+  if (r.status >= 400) {
+    EXPECT_TRUE(j.contains("error")) << r.body;
+  }
+  return j;
+}
+
+TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
+  const std::string trace = RecordedTrace();
+  index::IndexOptions io = TestIndexOptions();
+  Api api({trace}, io);
+  json list = Get(api, "/api/v1/traces");
+  ASSERT_EQ(list["traces"].size(), 1u);
+  EXPECT_EQ(list["traces"][0]["path"], trace);
+
+  model::Trace t = testing::Load(trace);
+  json info = Get(api, "/api/v1/traces/0");
+  EXPECT_EQ(info["tracks"].size(), t.tracks.size());
+  EXPECT_EQ(info["slices"], t.slices.size());
+  EXPECT_EQ(info["start_ns"], t.start_ns());
+  EXPECT_EQ(info["end_ns"], t.end_ns());
+  EXPECT_TRUE(info["indexed"].get<bool>());
+  ASSERT_EQ(info["processes"].size(), t.processes.size());
+  for (size_t i = 0; i < t.processes.size(); ++i) {
+    EXPECT_EQ(info["processes"][i]["pid"], t.processes[i].pid);
+    EXPECT_EQ(info["processes"][i]["name"], std::string(t.strings.Get(t.processes[i].name)));
+  }
+
+  // The whole trace at 800 pixels: every track's tiles count its top-level
+  // slices once, and there are about as many tiles as pixels, not slices.
+  json vp = Get(api, "/api/v1/traces/0/viewport", {{"pixels", "800"}});
+  ASSERT_EQ(vp["tracks"].size(), t.tracks.size());
+  size_t tracks_with_slices = 0;
+  for (const json& lane : vp["tracks"]) {
+    uint32_t k = lane["track"];
+    uint64_t top = 0, counted = 0;
+    for (size_t i = t.track_slices[k].first; i < t.track_slices[k].second; ++i) top += t.slices.depth[i] == 0;
+    for (const json& tile : lane["tiles"]) counted += tile[2].get<uint64_t>();
+    EXPECT_EQ(counted, top) << "track " << k;
+    EXPECT_LE(lane["tiles"].size(), 801u);
+    tracks_with_slices += top > 0;
+  }
+  EXPECT_GE(tracks_with_slices, 2u);
+  EXPECT_GT(vp["level"].get<int>(), 0);
+
+  // Zoomed in on a busy track: the slices there, the enclosing ones first.
+  uint32_t busy = 0;
+  for (uint32_t k = 0; k < t.tracks.size(); ++k)
+    if (t.track_slices[k].second - t.track_slices[k].first > t.track_slices[busy].second - t.track_slices[busy].first)
+      busy = k;
+  auto [a, b] = t.track_slices[busy];
+  size_t mid = a + (b - a) / 2;
+  int64_t start = t.slices.ts[mid] + 1, end = start + 200000;
+  json sl = Get(api, "/api/v1/traces/0/slices",
+                {{"track", std::to_string(busy)}, {"start", std::to_string(start)}, {"end", std::to_string(end)}});
+  std::set<uint64_t> want;
+  for (size_t i = a; i < b; ++i)
+    if (t.slices.ts[i] < end && t.slices.ts[i] + t.slices.dur[i] > start) want.insert(i);
+  std::set<uint64_t> got;
+  for (const json& s : sl["slices"]) {
+    got.insert(s["id"].get<uint64_t>());
+    EXPECT_EQ(s["name"], std::string(t.strings.Get(t.slices.name[s["id"].get<size_t>()])));
+  }
+  EXPECT_FALSE(sl["truncated"].get<bool>());
+  EXPECT_EQ(got, want);
+  ASSERT_FALSE(got.empty());
+  // The limit truncates, and says so.
+  json few = Get(api, "/api/v1/traces/0/slices",
+                 {{"track", std::to_string(busy)}, {"start", std::to_string(start)}, {"end", std::to_string(end)},
+                  {"limit", "1"}});
+  EXPECT_LE(few["slices"].size(), 1u + 16u);  // (the enclosing chain, then one)
+  EXPECT_EQ(few["truncated"].get<bool>(), got.size() > few["slices"].size());
+
+  // One slice's details.
+  uint64_t id = *got.begin();
+  json one = Get(api, "/api/v1/traces/0/slices/" + std::to_string(id));
+  EXPECT_EQ(one["ts"], t.slices.ts[id]);
+  EXPECT_EQ(one["dur"], t.slices.dur[id]);
+  EXPECT_EQ(one["track"], busy);
+
+  // The summary is the report's JSON, byte for byte, and it is kept.
+  ApiResponse summary = api.Handle("GET", "/api/v1/traces/0/summary", {});
+  ASSERT_EQ(summary.status, 200);
+  report::Report r(t, report::DefaultReportOptions());
+  EXPECT_EQ(summary.body, report::RenderReport(r, trace, report::ReportFormat::kJson));
+  index::IndexUse use;
+  ASSERT_TRUE(index::OpenTrace(trace, {}, io, &use).ok());
+  EXPECT_TRUE(report::StoredReport(use, trace, report::DefaultReportOptions(), report::ReportFormat::kJson));
+
+  json steps = Get(api, "/api/v1/traces/0/steps");
+  EXPECT_EQ(steps["steps"].size(), analysis::Training(t, {}).steps.size());
+}
+
+// docs/api/openapi.yaml names every endpoint the API serves, and each path it
+// names is served (with its parameters filled in).
+TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
+  std::ifstream f(testing::SourceDir() + "/docs/api/openapi.yaml");
+  ASSERT_TRUE(f) << "docs/api/openapi.yaml";
+  std::vector<std::string> paths;
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("  /", 0) == 0 && line.back() == ':') paths.push_back(line.substr(2, line.size() - 3));
+  EXPECT_EQ(paths, (std::vector<std::string>{"/traces", "/traces/{id}", "/traces/{id}/summary", "/traces/{id}/steps",
+                                             "/traces/{id}/viewport", "/traces/{id}/slices",
+                                             "/traces/{id}/slices/{slice}"}));
+  Api api({RecordedTrace()}, TestIndexOptions());
+  for (std::string p : paths) {
+    for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}})
+      if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
+    ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}});
+    EXPECT_EQ(r.status, 200) << p << ": " << r.body;
+  }
+}
+
+TEST(ViewApi, BadRequestsAreClientErrors) {
+  Api api({RecordedTrace(), "/nonexistent/trace"}, TestIndexOptions());
+  Get(api, "/api/v1/nothing", {}, 404);
+  Get(api, "/api/v2/traces", {}, 404);
+  Get(api, "/", {}, 404);
+  Get(api, "/api/v1/traces/2", {}, 404);
+  Get(api, "/api/v1/traces/-1", {}, 404);
+  Get(api, "/api/v1/traces/zero", {}, 404);
+  Get(api, "/api/v1/traces/1", {}, 422);  // named, but not a trace
+  Get(api, "/api/v1/traces/0/nothing", {}, 404);
+  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "abc"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "0"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "100000000"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"start", "10"}, {"end", "5"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"start", "1e9"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"start", "99999999999999999999999"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"tracks", "0,999999"}}, 400);
+  Get(api, "/api/v1/traces/0/viewport", {{"tracks", "0,,1"}}, 400);
+  Get(api, "/api/v1/traces/0/slices", {}, 400);
+  Get(api, "/api/v1/traces/0/slices", {{"track", "99999"}}, 400);
+  Get(api, "/api/v1/traces/0/slices", {{"track", "0"}, {"limit", "0"}}, 400);
+  Get(api, "/api/v1/traces/0/slices/abc", {}, 404);
+  Get(api, "/api/v1/traces/0/slices/99999999999", {}, 404);
+  EXPECT_EQ(api.Handle("POST", "/api/v1/traces", {}).status, 405);
+}
+
+// A server on a free loopback port, run on a thread for the test's life.
+struct Served {
+  Api api;
+  server::HttpServer http;
+  int port = 0;
+  std::thread thread;
+  Served(server::ServerOptions o) : api({RecordedTrace()}, TestIndexOptions()), http(api, std::move(o)) {
+    auto p = http.Bind();
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    port = p.ok() ? *p : 0;
+    thread = std::thread([this] { http.Run(); });
+  }
+  ~Served() {
+    http.Stop();
+    thread.join();
+  }
+  httplib::Client Client() { return httplib::Client("127.0.0.1", port); }
+};
+
+TEST(ViewHttp, ServesThePageAndTheApiOnLoopback) {
+  Served s(server::ServerOptions{});
+  auto c = s.Client();
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<canvas id=\"canvas\">"), std::string::npos);
+  EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
+  for (const char* f : {"/app.js", "/style.css"}) {
+    auto r = c.Get(f);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << f;
+    EXPECT_GT(r->body.size(), 100u) << f;
+  }
+  auto info = c.Get("/api/v1/traces/0");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->status, 200);
+  EXPECT_EQ(info->get_header_value("Content-Type"), "application/json");
+  auto vp = c.Get("/api/v1/traces/0/viewport?pixels=500&start=abc");
+  ASSERT_TRUE(vp);
+  EXPECT_EQ(vp->status, 400);
+  // Only GET; a large body is refused before it is read whole.
+  auto post = c.Post("/api/v1/traces", std::string(200 << 10, 'x'), "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_GE(post->status, 400);
+  EXPECT_LT(post->status, 500);
+  // Any other Host than this server's: a page elsewhere reaching it by DNS rebinding.
+  httplib::Headers evil = {{"Host", "attacker.example:" + std::to_string(s.port)}};
+  auto rebound = c.Get("/api/v1/traces", evil);
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403);
+}
+
+TEST(ViewHttp, NoPathReachesAFile) {
+  Served s(server::ServerOptions{});
+  for (const char* p : {"/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/api/v1/traces/0/../../../../etc/passwd",
+                        "/app.js/../../etc/passwd", "/etc/passwd", "//etc/passwd", "/api/v1/traces/0/slices/..%2f..%2f"}) {
+    auto r = s.Client().Get(p);
+    ASSERT_TRUE(r) << p;
+    EXPECT_GE(r->status, 400) << p;
+    EXPECT_EQ(r->body.find("root:"), std::string::npos) << p;
+  }
+  // Malformed requests on a raw socket: an error or a closed connection, and
+  // the server still answers afterwards.
+  for (const char* raw : {"GARBAGE\r\n\r\n", "GET\r\n\r\n", "GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+                          "GET /api/v1/traces HTTP/1.1\r\nContent-Length: -5\r\n\r\n"}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(s.port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_GT(::write(fd, raw, strlen(raw)), 0);
+    ::shutdown(fd, SHUT_WR);
+    char buf[512];
+    while (::read(fd, buf, sizeof buf) > 0) {
+    }
+    ::close(fd);
+  }
+  auto ok = s.Client().Get("/api/v1/traces");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(ViewHttp, TokenIsRequiredWhenSet) {
+  server::ServerOptions o;
+  o.token = server::RandomToken();
+  EXPECT_EQ(o.token.size(), 32u);
+  EXPECT_NE(o.token, server::RandomToken());
+  Served s(o);
+  auto c = s.Client();
+  auto none = c.Get("/api/v1/traces");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(c.Get("/")->status, 401);
+  auto wrong = c.Get("/api/v1/traces", {{"Authorization", "Bearer " + std::string(32, '0')}});
+  EXPECT_EQ(wrong->status, 401);
+  auto bearer = c.Get("/api/v1/traces", {{"Authorization", "Bearer " + o.token}});
+  EXPECT_EQ(bearer->status, 200);
+  EXPECT_EQ(c.Get("/api/v1/traces?token=" + o.token)->status, 200);
+  EXPECT_EQ(c.Get("/?token=" + o.token)->status, 200);
+  EXPECT_FALSE(server::IsLoopback("0.0.0.0"));
+  EXPECT_FALSE(server::IsLoopback("192.168.1.4"));
+  EXPECT_TRUE(server::IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(server::IsLoopback("::1"));
+}
+
+TEST(ViewHttp, ConcurrentViewportQueriesAllSucceed) {
+  Served s(server::ServerOptions{});
+  std::atomic<int> ok{0}, bad{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&, c] {
+      auto cl = s.Client();
+      for (int i = 0; i < 40; ++i) {
+        auto r = cl.Get("/api/v1/traces/0/viewport?pixels=" + std::to_string(200 + 37 * c + i));
+        (r && r->status == 200 ? ok : bad)++;
+      }
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), 320);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+// The binary: `strata view --port 0` prints its URL and serves it; a
+// non-loopback bind prints a token; a missing trace is one line and exit 3.
+struct Child {
+  pid_t pid = -1;
+  int out = -1;
+};
+Child Spawn(const std::vector<std::string>& argv) {
+  int p[2];
+  if (::pipe(p) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::close(p[0]);
+    ::close(p[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  return {pid, p[0]};
+}
+std::string ReadLine(int fd) {
+  std::string line;
+  char c;
+  while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return line;
+}
+int Stop(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+TEST(ViewCommand, ServesUntilStoppedAndRefusesMissingTraces) {
+  auto missing = testing::RunCommand({testing::StrataBin(), "view", "/nonexistent/trace"});
+  EXPECT_EQ(missing.exit_code, 3);
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  EXPECT_NE(missing.err.find("no such trace"), std::string::npos) << missing.err;
+
+  Child c = Spawn({testing::StrataBin(), "view", "--port", "0", RecordedTrace()});
+  ASSERT_GT(c.pid, 0);
+  std::string line = ReadLine(c.out);
+  size_t at = line.find("http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line;
+  int port = std::atoi(line.c_str() + at + 17);
+  ASSERT_GT(port, 0) << line;
+  httplib::Client cl("127.0.0.1", port);
+  auto r = cl.Get("/api/v1/traces/0");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Stop(c.pid), 0) << "SIGTERM ends it cleanly";
+  ::close(c.out);
+
+  // Any address but loopback: a token, printed in the URL and required.
+  Child t = Spawn({testing::StrataBin(), "view", "--port", "0", "--bind", "0.0.0.0", RecordedTrace()});
+  line = ReadLine(t.out);
+  at = line.find("?token=");
+  ASSERT_NE(at, std::string::npos) << line;
+  std::string token = line.substr(at + 7);
+  port = std::atoi(line.c_str() + line.find("0.0.0.0:") + 8);
+  httplib::Client tc("127.0.0.1", port);
+  EXPECT_EQ(tc.Get("/api/v1/traces")->status, 401);
+  EXPECT_EQ(tc.Get("/api/v1/traces?token=" + token)->status, 200);
+  EXPECT_EQ(Stop(t.pid), 0);
+  ::close(t.out);
+}
+
+}  // namespace
+}  // namespace strata
