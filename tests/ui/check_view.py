@@ -155,6 +155,27 @@ def main():
                 if hit["name"] not in details:
                     bad.append(f"clicked {hit['name']!r}; the details say {details[:200]!r}")
             page.screenshot(path=os.path.join(a.work, "view-zoomed.png"))
+            # The analysis views: each tab shows what the summary holds.
+            summary = get(api + "/summary")
+            page.click("#tabs button[data-tab='findings-tab']")
+            shown = page.locator("#findings-tab .finding").count()
+            if shown != len(summary.get("findings", [])):
+                bad.append(f"findings tab shows {shown} findings, the summary has {len(summary.get('findings', []))}")
+            page.click("#tabs button[data-tab='ops-tab']")
+            op_rows = page.locator("#ops-tab table.rows").first.locator("tr").count() - 1
+            want_ops = min(200, len(summary.get("framework", {}).get("ops", [])))
+            if op_rows != want_ops:
+                bad.append(f"ops tab lists {op_rows} ops, the summary {want_ops}")
+            page.click("#tabs button[data-tab='memory-tab']")
+            ink = page.evaluate("""() => { const c = document.getElementById('memory-chart');
+                const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+                for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }""")
+            if ink < 50:
+                bad.append(f"the memory chart is blank ({ink} pixels drawn)")
+            page.click("#tabs button[data-tab='path-tab']")
+            if page.locator("#path-tab table.rows tr").count() < 2:
+                bad.append("the critical-path tab has no rows")
+            page.screenshot(path=os.path.join(a.work, "view-tabs.png"))
             if errors:
                 bad.append(f"JavaScript errors: {errors[:3]}")
             browser.close()

@@ -66,8 +66,8 @@ function renderSummary() {
   }
   const devs = (j.gpu && j.gpu.devices) || [];
   for (const d of devs) {
-    const busy = d.busy_pct !== undefined ? d.busy_pct : (d.utilization_pct !== undefined ? d.utilization_pct : null);
-    if (busy !== null) rows.push(`device ${d.device !== undefined ? d.device : ''}: busy ${Number(busy).toFixed(1)}%`);
+    const total = (d.busy_ns || 0) + (d.idle_ns || 0);
+    if (total > 0) rows.push(`${d.label || 'device ' + d.device}: busy ${(100 * d.busy_ns / total).toFixed(1)}%`);
   }
   if (j.trace) rows.push(`${j.trace.events} events over ${fmtNs(j.trace.duration_ns || 0)}`);
   for (const r of rows) head.appendChild(el('div', r));
@@ -84,6 +84,8 @@ function renderSummary() {
   const bd = $('breakdown');
   bd.replaceChildren();
   const pct = (st.breakdown && st.breakdown.host_pct) || {};
+  const old = $('legend');
+  if (old) old.remove();
   const legend = el('div');
   legend.id = 'legend';
   for (const [k, v] of Object.entries(pct).sort((a, b) => b[1] - a[1])) {
@@ -98,6 +100,107 @@ function renderSummary() {
     legend.appendChild(tag);
   }
   bd.after(legend);
+}
+
+// A table of `rows` with `cols` [[title, key or function, number?]]; at most 200 rows.
+function table(rows, cols) {
+  const t = el('table', undefined, 'rows'), head = el('tr');
+  for (const [title] of cols) head.appendChild(el('th', title));
+  t.appendChild(head);
+  for (const r of (rows || []).slice(0, 200)) {
+    const tr = el('tr');
+    for (const [, key, num] of cols) {
+      const v = typeof key === 'function' ? key(r) : r[key];
+      const td = el('td', v === undefined || v === null ? '' : String(v), num ? 'num' : undefined);
+      td.title = td.textContent;
+      tr.appendChild(td);
+    }
+    t.appendChild(tr);
+  }
+  return t;
+}
+
+function renderAnalyses() {
+  const j = S.summary;
+  // Findings: evidence, the what-if that gives the gain, the fix.
+  const fd = $('findings-tab');
+  fd.replaceChildren();
+  for (const f of j.findings || []) {
+    const d = el('div', undefined, 'finding');
+    d.appendChild(el('b', `[${f.category}] ${f.title}`));
+    if (f.estimated_gain_pct !== undefined) d.appendChild(el('div', `estimated gain ${f.estimated_gain_pct.toFixed(1)}% of step time`, 'gain'));
+    if (f.evidence && f.evidence.summary) d.appendChild(el('div', 'evidence: ' + f.evidence.summary, 'evidence'));
+    if (f.evidence && f.evidence.involved && f.evidence.involved.length)
+      d.appendChild(el('div', 'involved: ' + f.evidence.involved.slice(0, 8).join(', '), 'evidence'));
+    if (f.what_if && f.what_if.change)
+      d.appendChild(el('div', `what-if: ${f.what_if.change}: step ${fmtNs(f.what_if.step_ns)} -> ${fmtNs(f.what_if.step_after_ns)}`, 'whatif'));
+    if (f.suggestion) d.appendChild(el('div', 'fix: ' + f.suggestion));
+    fd.appendChild(d);
+  }
+  if (!fd.children.length) fd.appendChild(el('div', 'No findings.'));
+  // Framework ops and modules, then host ops with their device time.
+  const ops = $('ops-tab'), fw = j.framework || {};
+  ops.replaceChildren();
+  if (fw.ops && fw.ops.length) {
+    ops.appendChild(el('h2', 'Framework ops'));
+    ops.appendChild(table(fw.ops, [['op', 'name'], ['count', 'count', 1], ['total', r => fmtNs(r.total_ns), 1],
+                                   ['self', r => fmtNs(r.self_ns), 1], ['self %', r => (r.self_pct || 0).toFixed(1), 1]]));
+  }
+  if (fw.modules && fw.modules.length) {
+    ops.appendChild(el('h2', 'Modules'));
+    ops.appendChild(table(fw.modules, [['module', 'name'], ['count', 'count', 1], ['total', r => fmtNs(r.total_ns), 1],
+                                       ['self', r => fmtNs(r.self_ns), 1]]));
+  }
+  if (j.ops && j.ops.length) {
+    ops.appendChild(el('h2', 'Ops and their device time'));
+    ops.appendChild(table(j.ops, [['op', 'name'], ['count', 'count', 1], ['total', r => fmtNs(r.total_ns), 1],
+                                  ['kernels', 'kernels', 1], ['device', r => fmtNs(r.gpu_ns || 0), 1]]));
+  }
+  if (!ops.children.length) ops.appendChild(el('div', 'No ops recorded.'));
+  const kt = $('kernels-tab');
+  kt.replaceChildren();
+  if (j.kernels && j.kernels.length) {
+    kt.appendChild(table(j.kernels, [['kernel', 'name'], ['type', 'type'], ['count', 'count', 1],
+                                     ['total', r => fmtNs(r.total_ns), 1], ['mean', r => fmtNs(r.mean_ns), 1],
+                                     ['% device', r => (r.pct_gpu_time || 0).toFixed(1), 1]]));
+  } else {
+    kt.appendChild(el('div', 'No device kernels in this trace.'));
+  }
+  renderMemory();
+  const cp = $('path-tab'), path = j.critical_path || {};
+  cp.replaceChildren();
+  if (path.items && path.items.length) {
+    cp.appendChild(el('div', `what bounds the step: ${path.steps_analysed || path.analysed_steps.length || 0} steps walked`));
+    cp.appendChild(table(path.items, [['kind', 'kind'], ['name', 'name'], ['on path', r => fmtNs(r.on_path_ns), 1],
+                                      ['share', r => (100 * r.share).toFixed(1) + '%', 1]]));
+  } else {
+    cp.appendChild(el('div', 'No critical path (no steps).'));
+  }
+}
+
+// Host and device memory over time, from the summary's framework memory.
+function renderMemory() {
+  const c = $('memory-chart'), g = c.getContext('2d'), notes = $('memory-notes');
+  g.clearRect(0, 0, c.width, c.height);
+  notes.replaceChildren();
+  const devs = ((S.summary.framework || {}).memory || {}).devices || [];
+  const series = devs.filter(d => d.timeline && d.timeline.length > 1);
+  if (!series.length) { notes.appendChild(el('div', 'No memory timeline in this trace.')); return; }
+  let t0 = Infinity, t1 = -Infinity, top = 1;
+  for (const d of series) for (const [t, b] of d.timeline) { t0 = Math.min(t0, t); t1 = Math.max(t1, t); top = Math.max(top, b); }
+  series.forEach((d, i) => {
+    g.strokeStyle = `hsl(${(i * 97) % 360},60%,45%)`;
+    g.beginPath();
+    d.timeline.forEach(([t, b], k) => {
+      const x = (t - t0) / Math.max(1, t1 - t0) * (c.width - 4) + 2, y = c.height - 2 - b / top * (c.height - 14);
+      if (k) g.lineTo(x, y); else g.moveTo(x, y);
+    });
+    g.stroke();
+    notes.appendChild(el('div', `${d.device} ${d.process || ''}: peak ${(d.peak_bytes / 2 ** 20).toFixed(1)} MiB, ` +
+                               `${d.allocs} allocations`));
+  });
+  g.fillStyle = '#333';
+  g.fillText(`${(top / 2 ** 20).toFixed(1)} MiB`, 4, 10);
 }
 
 let stepSort = { key: 'number', desc: false };
@@ -335,6 +438,13 @@ function wire() {
       renderSteps();
     };
   $('trace').onchange = e => load(Number(e.target.value));
+  for (const b of document.querySelectorAll('#tabs button'))
+    b.onclick = () => {
+      for (const x of document.querySelectorAll('#tabs button, .tab')) x.classList.remove('on');
+      b.classList.add('on');
+      $(b.dataset.tab).classList.add('on');
+      S.tab = b.dataset.tab;
+    };
 }
 
 async function load(id) {
@@ -349,7 +459,7 @@ async function load(id) {
     await fetchView();
     status('analysing…');
     const steps = api(`traces/${id}/steps`).then(j => { S.steps = j.steps; renderSteps(); draw(); });
-    const summary = api(`traces/${id}/summary`).then(j => { S.summary = j; renderSummary(); });
+    const summary = api(`traces/${id}/summary`).then(j => { S.summary = j; renderSummary(); renderAnalyses(); });
     await Promise.all([steps, summary]);
     status(`${S.info.path} (${S.info.source})`);
   } catch (e) {
