@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -150,6 +151,27 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   ASSERT_TRUE(index::OpenTrace(trace, {}, io, &use).ok());
   EXPECT_TRUE(report::StoredReport(use, trace, report::DefaultReportOptions(), report::ReportFormat::kJson));
 
+  // Search by name: every slice whose name has the text (any case), the
+  // earliest first.
+  std::string_view some = t.strings.Get(t.slices.name[id]);
+  std::string part(some.substr(some.size() / 3, std::max<size_t>(1, some.size() / 3)));
+  for (char& c : part) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  json found = Get(api, "/api/v1/traces/0/search", {{"q", part}, {"limit", "5"}});
+  uint64_t n = 0;
+  std::vector<int64_t> starts;
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    std::string name(t.strings.Get(t.slices.name[i]));
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (name.find(part) != std::string::npos) ++n, starts.push_back(t.slices.ts[i]);
+  }
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(found["matches"].get<uint64_t>(), n) << part;
+  ASSERT_EQ(found["slices"].size(), std::min<size_t>(5, n));
+  for (size_t k = 0; k < found["slices"].size(); ++k) EXPECT_EQ(found["slices"][k]["ts"], starts[k]);
+  Get(api, "/api/v1/traces/0/search", {}, 400);
+  Get(api, "/api/v1/traces/0/search", {{"q", std::string(1000, 'x')}}, 400);
+  EXPECT_EQ(Get(api, "/api/v1/traces/0/search", {{"q", "no such name anywhere"}})["matches"], 0);
+
   json steps = Get(api, "/api/v1/traces/0/steps");
   EXPECT_EQ(steps["steps"].size(), analysis::Training(t, {}).steps.size());
 }
@@ -164,14 +186,52 @@ TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
     if (line.rfind("  /", 0) == 0 && line.back() == ':') paths.push_back(line.substr(2, line.size() - 3));
   EXPECT_EQ(paths, (std::vector<std::string>{"/traces", "/traces/{id}", "/traces/{id}/summary", "/traces/{id}/steps",
                                              "/traces/{id}/viewport", "/traces/{id}/slices",
-                                             "/traces/{id}/slices/{slice}"}));
+                                             "/traces/{id}/slices/{slice}", "/traces/{id}/search"}));
   Api api({RecordedTrace()}, TestIndexOptions());
   for (std::string p : paths) {
     for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}})
       if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
-    ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}});
+    ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}, {"q", "a"}});
     EXPECT_EQ(r.status, 200) << p << ": " << r.body;
   }
+}
+
+// flows=1: the flows that touch the slices returned (the trace's flows and
+// each device activity's launch), every one of them and only those (a
+// PyTorch-profiler trace: launches to their kernels).
+TEST(ViewApi, SlicesComeWithTheirFlows) {
+  std::string root = testing::ExternalDataDir();
+  std::string p = root + "/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz";
+  if (root.empty() || !fs::exists(p)) GTEST_SKIP() << "no shared external data";
+  model::Trace t = testing::Load(p);
+  Api api({p}, TestIndexOptions());
+  // The track with the most flow ends.
+  std::vector<std::pair<int64_t, int64_t>> all;
+  for (size_t f = 0; f < t.flows.size(); ++f)
+    if (t.flows.from[f] != model::kNone && t.flows.to[f] != model::kNone) all.push_back({t.flows.from[f], t.flows.to[f]});
+  for (size_t d = 0; d < t.device.size(); ++d)
+    if (t.device.launch[d] != model::kNone) all.push_back({t.device.launch[d], t.device.slice[d]});
+  std::vector<size_t> ends(t.tracks.size(), 0);
+  for (auto [a, b] : all) ++ends[t.slices.track[static_cast<size_t>(a)]];
+  uint32_t track = static_cast<uint32_t>(std::max_element(ends.begin(), ends.end()) - ends.begin());
+  ASSERT_GT(ends[track], 0u);
+  json sl = Get(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}, {"flows", "1"}, {"limit", "20000"}});
+  std::set<int64_t> ids;
+  for (const json& x : sl["slices"]) ids.insert(x["id"].get<int64_t>());
+  std::multiset<std::pair<int64_t, int64_t>> want, got;
+  for (auto [a, b] : all)
+    if (ids.count(a) || ids.count(b)) want.insert({a, b});
+  for (const json& x : sl["flows"]) {
+    int64_t a = x[0], b = x[1];
+    got.insert({a, b});
+    EXPECT_EQ(x[2], t.slices.track[a]);
+    EXPECT_EQ(x[3], t.slices.ts[a]);
+    EXPECT_EQ(x[6], t.slices.ts[b]);
+    EXPECT_EQ(x[7], t.slices.depth[b]);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(want.empty());
+  EXPECT_FALSE(Get(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}}).contains("flows"));
 }
 
 TEST(ViewApi, BadRequestsAreClientErrors) {

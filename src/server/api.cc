@@ -1,6 +1,7 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -87,6 +88,10 @@ struct Api::Served {
   std::mutex analysis_mu;  // one analysis of the trace at a time (they share its Memo)
   std::string summary;     // the report's JSON, once computed or read
   std::string steps;
+  // Flows by slice, both ways (built on the first slices query that asks):
+  // (slice, the other end), sorted.
+  std::once_flag flows_once;
+  std::vector<std::pair<uint32_t, uint32_t>> flows_out, flows_in;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -156,6 +161,7 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
     if (seg.size() == 5 && seg[4] == "steps") return Steps(*s);
     if (seg.size() == 5 && seg[4] == "viewport") return Viewport(*s, params);
     if (seg.size() == 5 && seg[4] == "slices") return Slices(*s, params);
+    if (seg.size() == 5 && seg[4] == "search") return Search(*s, params);
     if (seg.size() == 6 && seg[4] == "slices") return Slice(*s, seg[5]);
     return Error(404, "no such endpoint");
   } catch (const std::bad_alloc&) {
@@ -334,7 +340,90 @@ ApiResponse Api::Slices(Served& s, const std::multimap<std::string, std::string>
       add(i);
     }
   }
-  return Ok({{"track", track}, {"slices", std::move(out)}, {"truncated", truncated}});
+  json result = {{"track", track}, {"slices", std::move(out)}, {"truncated", truncated}};
+  if (auto f = params.find("flows"); f != params.end() && f->second == "1") {
+    // The flows that start or end at a slice returned, [from, to], the
+    // other end anywhere (the page draws those whose ends it has): the
+    // trace's flows, and each device activity's launch.
+    std::call_once(s.flows_once, [&] {
+      auto add = [&](int32_t a, int32_t b) {
+        if (a == model::kNone || b == model::kNone) return;
+        s.flows_out.emplace_back(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+        s.flows_in.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(a));
+      };
+      for (size_t i = 0; i < t.flows.size(); ++i) add(t.flows.from[i], t.flows.to[i]);
+      for (size_t d = 0; d < t.device.size(); ++d) add(t.device.launch[d], static_cast<int32_t>(t.device.slice[d]));
+      std::sort(s.flows_out.begin(), s.flows_out.end());
+      std::sort(s.flows_in.begin(), s.flows_in.end());
+    });
+    // [from, to, from's track, start, depth, to's track, start, depth]: where
+    // to draw an end that was not returned (on another lane, out of range).
+    json flows = json::array();
+    auto flow = [&](uint32_t a, uint32_t b) {
+      const auto& sl = t.slices;
+      return json{a, b, sl.track[a], sl.ts[a], sl.depth[a], sl.track[b], sl.ts[b], sl.depth[b]};
+    };
+    for (const json& x : result["slices"]) {
+      uint32_t id = x["id"].get<uint32_t>();
+      for (auto it = std::lower_bound(s.flows_out.begin(), s.flows_out.end(), std::make_pair(id, 0u));
+           it != s.flows_out.end() && it->first == id; ++it)
+        flows.push_back(flow(id, it->second));
+      for (auto it = std::lower_bound(s.flows_in.begin(), s.flows_in.end(), std::make_pair(id, 0u));
+           it != s.flows_in.end() && it->first == id; ++it)
+        flows.push_back(flow(it->second, id));
+    }
+    result["flows"] = std::move(flows);
+  }
+  return Ok(result);
+}
+
+ApiResponse Api::Search(Served& s, const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  auto it = params.find("q");
+  if (it == params.end() || it->second.empty()) return Error(400, "parameter q (the text searched for) is required");
+  if (it->second.size() > kMaxSearchText) return Error(400, "parameter q is too long");
+  size_t limit = 0;
+  if (std::string e = Param<size_t>(params, "limit", 100, 1, kMaxSlices, &limit); !e.empty()) return Error(400, e);
+  // The names that contain the text (ignoring case), then the slices that
+  // have one of them: the earliest `limit` by start time, and how many in all.
+  auto lower = [](std::string_view v) {
+    std::string out(v);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string q = lower(it->second);
+  std::vector<uint8_t> hit(t.strings.size(), 0);
+  size_t names = 0;
+  for (size_t id = 1; id < t.strings.size(); ++id)
+    if (lower(t.strings.Get(static_cast<model::StringId>(id))).find(q) != std::string::npos) hit[id] = 1, ++names;
+  std::vector<std::pair<int64_t, uint32_t>> first;  // a max-heap of the earliest (ts, slice)
+  uint64_t matches = 0;
+  if (names > 0) {
+    const auto& sl = t.slices;
+    for (size_t i = 0; i < sl.size(); ++i) {
+      if (sl.name[i] >= hit.size() || !hit[sl.name[i]]) continue;
+      ++matches;
+      std::pair<int64_t, uint32_t> x{sl.ts[i], static_cast<uint32_t>(i)};
+      if (first.size() < limit) {
+        first.push_back(x);
+        std::push_heap(first.begin(), first.end());
+      } else if (x < first.front()) {
+        std::pop_heap(first.begin(), first.end());
+        first.back() = x;
+        std::push_heap(first.begin(), first.end());
+      }
+    }
+  }
+  std::sort_heap(first.begin(), first.end());
+  json out = json::array();
+  for (auto [ts, i] : first)
+    out.push_back({{"id", i},
+                   {"ts", ts},
+                   {"dur", t.slices.dur[i]},
+                   {"track", t.slices.track[i]},
+                   {"depth", t.slices.depth[i]},
+                   {"name", std::string(t.strings.Get(t.slices.name[i]))}});
+  return Ok({{"q", it->second}, {"matches", matches}, {"names", names}, {"slices", std::move(out)}});
 }
 
 ApiResponse Api::Slice(Served& s, std::string_view id_text) {

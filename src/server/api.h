@@ -33,6 +33,7 @@ struct ApiResponse {
 inline constexpr int kMaxPixels = 16384;            // viewport width
 inline constexpr size_t kMaxViewportTracks = 4096;  // lanes per viewport query
 inline constexpr size_t kMaxSlices = 20000;         // slices per slices query
+inline constexpr size_t kMaxSearchText = 256;       // bytes of a name searched for
 
 class Api {
  public:
@@ -54,6 +55,7 @@ class Api {
   ApiResponse Viewport(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Slices(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Slice(Served& s, std::string_view id);
+  ApiResponse Search(Served& s, const std::multimap<std::string, std::string>& params);
 
   index::IndexOptions io_;
   std::vector<std::unique_ptr<Served>> traces_;

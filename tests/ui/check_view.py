@@ -125,6 +125,7 @@ def main():
                 bad.append(f"the wheel did not zoom in: {before} -> {v2['end'] - v2['start']} ns")
             if not page.evaluate("() => strataState.detail && strataState.drawnSlices > 0"):
                 bad.append("zoomed in, no slices drawn")
+            arrows = page.evaluate("() => strataState.drawnArrows")
             # Drag: pan to later times.
             n = page.evaluate("() => strataState.fetches")
             y = box["y"] + 8
@@ -155,6 +156,24 @@ def main():
                 if hit["name"] not in details:
                     bad.append(f"clicked {hit['name']!r}; the details say {details[:200]!r}")
             page.screenshot(path=os.path.join(a.work, "view-zoomed.png"))
+            # Search the whole trace by name (Enter): the server's matches are
+            # listed, and a click on one opens it.
+            page.fill("#search", "addmm")
+            page.press("#search", "Enter")
+            page.wait_for_function("() => strataState.searchResults", timeout=30000)
+            found = get(api + "/search?q=addmm&limit=200")
+            listed = page.locator("#details .result").count()
+            if found["matches"] == 0 or listed != len(found["slices"]):
+                bad.append(f"search lists {listed} results, the API {len(found['slices'])} of {found['matches']}")
+            else:
+                page.locator("#details .result").nth(1).click()
+                want = found["slices"][1]
+                page.wait_for_function("id => strataState.selected && strataState.selected.id === id "
+                                       "&& strataState.selected.name !== undefined", arg=want["id"], timeout=30000)
+                v4 = page.evaluate("() => strataState.view")
+                if not (v4["start"] <= want["ts"] <= v4["end"]):
+                    bad.append(f"the search result at {want['ts']} is not in view {v4}")
+            page.fill("#search", "")
             # The analysis views: each tab shows what the summary holds.
             summary = get(api + "/summary")
             page.click("#tabs button[data-tab='findings-tab']")
@@ -179,7 +198,8 @@ def main():
             if errors:
                 bad.append(f"JavaScript errors: {errors[:3]}")
             browser.close()
-        print(f"view: {len(want_lanes)} lanes, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed; "
+        print(f"view: {len(want_lanes)} lanes, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
+              f"{arrows} flow arrows zoomed in; "
               f"zoomed to {(v2['end'] - v2['start']) / 1e6:.3f} ms; screenshots in {a.work}")
     finally:
         server.terminate()

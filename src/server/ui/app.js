@@ -301,6 +301,56 @@ function draw() {
     g.fillStyle = '#333';
     g.fillText(l.label.slice(0, 34), 4, l.y + ROW_H / 2);
   }
+  // Flow arrows (a launch to its kernel, a send to its receive) from the
+  // slices drawn, to the other end wherever it is (off screen: clipped).
+  let arrows = 0;
+  if (S.detail) {
+    g.strokeStyle = 'rgba(0,0,0,0.55)';
+    g.fillStyle = 'rgba(0,0,0,0.55)';
+    const laneOf = new Map(S.lanes.map(l => [l.track, l]));
+    const seen = new Set();
+    const point = (track, ts, depth) => {
+      const l = laneOf.get(track);
+      if (!l) return null;
+      const rows = Math.max(1, Math.round((l.h - LANE_PAD) / ROW_H));
+      return { x: xOf(ts), y: l.y + Math.min(depth, rows - 1) * ROW_H + ROW_H / 2 };
+    };
+    g.save();
+    g.beginPath();
+    g.rect(LABEL_W, 0, plotWidth(), c.height);
+    g.clip();
+    for (const sl of Object.values(S.slices)) {
+      for (const [from, to, ft, fts, fd, tt, tts, td] of sl.flows || []) {
+        const key = from + ':' + to;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const a = point(ft, fts, fd), b = point(tt, tts, td);
+        if (!a || !b) continue;
+        // Those of the selected slice always (off screen: clipped); others
+        // only when both ends are in view, lightly (a GPU runs behind its
+        // launches: every arrow of a busy range would be a smear).
+        const sel = S.selected && (S.selected.id === from || S.selected.id === to);
+        const inView = p => p.x >= LABEL_W && p.x <= c.width;
+        if (!sel && !(inView(a) && inView(b))) continue;
+        g.strokeStyle = g.fillStyle = sel ? 'rgba(183,28,28,0.9)' : 'rgba(0,0,0,0.3)';
+        g.lineWidth = sel ? 2 : 1;
+        g.beginPath();
+        g.moveTo(a.x, a.y);
+        g.lineTo(b.x, b.y);
+        g.stroke();
+        const ang = Math.atan2(b.y - a.y, b.x - a.x);
+        g.beginPath();
+        g.moveTo(b.x, b.y);
+        g.lineTo(b.x - 6 * Math.cos(ang - 0.4), b.y - 6 * Math.sin(ang - 0.4));
+        g.lineTo(b.x - 6 * Math.cos(ang + 0.4), b.y - 6 * Math.sin(ang + 0.4));
+        g.fill();
+        arrows++;
+      }
+    }
+    g.restore();
+    g.lineWidth = 1;
+  }
+  S.drawnArrows = arrows;
   // Step markers.
   g.strokeStyle = 'rgba(183,28,28,0.6)';
   g.setLineDash([3, 3]);
@@ -340,7 +390,7 @@ async function fetchView() {
       const visible = S.lanes.filter(l => l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64);
       await Promise.all(visible.map(async l => {
         slices[l.track] = await api(`traces/${S.trace}/slices`,
-                                    { track: l.track, start: Math.floor(v.start), end: Math.ceil(v.end), limit: 4000 });
+                                    { track: l.track, start: Math.floor(v.start), end: Math.ceil(v.end), limit: 4000, flows: 1 });
       }));
       if (seq !== fetchSeq) return;
     }
@@ -348,6 +398,7 @@ async function fetchView() {
     S.slices = slices;
     S.fetches++;
     draw();
+
   } catch (e) {
     S.error = String(e);
     status(String(e));
@@ -405,6 +456,30 @@ async function select(hit) {
   }
 }
 
+// Every slice of the trace whose name has the text: the earliest, each a link
+// that opens it in the timeline.
+async function searchAll(text) {
+  const d = $('details');
+  if (!text) return;
+  try {
+    const j = await api(`traces/${S.trace}/search`, { q: text, limit: 200 });
+    S.searchResults = j;
+    d.replaceChildren(el('div', `${j.matches} slices named like "${text}" (${j.names} names)` +
+                                (j.matches > j.slices.length ? `; the first ${j.slices.length}:` : ':')));
+    for (const s of j.slices) {
+      const lane = S.lanes.find(l => l.track === s.track);
+      const a = el('div', `${fmtNs(s.ts - S.info.start_ns)}  ${fmtNs(s.dur)}  ${s.name}  (${lane ? lane.label : 'track ' + s.track})`,
+                   'result');
+      a.onclick = () => {
+        const pad = Math.max(s.dur, 1000) * 0.5;
+        setView(s.ts - pad, s.ts + s.dur + pad);
+        select({ lane: lane || { label: 'track ' + s.track }, slice: s });
+      };
+      d.appendChild(a);
+    }
+  } catch (e) { d.textContent = String(e); }
+}
+
 function wire() {
   const c = $('canvas');
   c.addEventListener('wheel', e => { e.preventDefault(); zoom(e.deltaY > 0 ? 1.25 : 0.8, e.offsetX); }, { passive: false });
@@ -429,6 +504,7 @@ function wire() {
   $('zoom-out').onclick = () => zoom(2);
   $('zoom-all').onclick = () => setView(S.info.start_ns, S.info.end_ns);
   $('search').oninput = e => { S.search = e.target.value; draw(); };
+  $('search').onkeydown = e => { if (e.key === 'Enter') searchAll(e.target.value); };
   $('lanes').addEventListener('scroll', () => { if (S.detail) scheduleFetch(); });
   window.addEventListener('resize', () => { draw(); scheduleFetch(); });
   $('step-filter').oninput = renderSteps;
