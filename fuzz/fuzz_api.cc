@@ -36,6 +36,13 @@ strata::model::Trace SmallTrace() {
     t.flows.Add(static_cast<uint64_t>(i), static_cast<int32_t>(outer), static_cast<int32_t>(k));
     t.args.Add(outer, key, t.strings.Intern("[4, 4]"), 0);
   }
+  for (int k = 0; k < 2; ++k) {
+    CounterSeries c;
+    c.name = t.strings.Intern(k ? "memory" : "queue length");
+    c.unit = t.strings.Intern(k ? "bytes" : "");
+    t.counter_series.push_back(c);
+    for (int i = 0; i < 40; ++i) t.counters.Add(static_cast<uint32_t>(k), 1000 + (40 - i) * 1100, i * (k + 1.5));
+  }
   t.Finalize();
   return t;
 }

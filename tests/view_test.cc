@@ -17,6 +17,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -186,10 +187,11 @@ TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
     if (line.rfind("  /", 0) == 0 && line.back() == ':') paths.push_back(line.substr(2, line.size() - 3));
   EXPECT_EQ(paths, (std::vector<std::string>{"/traces", "/traces/{id}", "/traces/{id}/summary", "/traces/{id}/steps",
                                              "/traces/{id}/viewport", "/traces/{id}/slices",
-                                             "/traces/{id}/slices/{slice}", "/traces/{id}/search"}));
+                                             "/traces/{id}/slices/{slice}", "/traces/{id}/search",
+                                             "/traces/{id}/counters", "/traces/{id}/counters/{counter}"}));
   Api api({RecordedTrace()}, TestIndexOptions());
   for (std::string p : paths) {
-    for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}})
+    for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}, {"{counter}", "0"}})
       if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
     ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}, {"q", "a"}});
     EXPECT_EQ(r.status, 200) << p << ": " << r.body;
@@ -232,6 +234,38 @@ TEST(ViewApi, SlicesComeWithTheirFlows) {
   EXPECT_EQ(got, want);
   EXPECT_FALSE(want.empty());
   EXPECT_FALSE(Get(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}}).contains("flows"));
+}
+
+// Counter lanes: every series with its points, and per pixel the lowest,
+// highest and last value (their extremes are the series' own).
+TEST(ViewApi, CountersAreSummarisedPerPixel) {
+  const std::string trace = RecordedTrace();
+  model::Trace t = testing::Load(trace);
+  Api api({trace}, TestIndexOptions());
+  json list = Get(api, "/api/v1/traces/0/counters");
+  std::map<size_t, std::vector<std::pair<int64_t, double>>> want;
+  for (size_t i = 0; i < t.counters.size(); ++i) want[t.counters.series[i]].push_back({t.counters.ts[i], t.counters.value[i]});
+  ASSERT_EQ(list["counters"].size(), want.size());
+  ASSERT_FALSE(want.empty()) << "the emitter records counters";
+  for (const json& c : list["counters"]) {
+    size_t k = c["id"];
+    EXPECT_EQ(c["points"], want[k].size());
+    json v = Get(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"pixels", "100"}});
+    EXPECT_LE(v["buckets"].size(), 101u);
+    double lo = 1e300, hi = -1e300, blo = 1e300, bhi = -1e300;
+    for (auto [ts, x] : want[k]) lo = std::min(lo, x), hi = std::max(hi, x);
+    for (const json& b : v["buckets"]) blo = std::min(blo, b[1].get<double>()), bhi = std::max(bhi, b[2].get<double>());
+    EXPECT_DOUBLE_EQ(blo, lo) << k;
+    EXPECT_DOUBLE_EQ(bhi, hi) << k;
+    // From the middle: the value in force there comes first.
+    std::sort(want[k].begin(), want[k].end());
+    auto [mid_ts, mid_v] = want[k][want[k].size() / 2];
+    json half = Get(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"start", std::to_string(mid_ts + 1)}});
+    EXPECT_DOUBLE_EQ(half["before"].get<double>(), mid_v);
+  }
+  Get(api, "/api/v1/traces/0/counters/99999", {}, 404);
+  Get(api, "/api/v1/traces/0/counters/0", {{"pixels", "0"}}, 400);
+  Get(api, "/api/v1/traces/0/counters/0", {{"start", "9"}, {"end", "3"}}, 400);
 }
 
 TEST(ViewApi, BadRequestsAreClientErrors) {

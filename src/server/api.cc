@@ -92,6 +92,11 @@ struct Api::Served {
   // (slice, the other end), sorted.
   std::once_flag flows_once;
   std::vector<std::pair<uint32_t, uint32_t>> flows_out, flows_in;
+  // Counter rows by series, then time (built on the first counter query):
+  // series k's rows are counter_rows[counter_offsets[k] .. counter_offsets[k + 1]).
+  std::once_flag counters_once;
+  std::vector<uint32_t> counter_rows;
+  std::vector<size_t> counter_offsets;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -162,6 +167,8 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
     if (seg.size() == 5 && seg[4] == "viewport") return Viewport(*s, params);
     if (seg.size() == 5 && seg[4] == "slices") return Slices(*s, params);
     if (seg.size() == 5 && seg[4] == "search") return Search(*s, params);
+    if (seg.size() == 5 && seg[4] == "counters") return Counters(*s);
+    if (seg.size() == 6 && seg[4] == "counters") return Counter(*s, seg[5], params);
     if (seg.size() == 6 && seg[4] == "slices") return Slice(*s, seg[5]);
     return Error(404, "no such endpoint");
   } catch (const std::bad_alloc&) {
@@ -424,6 +431,89 @@ ApiResponse Api::Search(Served& s, const std::multimap<std::string, std::string>
                    {"depth", t.slices.depth[i]},
                    {"name", std::string(t.strings.Get(t.slices.name[i]))}});
   return Ok({{"q", it->second}, {"matches", matches}, {"names", names}, {"slices", std::move(out)}});
+}
+
+namespace {
+
+void IndexCounters(const model::Trace& t, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
+  const size_t n = t.counters.size(), series = t.counter_series.size();
+  offsets.assign(series + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (t.counters.series[i] < series) ++offsets[t.counters.series[i] + 1];
+  for (size_t k = 0; k < series; ++k) offsets[k + 1] += offsets[k];
+  rows.resize(offsets[series]);
+  std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    if (t.counters.series[i] < series) rows[next[t.counters.series[i]]++] = static_cast<uint32_t>(i);
+  for (size_t k = 0; k < series; ++k) {
+    auto a = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
+    auto b = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
+    std::stable_sort(a, b, [&](uint32_t x, uint32_t y) { return t.counters.ts[x] < t.counters.ts[y]; });
+  }
+}
+
+}  // namespace
+
+ApiResponse Api::Counters(Served& s) {
+  const model::Trace& t = *s.trace;
+  std::call_once(s.counters_once, [&] { IndexCounters(t, s.counter_rows, s.counter_offsets); });
+  json out = json::array();
+  for (size_t k = 0; k < t.counter_series.size(); ++k) {
+    const model::CounterSeries& c = t.counter_series[k];
+    size_t points = s.counter_offsets[k + 1] - s.counter_offsets[k];
+    if (points == 0) continue;
+    out.push_back({{"id", k},
+                   {"name", std::string(t.strings.Get(c.name))},
+                   {"unit", std::string(t.strings.Get(c.unit))},
+                   {"process", c.process < t.processes.size() ? json(c.process) : json(nullptr)},
+                   {"track", c.track == model::kNone ? json(nullptr) : json(c.track)},
+                   {"points", points}});
+  }
+  return Ok({{"counters", std::move(out)}});
+}
+
+ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  std::call_once(s.counters_once, [&] { IndexCounters(t, s.counter_rows, s.counter_offsets); });
+  size_t k = 0;
+  if (!ParseNumber(id_text, &k) || k >= t.counter_series.size()) return Error(404, "no such counter");
+  int64_t start = 0, end = 0;
+  int pixels = 0;
+  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
+  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
+  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
+  if (!e.empty()) return Error(400, e);
+  if (end <= start) return Error(400, "end must be after start");
+  // Per pixel: [its start, the lowest, the highest and the last value in it],
+  // after the value in force at `start` (the last point before it).
+  auto first = s.counter_rows.begin() + static_cast<std::ptrdiff_t>(s.counter_offsets[k]);
+  auto last = s.counter_rows.begin() + static_cast<std::ptrdiff_t>(s.counter_offsets[k + 1]);
+  auto it = std::lower_bound(first, last, start, [&](uint32_t r, int64_t v) { return t.counters.ts[r] < v; });
+  json before = it == first ? json(nullptr) : json(t.counters.value[*(it - 1)]);
+  json buckets = json::array();
+  const double per = static_cast<double>(end - start) / pixels;
+  int64_t cur = -1;
+  double lo = 0, hi = 0, lastv = 0;
+  auto flush = [&] {
+    if (cur >= 0)
+      buckets.push_back({start + static_cast<int64_t>(static_cast<double>(cur) * per), std::isfinite(lo) ? lo : 0,
+                         std::isfinite(hi) ? hi : 0, std::isfinite(lastv) ? lastv : 0});
+  };
+  for (; it != last && t.counters.ts[*it] < end; ++it) {
+    int64_t b = static_cast<int64_t>(static_cast<double>(t.counters.ts[*it] - start) / per);
+    double v = t.counters.value[*it];
+    if (b != cur) {
+      flush();
+      cur = b;
+      lo = hi = v;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    lastv = v;
+  }
+  flush();
+  if (before.is_number() && !std::isfinite(before.get<double>())) before = nullptr;
+  return Ok({{"id", k}, {"start", start}, {"end", end}, {"before", std::move(before)}, {"buckets", std::move(buckets)}});
 }
 
 ApiResponse Api::Slice(Served& s, std::string_view id_text) {

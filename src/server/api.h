@@ -56,6 +56,8 @@ class Api {
   ApiResponse Slices(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Slice(Served& s, std::string_view id);
   ApiResponse Search(Served& s, const std::multimap<std::string, std::string>& params);
+  ApiResponse Counters(Served& s);
+  ApiResponse Counter(Served& s, std::string_view id, const std::multimap<std::string, std::string>& params);
 
   index::IndexOptions io_;
   std::vector<std::unique_ptr<Served>> traces_;

@@ -85,7 +85,14 @@ def main():
             page.goto(url)
             page.wait_for_function("() => window.strataState && strataState.fetches >= 1 && strataState.summary "
                                    "&& strataState.steps.length > 0", timeout=120000)
-            st = page.evaluate("() => ({lanes: strataState.lanes.map(l => l.track), tiles: strataState.drawnTiles})")
+            st = page.evaluate("() => ({lanes: strataState.lanes.filter(l => l.counter === undefined).map(l => l.track), "
+                               "counters: strataState.lanes.filter(l => l.counter !== undefined).length, "
+                               "points: strataState.drawnCounterPoints, tiles: strataState.drawnTiles})")
+            want_counters = len(get(api + "/counters")["counters"])
+            if st["counters"] != want_counters:
+                bad.append(f"{st['counters']} counter lanes, the API lists {want_counters} series")
+            if want_counters and not st["points"]:
+                bad.append("counter lanes drew nothing")
             if sorted(st["lanes"]) != want_lanes:
                 bad.append(f"lanes {sorted(st['lanes'])} != tracks with slices {want_lanes}")
             if st["tiles"] <= 0:
@@ -198,7 +205,7 @@ def main():
             if errors:
                 bad.append(f"JavaScript errors: {errors[:3]}")
             browser.close()
-        print(f"view: {len(want_lanes)} lanes, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
+        print(f"view: {len(want_lanes)} lanes and {st['counters']} counter lanes ({st['points']} points), {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
               f"{arrows} flow arrows zoomed in; "
               f"zoomed to {(v2['end'] - v2['start']) / 1e6:.3f} ms; screenshots in {a.work}")
     finally:

@@ -4,12 +4,12 @@
 // zoomed out, slices when zoomed in) and never holds the whole trace.
 'use strict';
 
-const LABEL_W = 200, ROW_H = 14, LANE_PAD = 4, DETAIL_NS_PER_PX = 20000, MAX_ROWS = 12;
+const LABEL_W = 200, COUNTER_H = 30, ROW_H = 14, LANE_PAD = 4, DETAIL_NS_PER_PX = 20000, MAX_ROWS = 12;
 const query = new URLSearchParams(location.search);
 const token = query.get('token');
 const S = window.strataState = {
   traces: [], trace: 0, info: null, summary: null, steps: [], lanes: [], view: { start: 0, end: 1 },
-  tiles: {}, slices: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
+  tiles: {}, slices: {}, counters: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
   drawnTiles: 0, drawnSlices: 0, error: null,
 };
 
@@ -239,15 +239,59 @@ function buildLanes() {
 function layout() {
   let y = 0;
   for (const l of S.lanes) {
-    const sl = S.detail && S.slices[l.track];
-    const rows = sl && !sl.truncated ? Math.min(MAX_ROWS, 1 + sl.slices.reduce((m, s) => Math.max(m, s.depth), 0)) : 1;
     l.y = y;
-    l.h = rows * ROW_H + LANE_PAD;
+    if (l.counter !== undefined) {
+      l.h = COUNTER_H + LANE_PAD;
+    } else {
+      const sl = S.detail && S.slices[l.track];
+      const rows = sl && !sl.truncated ? Math.min(MAX_ROWS, 1 + sl.slices.reduce((m, s) => Math.max(m, s.depth), 0)) : 1;
+      l.h = rows * ROW_H + LANE_PAD;
+    }
     y += l.h;
   }
   const c = $('canvas'), wrap = $('lanes');
   c.width = Math.max(300, wrap.clientWidth);
   c.height = Math.max(wrap.clientHeight, y);
+}
+
+// A counter lane: the range of values in each pixel (min to max) and the
+// last value's line, scaled to the lane's highest value in view.
+function drawCounter(g, l) {
+  const c = S.counters[l.counter];
+  if (!c) return;
+  let top = 0;
+  for (const [, , hi] of c.buckets) top = Math.max(top, Math.abs(hi));
+  if (c.before !== null) top = Math.max(top, Math.abs(c.before));
+  if (!(top > 0)) top = 1;
+  const yOf = v => l.y + COUNTER_H - 1 - (v / top) * (COUNTER_H - 4);
+  g.fillStyle = 'rgba(0,137,123,0.35)';
+  g.strokeStyle = 'rgba(0,105,92,0.9)';
+  g.beginPath();
+  let prev = c.before, px = LABEL_W;
+  if (prev !== null) g.moveTo(LABEL_W, yOf(prev));
+  for (const [t, lo, hi, last] of c.buckets) {
+    const x = Math.max(LABEL_W, xOf(t));
+    g.fillRect(x, yOf(hi), Math.max(1, plotWidth() / 1500), Math.max(1, yOf(lo) - yOf(hi)));
+    if (prev !== null) g.lineTo(x, yOf(prev));
+    else g.moveTo(x, yOf(last));
+    g.lineTo(x, yOf(last));
+    prev = last;
+    px = x;
+  }
+  if (prev !== null) g.lineTo(LABEL_W + plotWidth(), yOf(prev));
+  g.stroke();
+  S.drawnCounterPoints = (S.drawnCounterPoints || 0) + c.buckets.length;
+  g.fillStyle = '#555';
+  g.fillText(human(top, l.unit), LABEL_W + 4, l.y + 8);
+}
+
+function human(v, unit) {
+  if (unit === 'bytes' || unit === 'bytes/s') {
+    const k = Math.min(4, Math.floor(Math.log(Math.max(1, Math.abs(v))) / Math.log(1024)));
+    return (v / 1024 ** k).toPrecision(3) + ' ' + ['B', 'KiB', 'MiB', 'GiB', 'TiB'][k] + (unit === 'bytes/s' ? '/s' : '');
+  }
+  const k = Math.min(4, Math.max(0, Math.floor(Math.log10(Math.max(1, Math.abs(v))) / 3)));
+  return (v / 1000 ** k).toPrecision(3) + ['', 'k', 'M', 'G', 'T'][k] + (unit ? ' ' + unit : '');
 }
 
 function plotWidth() { return Math.max(1, $('canvas').width - LABEL_W); }
@@ -263,10 +307,12 @@ function draw() {
   const q = S.search.toLowerCase();
   let tiles = 0, slices = 0;
   for (const l of S.lanes) {
-    g.fillStyle = l.track % 2 ? '#fafafa' : '#f0f0f0';
+    g.fillStyle = (l.track ?? l.counter) % 2 ? '#fafafa' : '#f0f0f0';
     g.fillRect(LABEL_W, l.y, plotWidth(), l.h);
-    const sl = S.detail && S.slices[l.track];
-    if (sl && !sl.truncated) {
+    const sl = l.counter === undefined && S.detail && S.slices[l.track];
+    if (l.counter !== undefined) {
+      drawCounter(g, l);
+    } else if (sl && !sl.truncated) {
       for (const s of sl.slices) {
         if (s.depth >= MAX_ROWS) continue;
         const x0 = Math.max(LABEL_W, xOf(s.ts)), x1 = Math.min(c.width, xOf(s.ts + s.dur));
@@ -387,13 +433,23 @@ async function fetchView() {
     const slices = {};
     if (detail) {
       const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
-      const visible = S.lanes.filter(l => l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64);
+      const visible = S.lanes.filter(l => l.counter === undefined && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64);
       await Promise.all(visible.map(async l => {
         slices[l.track] = await api(`traces/${S.trace}/slices`,
                                     { track: l.track, start: Math.floor(v.start), end: Math.ceil(v.end), limit: 4000, flows: 1 });
       }));
       if (seq !== fetchSeq) return;
     }
+    const counters = {};
+    const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
+    await Promise.all(S.lanes.filter(l => l.counter !== undefined && l.y + l.h >= top && l.y <= bottom + 200)
+                       .slice(0, 64).map(async l => {
+      counters[l.counter] = await api(`traces/${S.trace}/counters/${l.counter}`,
+                                      { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
+    }));
+    if (seq !== fetchSeq) return;
+    S.counters = counters;
+    S.drawnCounterPoints = 0;
     S.detail = detail;
     S.slices = slices;
     S.fetches++;
@@ -505,7 +561,7 @@ function wire() {
   $('zoom-all').onclick = () => setView(S.info.start_ns, S.info.end_ns);
   $('search').oninput = e => { S.search = e.target.value; draw(); };
   $('search').onkeydown = e => { if (e.key === 'Enter') searchAll(e.target.value); };
-  $('lanes').addEventListener('scroll', () => { if (S.detail) scheduleFetch(); });
+  $('lanes').addEventListener('scroll', scheduleFetch);
   window.addEventListener('resize', () => { draw(); scheduleFetch(); });
   $('step-filter').oninput = renderSteps;
   for (const th of document.querySelectorAll('#steps th'))
@@ -530,6 +586,12 @@ async function load(id) {
   try {
     S.info = await api(`traces/${id}`);
     buildLanes();
+    const cs = await api(`traces/${id}/counters`);
+    for (const c of cs.counters) {
+      const p = c.process !== null ? S.info.processes[c.process] : null;
+      S.lanes.push({ counter: c.id, unit: c.unit,
+                     label: `${c.name}${c.unit ? ' (' + c.unit + ')' : ''}${p ? ' · ' + p.pid : ''}`, y: 0, h: COUNTER_H });
+    }
     S.view = { start: S.info.start_ns, end: Math.max(S.info.end_ns, S.info.start_ns + 1000) };
     draw();
     await fetchView();
