@@ -36,7 +36,10 @@ int RunView(const ViewArgs& a) {
   so.token = a.token;
   // Anything but loopback is reachable by others: a token on every request.
   if (!server::IsLoopback(so.host) && so.token.empty()) so.token = server::RandomToken();
-  server::Api api(a.traces, IndexOptionsForCommand());
+  // Left for the OS to reclaim at exit (like `strata report`'s model): the
+  // thread that opens the traces may still be importing one when a signal
+  // ends the server, and must not find them gone.
+  auto& api = *new server::Api(a.traces, IndexOptionsForCommand());
   server::HttpServer http(api, so);
   // SIGINT and SIGTERM are taken by this thread (sigwait) to stop the server
   // cleanly; the server's threads, started after, inherit the mask.
@@ -64,7 +67,7 @@ int RunView(const ViewArgs& a) {
   sigwait(&stop, &sig);
   http.Stop();
   server.join();
-  warm.detach();  // (an import under way ends with the process)
+  warm.detach();  // (an import under way ends with the process; `api` outlives it)
   return kExitOk;
 }
 
