@@ -188,10 +188,11 @@ TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
   EXPECT_EQ(paths, (std::vector<std::string>{"/traces", "/traces/{id}", "/traces/{id}/summary", "/traces/{id}/steps",
                                              "/traces/{id}/viewport", "/traces/{id}/slices",
                                              "/traces/{id}/slices/{slice}", "/traces/{id}/search",
-                                             "/traces/{id}/counters", "/traces/{id}/counters/{counter}"}));
+                                             "/traces/{id}/counters", "/traces/{id}/counters/{counter}",
+                                             "/traces/{id}/threads/{track}/states"}));
   Api api({RecordedTrace()}, TestIndexOptions());
   for (std::string p : paths) {
-    for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}, {"{counter}", "0"}})
+    for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}, {"{counter}", "0"}, {"{track}", "0"}})
       if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
     ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}, {"q", "a"}});
     EXPECT_EQ(r.status, 200) << p << ": " << r.body;
@@ -266,6 +267,45 @@ TEST(ViewApi, CountersAreSummarisedPerPixel) {
   Get(api, "/api/v1/traces/0/counters/99999", {}, 404);
   Get(api, "/api/v1/traces/0/counters/0", {{"pixels", "0"}}, 400);
   Get(api, "/api/v1/traces/0/counters/0", {{"start", "9"}, {"end", "3"}}, 400);
+}
+
+// A thread's scheduling states over a range: in time order, disjoint, inside
+// the range; zoomed in on one interval, its own state.
+TEST(ViewApi, ThreadStatesPerPixel) {
+  const std::string trace = RecordedTrace();
+  model::Trace t = testing::Load(trace);
+  if (t.thread_states.size() == 0) GTEST_SKIP() << "no scheduling states recorded here";
+  Api api({trace}, TestIndexOptions());
+  json info = Get(api, "/api/v1/traces/0");
+  std::map<uint32_t, size_t> per_track;
+  for (size_t i = 0; i < t.thread_states.size(); ++i) ++per_track[t.thread_states.track[i]];
+  for (const json& k : info["tracks"]) EXPECT_EQ(k["states"], per_track[k["id"].get<uint32_t>()]) << k.dump();
+  uint32_t track = std::max_element(per_track.begin(), per_track.end(), [](auto& a, auto& b) {
+                     return a.second < b.second;
+                   })->first;
+  json all = Get(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states", {{"pixels", "300"}});
+  int64_t prev = INT64_MIN;
+  for (const json& x : all["states"]) {
+    EXPECT_GE(x[0].get<int64_t>(), prev);
+    EXPECT_GT(x[1].get<int64_t>(), x[0].get<int64_t>());
+    EXPECT_GE(x[0].get<int64_t>(), all["start"].get<int64_t>());
+    EXPECT_LE(x[1].get<int64_t>(), all["end"].get<int64_t>());
+    prev = x[1];
+  }
+  EXPECT_FALSE(all["states"].empty());
+  EXPECT_LE(all["states"].size(), 2 * 300u + 1);
+  // The longest interval of that thread, asked for alone.
+  size_t best = 0;
+  for (size_t i = 0; i < t.thread_states.size(); ++i)
+    if (t.thread_states.track[i] == track && t.thread_states.dur[i] > t.thread_states.dur[best]) best = i;
+  int64_t a = t.thread_states.ts[best], d = t.thread_states.dur[best];
+  ASSERT_GT(d, 4);
+  json one = Get(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states",
+                 {{"start", std::to_string(a + d / 4)}, {"end", std::to_string(a + d / 2)}, {"pixels", "10"}});
+  ASSERT_EQ(one["states"].size(), 1u) << one.dump();
+  EXPECT_EQ(one["states"][0][2], model::ThreadStateName(t.thread_states.state[best]));
+  Get(api, "/api/v1/traces/0/threads/99999/states", {}, 404);
+  Get(api, "/api/v1/traces/0/threads/0/states", {{"pixels", "-3"}}, 400);
 }
 
 TEST(ViewApi, BadRequestsAreClientErrors) {

@@ -1,6 +1,7 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -75,6 +76,31 @@ const char* TrackKindName(model::TrackKind k) {
   return "other";
 }
 
+// Rows of a table grouped by `key` (series, track: below `groups`), each
+// group's in time order: group k's rows are rows[offsets[k] .. offsets[k + 1]).
+template <class Key, class Ts>
+void IndexRows(const Key& key, const Ts& ts, size_t groups, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
+  const size_t n = ts.size();
+  offsets.assign(groups + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (key[i] < groups) ++offsets[key[i] + 1];
+  for (size_t k = 0; k < groups; ++k) offsets[k + 1] += offsets[k];
+  rows.resize(offsets[groups]);
+  std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
+  for (size_t i = 0; i < n; ++i)
+    if (key[i] < groups) rows[next[key[i]]++] = static_cast<uint32_t>(i);
+  for (size_t k = 0; k < groups; ++k) {
+    auto a = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
+    auto b = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
+    std::stable_sort(a, b, [&](uint32_t x, uint32_t y) { return ts[x] < ts[y]; });
+  }
+}
+
+void IndexCounters(const model::Trace& t, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
+  IndexRows(t.counters.series, t.counters.ts, t.counter_series.size(), rows, offsets);
+}
+
+
 }  // namespace
 
 struct Api::Served {
@@ -97,6 +123,10 @@ struct Api::Served {
   std::once_flag counters_once;
   std::vector<uint32_t> counter_rows;
   std::vector<size_t> counter_offsets;
+  // Thread-state rows by track, then time (the OS level's on/off-CPU intervals).
+  std::once_flag states_once;
+  std::vector<uint32_t> state_rows;
+  std::vector<size_t> state_offsets;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -168,6 +198,7 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
     if (seg.size() == 5 && seg[4] == "slices") return Slices(*s, params);
     if (seg.size() == 5 && seg[4] == "search") return Search(*s, params);
     if (seg.size() == 5 && seg[4] == "counters") return Counters(*s);
+    if (seg.size() == 7 && seg[4] == "threads" && seg[6] == "states") return ThreadStates(*s, seg[5], params);
     if (seg.size() == 6 && seg[4] == "counters") return Counter(*s, seg[5], params);
     if (seg.size() == 6 && seg[4] == "slices") return Slice(*s, seg[5]);
     return Error(404, "no such endpoint");
@@ -196,6 +227,9 @@ ApiResponse Api::TraceInfo(Served& s) {
                      {"rank", p.rank},
                      {"is_device", p.is_device}});
   }
+  std::call_once(s.states_once, [&] {
+    IndexRows(t.thread_states.track, t.thread_states.ts, t.tracks.size(), s.state_rows, s.state_offsets);
+  });
   json tracks = json::array();
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     const model::Track& k = t.tracks[i];
@@ -206,7 +240,8 @@ ApiResponse Api::TraceInfo(Served& s) {
                       {"tid", k.tid},
                       {"name", std::string(t.strings.Get(k.name))},
                       {"device", k.device},
-                      {"slices", slices}});
+                      {"slices", slices},
+                      {"states", s.state_offsets[i + 1] - s.state_offsets[i]}});
   }
   return Ok({{"path", s.path},
              {"source", t.source},
@@ -433,26 +468,6 @@ ApiResponse Api::Search(Served& s, const std::multimap<std::string, std::string>
   return Ok({{"q", it->second}, {"matches", matches}, {"names", names}, {"slices", std::move(out)}});
 }
 
-namespace {
-
-void IndexCounters(const model::Trace& t, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
-  const size_t n = t.counters.size(), series = t.counter_series.size();
-  offsets.assign(series + 1, 0);
-  for (size_t i = 0; i < n; ++i)
-    if (t.counters.series[i] < series) ++offsets[t.counters.series[i] + 1];
-  for (size_t k = 0; k < series; ++k) offsets[k + 1] += offsets[k];
-  rows.resize(offsets[series]);
-  std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
-  for (size_t i = 0; i < n; ++i)
-    if (t.counters.series[i] < series) rows[next[t.counters.series[i]]++] = static_cast<uint32_t>(i);
-  for (size_t k = 0; k < series; ++k) {
-    auto a = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
-    auto b = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
-    std::stable_sort(a, b, [&](uint32_t x, uint32_t y) { return t.counters.ts[x] < t.counters.ts[y]; });
-  }
-}
-
-}  // namespace
 
 ApiResponse Api::Counters(Served& s) {
   const model::Trace& t = *s.trace;
@@ -514,6 +529,78 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
   flush();
   if (before.is_number() && !std::isfinite(before.get<double>())) before = nullptr;
   return Ok({{"id", k}, {"start", start}, {"end", end}, {"before", std::move(before)}, {"buckets", std::move(buckets)}});
+}
+
+ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
+                              const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  uint32_t track = 0;
+  if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
+  std::call_once(s.states_once, [&] {
+    IndexRows(t.thread_states.track, t.thread_states.ts, t.tracks.size(), s.state_rows, s.state_offsets);
+  });
+  int64_t start = 0, end = 0;
+  int pixels = 0;
+  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
+  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
+  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
+  if (!e.empty()) return Error(400, e);
+  if (end <= start) return Error(400, "end must be after start");
+  // Intervals of a pixel or more as they are (clipped to the range); shorter
+  // ones pooled per pixel, which takes the state that held most of its time.
+  // Neighbours in the same state are joined.
+  const auto& st = t.thread_states;
+  constexpr int kStates = static_cast<int>(model::ThreadState::kUnknown) + 1;
+  const double per = static_cast<double>(end - start) / pixels;
+  struct Span {
+    int64_t a, b;
+    int state;
+  };
+  std::vector<Span> out;
+  auto emit = [&](int64_t a, int64_t b, int state) {
+    if (!out.empty()) a = std::max(a, out.back().b);  // (a pooled pixel may reach into the next interval)
+    if (b <= a) return;
+    if (!out.empty() && out.back().state == state && out.back().b >= a) {
+      out.back().b = std::max(out.back().b, b);
+      return;
+    }
+    out.push_back({a, b, state});
+  };
+  int64_t bucket = -1;
+  std::array<int64_t, kStates> in{};
+  auto flush = [&] {
+    if (bucket < 0) return;
+    int best = static_cast<int>(std::max_element(in.begin(), in.end()) - in.begin());
+    int64_t a = start + static_cast<int64_t>(static_cast<double>(bucket) * per);
+    emit(a, start + static_cast<int64_t>(static_cast<double>(bucket + 1) * per), best);
+    in.fill(0);
+    bucket = -1;
+  };
+  auto first = s.state_rows.begin() + static_cast<std::ptrdiff_t>(s.state_offsets[track]);
+  auto last = s.state_rows.begin() + static_cast<std::ptrdiff_t>(s.state_offsets[track + 1]);
+  // Intervals of one thread do not overlap: the first that ends after `start`
+  // is at most one before the first that starts at or after it.
+  auto it = std::lower_bound(first, last, start, [&](uint32_t r, int64_t v) { return st.ts[r] < v; });
+  if (it != first && st.ts[*(it - 1)] + st.dur[*(it - 1)] > start) --it;
+  for (; it != last && st.ts[*it] < end; ++it) {
+    int64_t a = std::max(start, st.ts[*it]), b = std::min(end, st.ts[*it] + st.dur[*it]);
+    int state = static_cast<int>(st.state[*it]);
+    if (state < 0 || state >= kStates) state = kStates - 1;
+    if (static_cast<double>(b - a) >= per) {
+      flush();
+      emit(a, b, state);
+      continue;
+    }
+    int64_t k = static_cast<int64_t>(static_cast<double>(a - start) / per);
+    if (k != bucket) flush();
+    bucket = k;
+    in[static_cast<size_t>(state)] += b - a;
+  }
+  flush();
+  json states = json::array();
+  for (const Span& x : out)
+    states.push_back({x.a, x.b, model::ThreadStateName(static_cast<model::ThreadState>(x.state))});
+  return Ok({{"track", track}, {"start", start}, {"end", end}, {"states", std::move(states)}});
 }
 
 ApiResponse Api::Slice(Served& s, std::string_view id_text) {

@@ -57,6 +57,7 @@ class Api {
   ApiResponse Slice(Served& s, std::string_view id);
   ApiResponse Search(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Counters(Served& s);
+  ApiResponse ThreadStates(Served& s, std::string_view track, const std::multimap<std::string, std::string>& params);
   ApiResponse Counter(Served& s, std::string_view id, const std::multimap<std::string, std::string>& params);
 
   index::IndexOptions io_;

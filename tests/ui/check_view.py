@@ -74,7 +74,8 @@ def main():
         api = url.rstrip("/") + "/api/v1/traces/0"
         info = get(api)
         steps = get(api + "/steps")["steps"]
-        want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0)
+        want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0 or t["states"] > 0)
+        with_states = sum(1 for t in info["tracks"] if t["states"] > 0)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True,
                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
@@ -93,6 +94,9 @@ def main():
                 bad.append(f"{st['counters']} counter lanes, the API lists {want_counters} series")
             if want_counters and not st["points"]:
                 bad.append("counter lanes drew nothing")
+            drawn_states = page.evaluate("() => strataState.drawnStates")
+            if with_states and not drawn_states:
+                bad.append(f"{with_states} threads have scheduling states; none drawn")
             if sorted(st["lanes"]) != want_lanes:
                 bad.append(f"lanes {sorted(st['lanes'])} != tracks with slices {want_lanes}")
             if st["tiles"] <= 0:
@@ -205,7 +209,7 @@ def main():
             if errors:
                 bad.append(f"JavaScript errors: {errors[:3]}")
             browser.close()
-        print(f"view: {len(want_lanes)} lanes and {st['counters']} counter lanes ({st['points']} points), {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
+        print(f"view: {len(want_lanes)} lanes and {st['counters']} counter lanes ({st['points']} points), {drawn_states} state spans, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
               f"{arrows} flow arrows zoomed in; "
               f"zoomed to {(v2['end'] - v2['start']) / 1e6:.3f} ms; screenshots in {a.work}")
     finally:

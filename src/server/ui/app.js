@@ -4,12 +4,12 @@
 // zoomed out, slices when zoomed in) and never holds the whole trace.
 'use strict';
 
-const LABEL_W = 200, COUNTER_H = 30, ROW_H = 14, LANE_PAD = 4, DETAIL_NS_PER_PX = 20000, MAX_ROWS = 12;
+const LABEL_W = 200, COUNTER_H = 30, STATE_H = 6, ROW_H = 14, LANE_PAD = 4, DETAIL_NS_PER_PX = 20000, MAX_ROWS = 12;
 const query = new URLSearchParams(location.search);
 const token = query.get('token');
 const S = window.strataState = {
   traces: [], trace: 0, info: null, summary: null, steps: [], lanes: [], view: { start: 0, end: 1 },
-  tiles: {}, slices: {}, counters: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
+  tiles: {}, slices: {}, counters: {}, states: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
   drawnTiles: 0, drawnSlices: 0, error: null,
 };
 
@@ -225,12 +225,13 @@ function renderSteps() {
 function buildLanes() {
   const info = S.info, procs = info.processes;
   const order = { thread: 0, device_queue: 1, cpu: 2 };
-  const lanes = info.tracks.filter(t => t.slices > 0).map(t => {
+  const lanes = info.tracks.filter(t => t.slices > 0 || t.states > 0).map(t => {
     const p = t.process !== null ? procs[t.process] : null;
     const owner = p ? `${(p.name || 'pid').split('/').pop()} ${p.pid}` : 'CPUs';
     const what = t.kind === 'device_queue' ? `dev ${t.device} stream ${t.tid}` :
                  t.kind === 'cpu' ? `cpu ${t.tid}` : `${t.name || 'tid'} ${t.tid}`;
-    return { track: t.id, label: `${owner} · ${what}`, kind: t.kind, process: t.process, y: 0, h: ROW_H + LANE_PAD };
+    return { track: t.id, label: `${owner} · ${what}`, kind: t.kind, process: t.process, states: t.states > 0,
+             slices: t.slices > 0, y: 0, h: ROW_H + LANE_PAD };
   });
   lanes.sort((a, b) => ((a.process ?? 1e9) - (b.process ?? 1e9)) || (order[a.kind] - order[b.kind]) || (a.track - b.track));
   S.lanes = lanes;
@@ -245,7 +246,8 @@ function layout() {
     } else {
       const sl = S.detail && S.slices[l.track];
       const rows = sl && !sl.truncated ? Math.min(MAX_ROWS, 1 + sl.slices.reduce((m, s) => Math.max(m, s.depth), 0)) : 1;
-      l.h = rows * ROW_H + LANE_PAD;
+      l.rows = l.slices ? rows : 0;
+      l.h = Math.max(l.slices ? 0 : ROW_H, l.rows * ROW_H + (l.states ? STATE_H + 1 : 0)) + LANE_PAD;
     }
     y += l.h;
   }
@@ -262,7 +264,8 @@ function drawCounter(g, l) {
   let top = 0;
   for (const [, , hi] of c.buckets) top = Math.max(top, Math.abs(hi));
   if (c.before !== null) top = Math.max(top, Math.abs(c.before));
-  if (!(top > 0)) top = 1;
+  const flat = !(top > 0);
+  if (flat) top = 1;
   const yOf = v => l.y + COUNTER_H - 1 - (v / top) * (COUNTER_H - 4);
   g.fillStyle = 'rgba(0,137,123,0.35)';
   g.strokeStyle = 'rgba(0,105,92,0.9)';
@@ -282,7 +285,25 @@ function drawCounter(g, l) {
   g.stroke();
   S.drawnCounterPoints = (S.drawnCounterPoints || 0) + c.buckets.length;
   g.fillStyle = '#555';
-  g.fillText(human(top, l.unit), LABEL_W + 4, l.y + 8);
+  g.fillText(flat ? '0' : human(top, l.unit), LABEL_W + 4, l.y + 8);
+}
+
+// A thread's scheduling state under its slices: on CPU, waiting for one, or
+// blocked (sleeping, in disk I/O), a pixel's dominant state when zoomed out.
+const STATE_COLORS = { running: '#2e7d32', runnable: '#ff9800', sleeping: '#cfd8dc', disk_sleep: '#c62828',
+  blocked: '#90a4ae', stopped: '#6a1b9a' };
+function drawStates(g, l) {
+  const st = S.states[l.track];
+  if (!st) return;
+  const y = l.y + l.rows * ROW_H + 1;
+  for (const [a, b, state] of st.states) {
+    const color = STATE_COLORS[state];
+    if (!color) continue;
+    const x0 = Math.max(LABEL_W, xOf(a)), x1 = Math.min(LABEL_W + plotWidth(), xOf(b));
+    g.fillStyle = color;
+    g.fillRect(x0, y, Math.max(1, x1 - x0), STATE_H);
+    S.drawnStates = (S.drawnStates || 0) + 1;
+  }
 }
 
 function human(v, unit) {
@@ -342,6 +363,7 @@ function draw() {
         tiles++;
       }
     }
+    if (l.states) drawStates(g, l);
     g.fillStyle = '#fff';
     g.fillRect(0, l.y, LABEL_W, l.h);
     g.fillStyle = '#333';
@@ -440,8 +462,13 @@ async function fetchView() {
       }));
       if (seq !== fetchSeq) return;
     }
-    const counters = {};
+    const counters = {}, states = {};
     const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
+    await Promise.all(S.lanes.filter(l => l.states && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64)
+                       .map(async l => {
+      states[l.track] = await api(`traces/${S.trace}/threads/${l.track}/states`,
+                                  { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
+    }));
     await Promise.all(S.lanes.filter(l => l.counter !== undefined && l.y + l.h >= top && l.y <= bottom + 200)
                        .slice(0, 64).map(async l => {
       counters[l.counter] = await api(`traces/${S.trace}/counters/${l.counter}`,
@@ -449,7 +476,9 @@ async function fetchView() {
     }));
     if (seq !== fetchSeq) return;
     S.counters = counters;
+    S.states = states;
     S.drawnCounterPoints = 0;
+    S.drawnStates = 0;
     S.detail = detail;
     S.slices = slices;
     S.fetches++;
