@@ -76,30 +76,58 @@ const char* TrackKindName(model::TrackKind k) {
   return "other";
 }
 
-// Rows of a table grouped by `key` (series, track: below `groups`), each
-// group's in time order: group k's rows are rows[offsets[k] .. offsets[k + 1]).
-template <class Key, class Ts>
-void IndexRows(const Key& key, const Ts& ts, size_t groups, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
-  const size_t n = ts.size();
-  offsets.assign(groups + 1, 0);
-  for (size_t i = 0; i < n; ++i)
-    if (key[i] < groups) ++offsets[key[i] + 1];
-  for (size_t k = 0; k < groups; ++k) offsets[k + 1] += offsets[k];
-  rows.resize(offsets[groups]);
-  std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
-  for (size_t i = 0; i < n; ++i)
-    if (key[i] < groups) rows[next[key[i]]++] = static_cast<uint32_t>(i);
-  for (size_t k = 0; k < groups; ++k) {
-    auto a = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
-    auto b = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
-    std::stable_sort(a, b, [&](uint32_t x, uint32_t y) { return ts[x] < ts[y]; });
+// Rows of a table grouped by a key (a counter's series, a thread state's
+// track), each group's in time order; built once, on first use.
+struct GroupedRows {
+  using It = std::vector<uint32_t>::const_iterator;
+  std::once_flag once;
+  std::vector<uint32_t> rows;  // group k's: rows[offsets[k] .. offsets[k + 1])
+  std::vector<size_t> offsets;
+
+  template <class Key, class Ts>
+  const GroupedRows& Build(const Key& key, const Ts& ts, size_t groups) {
+    std::call_once(once, [&] {
+      const size_t n = ts.size();
+      offsets.assign(groups + 1, 0);
+      for (size_t i = 0; i < n; ++i)
+        if (key[i] < groups) ++offsets[key[i] + 1];
+      for (size_t k = 0; k < groups; ++k) offsets[k + 1] += offsets[k];
+      rows.resize(offsets[groups]);
+      std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        if (key[i] < groups) rows[next[key[i]]++] = static_cast<uint32_t>(i);
+      for (size_t k = 0; k < groups; ++k)
+        std::stable_sort(rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]),
+                         rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]),
+                         [&](uint32_t x, uint32_t y) { return ts[x] < ts[y]; });
+    });
+    return *this;
   }
-}
+  size_t Count(size_t k) const { return offsets[k + 1] - offsets[k]; }
+  // Group k's first row, its first row whose time is not before `t`, its end.
+  template <class Ts>
+  std::array<It, 3> Find(size_t k, const Ts& ts, int64_t t) const {
+    It first = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
+    It last = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
+    It at = std::lower_bound(first, last, t, [&](uint32_t r, int64_t v) { return ts[r] < v; });
+    return {first, at, last};
+  }
+};
 
-void IndexCounters(const model::Trace& t, std::vector<uint32_t>& rows, std::vector<size_t>& offsets) {
-  IndexRows(t.counters.series, t.counters.ts, t.counter_series.size(), rows, offsets);
+// A range asked for: start and end (the trace's by default; the end after
+// the start) and, where the answer is per pixel, the width.
+struct Range {
+  int64_t start = 0, end = 0;
+  int pixels = 0;
+};
+std::string ParseRange(const std::multimap<std::string, std::string>& params, int64_t first, int64_t last,
+                       bool per_pixel, Range* r) {
+  std::string e = Param<int64_t>(params, "start", first, INT64_MIN / 4, INT64_MAX / 4, &r->start);
+  if (e.empty()) e = Param<int64_t>(params, "end", last, INT64_MIN / 4, INT64_MAX / 4, &r->end);
+  if (e.empty() && per_pixel) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &r->pixels);
+  if (e.empty() && r->end <= r->start) e = "end must be after start";
+  return e;
 }
-
 
 }  // namespace
 
@@ -118,15 +146,17 @@ struct Api::Served {
   // (slice, the other end), sorted.
   std::once_flag flows_once;
   std::vector<std::pair<uint32_t, uint32_t>> flows_out, flows_in;
-  // Counter rows by series, then time (built on the first counter query):
-  // series k's rows are counter_rows[counter_offsets[k] .. counter_offsets[k + 1]).
-  std::once_flag counters_once;
-  std::vector<uint32_t> counter_rows;
-  std::vector<size_t> counter_offsets;
+  // Counter rows by series, then time (built on the first counter query).
+  const GroupedRows& CounterRows() {
+    return counter_rows.Build(trace->counters.series, trace->counters.ts, trace->counter_series.size());
+  }
   // Thread-state rows by track, then time (the OS level's on/off-CPU intervals).
-  std::once_flag states_once;
-  std::vector<uint32_t> state_rows;
-  std::vector<size_t> state_offsets;
+  const GroupedRows& StateRows() {
+    return state_rows.Build(trace->thread_states.track, trace->thread_states.ts, trace->tracks.size());
+  }
+
+ private:
+  GroupedRows counter_rows, state_rows;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -227,9 +257,7 @@ ApiResponse Api::TraceInfo(Served& s) {
                      {"rank", p.rank},
                      {"is_device", p.is_device}});
   }
-  std::call_once(s.states_once, [&] {
-    IndexRows(t.thread_states.track, t.thread_states.ts, t.tracks.size(), s.state_rows, s.state_offsets);
-  });
+  const GroupedRows& states = s.StateRows();
   json tracks = json::array();
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     const model::Track& k = t.tracks[i];
@@ -241,7 +269,7 @@ ApiResponse Api::TraceInfo(Served& s) {
                       {"name", std::string(t.strings.Get(k.name))},
                       {"device", k.device},
                       {"slices", slices},
-                      {"states", s.state_offsets[i + 1] - s.state_offsets[i]}});
+                      {"states", states.Count(i)}});
   }
   return Ok({{"path", s.path},
              {"source", t.source},
@@ -274,10 +302,9 @@ ApiResponse Api::Summary(Served& s) {
 
 ApiResponse Api::Steps(Served& s) {
   std::lock_guard lock(s.analysis_mu);
-  if (!s.steps.empty()) return {200, s.steps};
   // Kept beside the index like a report (a pass over every slice on a large trace).
   const std::string question = "strata view/1\nsteps\ntrace=" + s.path + "\n";
-  if (!s.use.path.empty())
+  if (s.steps.empty() && !s.use.path.empty())
     if (auto stored = index::ReadResult(s.use.path, s.use.key, question); stored.ok()) s.steps = std::move(*stored);
   if (!s.steps.empty()) return {200, s.steps};
   const model::Trace& t = *s.trace;
@@ -305,13 +332,9 @@ ApiResponse Api::Steps(Served& s) {
 
 ApiResponse Api::Viewport(Served& s, const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
-  int64_t start = 0, end = 0;
-  int pixels = 0;
-  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
-  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
-  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
-  if (!e.empty()) return Error(400, e);
-  if (end <= start) return Error(400, "end must be after start");
+  Range r;
+  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
+  const auto [start, end, pixels] = r;
   // The lanes asked for ("tracks=0,3,4"), or all of them.
   std::vector<uint32_t> tracks;
   auto it = params.find("tracks");
@@ -344,15 +367,14 @@ ApiResponse Api::Viewport(Served& s, const std::multimap<std::string, std::strin
 ApiResponse Api::Slices(Served& s, const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
   uint32_t track = 0;
-  int64_t start = 0, end = 0;
   size_t limit = 0;
+  Range r;
   std::string e = Param<uint32_t>(params, "track", UINT32_MAX, 0, UINT32_MAX, &track);
   if (e.empty() && (track == UINT32_MAX || track >= t.tracks.size())) e = "parameter track names no track";
-  if (e.empty()) e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
-  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
+  if (e.empty()) e = ParseRange(params, s.start_ns, s.end_ns, false, &r);
   if (e.empty()) e = Param<size_t>(params, "limit", 2000, 1, kMaxSlices, &limit);
   if (!e.empty()) return Error(400, e);
-  if (end <= start) return Error(400, "end must be after start");
+  const int64_t start = r.start, end = r.end;
   json out = json::array();
   bool truncated = false;
   if (track < t.track_slices.size()) {
@@ -468,14 +490,13 @@ ApiResponse Api::Search(Served& s, const std::multimap<std::string, std::string>
   return Ok({{"q", it->second}, {"matches", matches}, {"names", names}, {"slices", std::move(out)}});
 }
 
-
 ApiResponse Api::Counters(Served& s) {
   const model::Trace& t = *s.trace;
-  std::call_once(s.counters_once, [&] { IndexCounters(t, s.counter_rows, s.counter_offsets); });
+  const GroupedRows& rows = s.CounterRows();
   json out = json::array();
   for (size_t k = 0; k < t.counter_series.size(); ++k) {
     const model::CounterSeries& c = t.counter_series[k];
-    size_t points = s.counter_offsets[k + 1] - s.counter_offsets[k];
+    size_t points = rows.Count(k);
     if (points == 0) continue;
     out.push_back({{"id", k},
                    {"name", std::string(t.strings.Get(c.name))},
@@ -489,21 +510,14 @@ ApiResponse Api::Counters(Served& s) {
 
 ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
-  std::call_once(s.counters_once, [&] { IndexCounters(t, s.counter_rows, s.counter_offsets); });
   size_t k = 0;
   if (!ParseNumber(id_text, &k) || k >= t.counter_series.size()) return Error(404, "no such counter");
-  int64_t start = 0, end = 0;
-  int pixels = 0;
-  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
-  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
-  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
-  if (!e.empty()) return Error(400, e);
-  if (end <= start) return Error(400, "end must be after start");
+  Range r;
+  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
+  const auto [start, end, pixels] = r;
   // Per pixel: [its start, the lowest, the highest and the last value in it],
   // after the value in force at `start` (the last point before it).
-  auto first = s.counter_rows.begin() + static_cast<std::ptrdiff_t>(s.counter_offsets[k]);
-  auto last = s.counter_rows.begin() + static_cast<std::ptrdiff_t>(s.counter_offsets[k + 1]);
-  auto it = std::lower_bound(first, last, start, [&](uint32_t r, int64_t v) { return t.counters.ts[r] < v; });
+  auto [first, it, last] = s.CounterRows().Find(k, t.counters.ts, start);
   json before = it == first ? json(nullptr) : json(t.counters.value[*(it - 1)]);
   json buckets = json::array();
   const double per = static_cast<double>(end - start) / pixels;
@@ -536,16 +550,9 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
   const model::Trace& t = *s.trace;
   uint32_t track = 0;
   if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
-  std::call_once(s.states_once, [&] {
-    IndexRows(t.thread_states.track, t.thread_states.ts, t.tracks.size(), s.state_rows, s.state_offsets);
-  });
-  int64_t start = 0, end = 0;
-  int pixels = 0;
-  std::string e = Param<int64_t>(params, "start", s.start_ns, INT64_MIN / 4, INT64_MAX / 4, &start);
-  if (e.empty()) e = Param<int64_t>(params, "end", s.end_ns, INT64_MIN / 4, INT64_MAX / 4, &end);
-  if (e.empty()) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &pixels);
-  if (!e.empty()) return Error(400, e);
-  if (end <= start) return Error(400, "end must be after start");
+  Range r;
+  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
+  const auto [start, end, pixels] = r;
   // Intervals of a pixel or more as they are (clipped to the range); shorter
   // ones pooled per pixel, which takes the state that held most of its time.
   // Neighbours in the same state are joined.
@@ -576,11 +583,9 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
     in.fill(0);
     bucket = -1;
   };
-  auto first = s.state_rows.begin() + static_cast<std::ptrdiff_t>(s.state_offsets[track]);
-  auto last = s.state_rows.begin() + static_cast<std::ptrdiff_t>(s.state_offsets[track + 1]);
   // Intervals of one thread do not overlap: the first that ends after `start`
   // is at most one before the first that starts at or after it.
-  auto it = std::lower_bound(first, last, start, [&](uint32_t r, int64_t v) { return st.ts[r] < v; });
+  auto [first, it, last] = s.StateRows().Find(track, st.ts, start);
   if (it != first && st.ts[*(it - 1)] + st.dur[*(it - 1)] > start) --it;
   for (; it != last && st.ts[*it] < end; ++it) {
     int64_t a = std::max(start, st.ts[*it]), b = std::min(end, st.ts[*it] + st.dur[*it]);
