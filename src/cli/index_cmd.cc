@@ -37,8 +37,7 @@ double StoreDefaultReports(const std::string& trace, const model::Trace& t, cons
   const report::ReportOptions opt = report::DefaultReportOptions();
   const report::ReportFormat formats[] = {report::ReportFormat::kText, report::ReportFormat::kJson};
   bool all = true;
-  const index::IndexOptions io = IndexOptionsForCommand();
-  for (report::ReportFormat f : formats) all = all && report::StoredReport(trace, io, opt, f).has_value();
+  for (report::ReportFormat f : formats) all = all && report::StoredReport(use, trace, opt, f).has_value();
   if (all) return 0;
   auto t0 = std::chrono::steady_clock::now();
   // (Left for the OS to reclaim at exit, as `strata report` does.)

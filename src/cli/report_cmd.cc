@@ -1,6 +1,5 @@
 // `strata report TRACE [--json|--html FILE] [--full] [--top N] [-o FILE]`
 #include <cstdio>
-#include <functional>
 #include <optional>
 #include <string>
 
@@ -82,24 +81,28 @@ int RunReport(const ReportArgs& a) {
     if (f == report::ReportFormat::kHtml) return WriteHtml(a.html, answer, a.force);
     return WriteOutput(a.output, answer, a.force);
   };
-  // Asked before, of the same trace with the same options: the stored answers
-  // (all of them, or the analyses run). (Not with --flamegraph, which reads
-  // the samples.)
-  auto answer_stored = [&](const std::function<std::optional<std::string>(report::ReportFormat)>& lookup) {
-    if (!a.flamegraph.empty()) return false;
+  // Asked before, of the same trace with the same options: the answers stored
+  // beside the index `at` written (all of them, or none and the analyses run),
+  // and the exit code. (Not with --flamegraph, which reads the samples.)
+  auto answer_stored = [&](const index::IndexUse& at) -> std::optional<int> {
+    if (!a.flamegraph.empty()) return std::nullopt;
     std::vector<std::string> stored;
     for (report::ReportFormat f : asked) {
-      auto s = lookup(f);
-      if (!s) return false;
+      auto s = report::StoredReport(at, a.trace, opt, f);
+      if (!s) return std::nullopt;
       stored.push_back(std::move(*s));
     }
     for (size_t i = 0; i < asked.size(); ++i)
-      if (int rc = write(asked[i], stored[i]); rc != kExitOk) throw CLI::RuntimeError(rc);
-    return true;
+      if (int rc = write(asked[i], stored[i]); rc != kExitOk) return rc;
+    return kExitOk;
   };
   // A trace current by its signature: without opening the model.
-  const index::IndexOptions io = IndexOptionsForCommand();
-  if (answer_stored([&](report::ReportFormat f) { return report::StoredReport(a.trace, io, opt, f); })) return kExitOk;
+  if (auto current = index::FindCurrentIndex(a.trace, IndexOptionsForCommand()); current.ok()) {
+    index::IndexUse found;
+    found.path = current->path;
+    found.key = current->key;
+    if (auto rc = answer_stored(found)) return *rc;
+  }
   importers::LoadOptions lo;
   lo.progress = true;  // drawn only on a terminal
   index::IndexUse use;
@@ -107,8 +110,8 @@ int RunReport(const ReportArgs& a) {
   if (!trace.ok()) return BadInput(trace.status().message());
   // An index found current by the trace's content (its signature was not
   // settled yet): its stored answers are as good.
-  if (use.read && answer_stored([&](report::ReportFormat f) { return report::StoredReport(use, a.trace, opt, f); }))
-    return kExitOk;
+  if (use.read)
+    if (auto rc = answer_stored(use)) return *rc;
   if (!a.flamegraph.empty()) {
     int rc = WriteFlamegraph(*trace, a.flamegraph, /*spans=*/false, /*threads=*/true, /*off_cpu=*/false, a.force);
     if (rc != kExitOk) return rc;

@@ -38,15 +38,6 @@ std::string RenderReport(const Report& r, const std::string& trace, ReportFormat
   return {};
 }
 
-std::optional<std::string> StoredReport(const std::string& trace, const index::IndexOptions& io,
-                                        const ReportOptions& opt, ReportFormat f) {
-  auto current = index::FindCurrentIndex(trace, io);
-  if (!current.ok()) return std::nullopt;
-  auto answer = index::ReadResult(current->path, current->key, ReportQuestion(trace, opt, f));
-  if (!answer.ok()) return std::nullopt;
-  return std::move(answer).value();
-}
-
 std::optional<std::string> StoredReport(const index::IndexUse& use, const std::string& trace,
                                         const ReportOptions& opt, ReportFormat f) {
   if (use.path.empty()) return std::nullopt;

@@ -25,12 +25,8 @@ std::string ReportQuestion(const std::string& trace, const ReportOptions& opt, R
 // Renders `r` in format `f` (the HTML titled with the trace's name).
 std::string RenderReport(const Report& r, const std::string& trace, ReportFormat f);
 
-// The stored answer, when the trace's index is current and holds one (`io`:
-// where indexes are, as the command opening the trace would look).
-std::optional<std::string> StoredReport(const std::string& trace, const index::IndexOptions& io,
-                                        const ReportOptions& opt, ReportFormat f);
-
-// The stored answer beside the index `use` read (a trace just opened).
+// The stored answer beside the index `use` names (one just read or written,
+// or one index::FindCurrentIndex found current), when it holds one.
 std::optional<std::string> StoredReport(const index::IndexUse& use, const std::string& trace,
                                         const ReportOptions& opt, ReportFormat f);
 
