@@ -5,54 +5,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-# torch 2.x from PyPI in a venv, as most users have it: the workloads are
-# recorded with it too (ctest workload_steps_torch2; the observer is built for it
-# on first use). Kept outside the checkout and reused across runs, like pip's
-# cache: the wheels and their CUDA libraries are about 3 GB.
-TORCH2_VENV="${STRATA_TORCH2_VENV:-$HOME/.cache/strata/venv-torch2}"
-if [ "${STRATA_SKIP_TORCH2:-0}" != "1" ] && ! "$TORCH2_VENV/bin/python" -c "import torch, torchvision, numpy" 2>/dev/null; then
-  echo "== torch 2.x in $TORCH2_VENV (once)"
-  { python3 -m venv "$TORCH2_VENV" &&
-    "$TORCH2_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "torch==2.5.1" "torchvision==0.20.1" numpy; } ||
-    echo "strata: could not install torch 2.x into $TORCH2_VENV; its tests will be skipped" >&2
-fi
-export STRATA_TORCH2_PYTHON="$TORCH2_VENV/bin/python"
-# TensorFlow and Keras 3 (CPU) in a venv of their own: they need a newer numpy
-# than Debian's torch (ctest workload_steps_tensorflow; about 1.6 GB, reused).
-TF_VENV="${STRATA_TF_VENV:-$HOME/.cache/strata/venv-tf}"
-if [ "${STRATA_SKIP_TF:-0}" != "1" ] && ! "$TF_VENV/bin/python" -c "import tensorflow, keras" 2>/dev/null; then
-  echo "== TensorFlow in $TF_VENV (once)"
-  { python3 -m venv "$TF_VENV" &&
-    "$TF_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "tensorflow-cpu==2.21.0" "keras>=3.10"; } ||
-    echo "strata: could not install TensorFlow into $TF_VENV; its tests will be skipped" >&2
-fi
-export STRATA_TF_PYTHON="$TF_VENV/bin/python"
+# Frameworks in venvs of their own, kept outside the checkout and reused across
+# runs like pip's cache. venv NAME LABEL IMPORTS PACKAGE...: the venv at
+# $STRATA_<NAME>_VENV (default ~/.cache/strata/venv-<name>), made and filled once
+# unless its Python can already run IMPORTS, skipped with STRATA_SKIP_<NAME>=1;
+# its Python is exported as STRATA_<NAME>_PYTHON (the tests that need it skip
+# where that names no Python with them).
+venv() {
+  local name=$1 label=$2 imports=$3; shift 3
+  local dir_var="STRATA_${name}_VENV" skip_var="STRATA_SKIP_${name}"
+  local dir="${!dir_var:-$HOME/.cache/strata/venv-${name,,}}"
+  if [ "${!skip_var:-0}" != "1" ] && ! "$dir/bin/python" -c "$imports" 2>/dev/null; then
+    echo "== $label in $dir (once)"
+    { python3 -m venv "$dir" && "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"; } ||
+      echo "strata: could not install $label into $dir; its tests will be skipped" >&2
+  fi
+  export "STRATA_${name}_PYTHON=$dir/bin/python"
+}
+# torch 2.x from PyPI, as most users have it: the workloads are recorded with it
+# too (ctest workload_steps_torch2; the observer is built for it on first use);
+# the wheels and their CUDA libraries are about 3 GB.
+venv TORCH2 "torch 2.x" "import torch, torchvision, numpy" "torch==2.5.1" "torchvision==0.20.1" numpy
+# TensorFlow and Keras 3 (CPU): they need a newer numpy than Debian's torch
+# (ctest workload_steps_tensorflow; about 1.6 GB).
+venv TF "TensorFlow" "import tensorflow, keras" "tensorflow-cpu==2.21.0" "keras>=3.10"
 # JAX (CPU) likewise (ctest workload_steps_jax; about 300 MB).
-JAX_VENV="${STRATA_JAX_VENV:-$HOME/.cache/strata/venv-jax}"
-if [ "${STRATA_SKIP_JAX:-0}" != "1" ] && ! "$JAX_VENV/bin/python" -c "import jax" 2>/dev/null; then
-  echo "== JAX in $JAX_VENV (once)"
-  { python3 -m venv "$JAX_VENV" && "$JAX_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "jax==0.10.2"; } ||
-    echo "strata: could not install JAX into $JAX_VENV; its tests will be skipped" >&2
-fi
-export STRATA_JAX_PYTHON="$JAX_VENV/bin/python"
+venv JAX "JAX" "import jax" "jax==0.10.2"
 # ONNX Runtime (CPU) and onnx likewise (ctest workload_steps_ort; about 150 MB).
-ORT_VENV="${STRATA_ORT_VENV:-$HOME/.cache/strata/venv-ort}"
-if [ "${STRATA_SKIP_ORT:-0}" != "1" ] && ! "$ORT_VENV/bin/python" -c "import onnxruntime, onnx" 2>/dev/null; then
-  echo "== ONNX Runtime in $ORT_VENV (once)"
-  { python3 -m venv "$ORT_VENV" &&
-    "$ORT_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "onnxruntime==1.32.0" onnx numpy; } ||
-    echo "strata: could not install ONNX Runtime into $ORT_VENV; its tests will be skipped" >&2
-fi
-export STRATA_ORT_PYTHON="$ORT_VENV/bin/python"
-# Playwright for Python (the browser tests of `strata view`, ctest ui_view_browser,
-# drive Debian's Chromium with it; about 200 MB, reused).
-UI_VENV="${STRATA_UI_VENV:-$HOME/.cache/strata/venv-ui}"
-if [ "${STRATA_SKIP_UI:-0}" != "1" ] && ! "$UI_VENV/bin/python" -c "import playwright.sync_api" 2>/dev/null; then
-  echo "== Playwright in $UI_VENV (once)"
-  { python3 -m venv "$UI_VENV" && "$UI_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "playwright==1.65.2"; } ||
-    echo "strata: could not install Playwright into $UI_VENV; the browser tests will be skipped" >&2
-fi
-export STRATA_UI_PYTHON="$UI_VENV/bin/python"
+venv ORT "ONNX Runtime" "import onnxruntime, onnx" "onnxruntime==1.32.0" onnx numpy
+# Playwright for Python: the browser tests of `strata view` (ctest ui_view_browser)
+# drive Debian's Chromium with it (about 200 MB).
+venv UI "Playwright" "import playwright.sync_api" "playwright==1.65.2"
 start=$(date +%s)
 # Each step's time, so that a slow CI run says which part grew.
 step_start=$start
