@@ -334,7 +334,9 @@ ApiResponse Api::Viewport(Served& s, const std::multimap<std::string, std::strin
   const model::Trace& t = *s.trace;
   Range r;
   if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
-  const auto [start, end, pixels] = r;
+  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  const int64_t start = r.start, end = r.end;
+  const int pixels = r.pixels;
   // The lanes asked for ("tracks=0,3,4"), or all of them.
   std::vector<uint32_t> tracks;
   auto it = params.find("tracks");
@@ -514,7 +516,9 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
   if (!ParseNumber(id_text, &k) || k >= t.counter_series.size()) return Error(404, "no such counter");
   Range r;
   if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
-  const auto [start, end, pixels] = r;
+  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  const int64_t start = r.start, end = r.end;
+  const int pixels = r.pixels;
   // Per pixel: [its start, the lowest, the highest and the last value in it],
   // after the value in force at `start` (the last point before it).
   auto [first, it, last] = s.CounterRows().Find(k, t.counters.ts, start);
@@ -552,7 +556,9 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
   if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
   Range r;
   if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
-  const auto [start, end, pixels] = r;
+  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  const int64_t start = r.start, end = r.end;
+  const int pixels = r.pixels;
   // Intervals of a pixel or more as they are (clipped to the range); shorter
   // ones pooled per pixel, which takes the state that held most of its time.
   // Neighbours in the same state are joined.
