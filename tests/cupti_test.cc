@@ -23,197 +23,13 @@
 #include "collectors/cupti/collector_session.h"
 #include "collectors/cupti/range_profiler.h"
 #include "recorder/runtime_internal.h"
+#include "tests/cupti_harness.h"
 #include "tests/testing.h"
 
 namespace strata {
 namespace {
 
-using model::SliceKind;
-using testing::Load;
-using testing::TempDir;
-
-uint64_t Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// --- a fake CUPTI control plane (the data plane is real CUPTI) -------------------
-
-struct Fake {
-  static inline CUptiResult subscribe = CUPTI_SUCCESS;
-  static inline CUptiResult timestamps = CUPTI_SUCCESS;
-  static inline uint32_t version = CUPTI_API_VERSION;
-  static inline size_t dropped_next = 0;
-  static inline std::vector<CUpti_ActivityKind> enabled;
-};
-
-cupti::CuptiApi FakeApi() {
-  cupti::CuptiApi a;
-  a.version = [](uint32_t* v) {
-    *v = Fake::version;
-    return CUPTI_SUCCESS;
-  };
-  a.timestamp_callback = [](CUpti_TimestampCallbackFunc) { return Fake::timestamps; };
-  a.register_buffers = [](CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) { return CUPTI_SUCCESS; };
-  a.subscribe = [](CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*, CUpti_SubscriberParams* p) {
-    if (Fake::subscribe == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && p && p->oldSubscriberName)
-      std::strcpy(p->oldSubscriberName, "kineto");
-    return Fake::subscribe;
-  };
-  a.enable_callback = [](uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) { return CUPTI_SUCCESS; };
-  a.enable_domain = [](uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) { return CUPTI_SUCCESS; };
-  a.enable_kind = [](CUpti_ActivityKind k) {
-    Fake::enabled.push_back(k);
-    return CUPTI_SUCCESS;
-  };
-  a.flush_period = [](uint32_t) { return CUPTI_SUCCESS; };
-  a.flush_all = [](uint32_t) { return CUPTI_SUCCESS; };
-  a.dropped = [](size_t* n) {
-    *n = Fake::dropped_next;
-    Fake::dropped_next = 0;
-    return CUPTI_SUCCESS;
-  };
-  return a;
-}
-
-// Runs `scenario` in a child process with a recorder and a CUDA session, then
-// loads the trace it wrote. A fork per scenario: the recorder is once per process.
-model::Trace RunScenario(const std::string& name, const std::function<void(cupti::Session&)>& scenario,
-                         std::string* dir_out = nullptr) {
-  std::string dir = TempDir(name);
-  if (dir_out) *dir_out = dir;
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    recorder::Config cfg;
-    cfg.dir = dir;
-    if (!recorder::Start(cfg).ok()) ::_exit(3);
-    cupti::Session* s = cupti::StartSession(cupti::SessionOptions(), FakeApi());
-    scenario(*s);
-    s->Stop();
-    recorder::Finalize();
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "scenario process failed: " << status;
-  return Load(dir);
-}
-
-// Activity records go through a real CUPTI buffer, as the driver delivers them.
-class Buffer {
- public:
-  explicit Buffer(cupti::Session& s) : s_(s) {
-    size_t max = 0;
-    s_.ProvideBuffer(&data_, &size_, &max);
-  }
-  template <typename R>
-  Buffer& Add(const R& r) {
-    std::memcpy(data_ + used_, &r, sizeof r);
-    used_ += (sizeof r + 7) & ~size_t{7};
-    return *this;
-  }
-  void Complete() { s_.BufferDone(data_, used_); }
-
- private:
-  cupti::Session& s_;
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0, used_ = 0;
-};
-
-// One runtime/driver API call through the callback API, ENTER then EXIT.
-struct ApiCall {
-  CUpti_CallbackDomain domain;
-  CUpti_CallbackId cbid;
-  const void* params;
-  const char* symbol = nullptr;
-  uint32_t correlation = 0;
-  int result = 0;
-};
-
-void Enter(cupti::Session& s, const ApiCall& c, uint64_t* scratch) {
-  CUpti_CallbackData cb{};
-  cb.callbackSite = CUPTI_API_ENTER;
-  cb.functionName = "api";
-  cb.functionParams = c.params;
-  cb.symbolName = c.symbol;
-  cb.correlationData = scratch;
-  cb.correlationId = c.correlation;
-  s.OnCallback(c.domain, c.cbid, &cb);
-}
-
-void Exit(cupti::Session& s, const ApiCall& c, uint64_t* scratch) {
-  CUpti_CallbackData cb{};
-  cb.callbackSite = CUPTI_API_EXIT;
-  cb.functionName = "api";
-  cb.functionParams = c.params;
-  cb.functionReturnValue = const_cast<int*>(&c.result);
-  cb.symbolName = c.symbol;
-  cb.correlationData = scratch;
-  cb.correlationId = c.correlation;
-  s.OnCallback(c.domain, c.cbid, &cb);
-}
-
-void Call(cupti::Session& s, const ApiCall& c) {
-  uint64_t scratch = 0;
-  Enter(s, c, &scratch);
-  Exit(s, c, &scratch);
-}
-
-CUpti_ActivityKernel10 Kernel(uint32_t corr, uint64_t start, uint64_t dur, uint32_t stream, const char* name) {
-  CUpti_ActivityKernel10 k{};
-  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = start;
-  k.end = start + dur;
-  k.deviceId = 0;
-  k.contextId = 1;
-  k.streamId = stream;
-  k.gridX = 64, k.gridY = 2, k.gridZ = 1;
-  k.blockX = 256, k.blockY = 1, k.blockZ = 1;
-  k.staticSharedMemory = 512;
-  k.dynamicSharedMemory = 1024;
-  k.registersPerThread = 32;
-  k.correlationId = corr;
-  k.name = name;
-  return k;
-}
-
-// --- model helpers ---------------------------------------------------------------
-
-std::string Name(const model::Trace& t, size_t s) { return std::string(t.strings.Get(t.slices.name[s])); }
-
-std::vector<size_t> Slices(const model::Trace& t, SliceKind k) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < t.slices.size(); ++i)
-    if (t.slices.kind[i] == k) out.push_back(i);
-  return out;
-}
-
-std::string Arg(const model::Trace& t, size_t slice, const std::string& key) {
-  model::StringId k = t.strings.Find(key);
-  for (size_t i = 0; i < t.args.size(); ++i)
-    if (t.args.slice[i] == slice && t.args.key[i] == k)
-      return t.args.str[i] ? std::string(t.strings.Get(t.args.str[i])) : std::to_string(static_cast<int64_t>(t.args.num[i]));
-  return "";
-}
-
-const model::CollectorStatus* Status(const model::Trace& t, const std::string& name) {
-  const model::CollectorStatus* last = nullptr;
-  for (const auto& c : t.collectors)
-    if (c.collector == name) last = &c;
-  return last;
-}
-
-class Cupti : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Fake::subscribe = CUPTI_SUCCESS;
-    Fake::timestamps = CUPTI_SUCCESS;
-    Fake::version = CUPTI_API_VERSION;
-    Fake::dropped_next = 0;
-    Fake::enabled.clear();
-  }
-};
+using namespace cupti_harness;  // NOLINT: the harness is this test's vocabulary
 
 // --- kernels and launches ----------------------------------------------------------
 
@@ -307,7 +123,7 @@ TEST_F(Cupti, KernelLaunchesLinkTheirApiCallsToTheirKernels) {
     if (trk.kind == model::TrackKind::kDeviceQueue)
       named += std::string(t.strings.Get(trk.name)) == "CUDA stream " + std::to_string(trk.tid);
   EXPECT_EQ(named, 2);
-  EXPECT_EQ(Status(t, "cuda")->state, "ok") << Status(t, "cuda")->detail;
+  EXPECT_EQ(Collector(t, "cuda")->state, "ok") << Collector(t, "cuda")->detail;
 }
 
 TEST_F(Cupti, DriverCallsInsideRuntimeCallsAreLeftOut) {
@@ -652,7 +468,7 @@ TEST_F(Cupti, RuntimeAndDriverApiRecordsWhenCallbacksAreTaken) {
     ASSERT_NE(t.device.launch[r], model::kNone);
     EXPECT_EQ(Name(t, static_cast<size_t>(t.device.launch[r])), Name(t, k) == "k1" ? "cudaLaunchKernel" : "cuLaunchKernel");
   }
-  const auto* st = Status(t, "cuda");
+  const auto* st = Collector(t, "cuda");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->state, "partial");
   EXPECT_NE(st->detail.find("kineto"), std::string::npos) << st->detail;
@@ -785,7 +601,7 @@ TEST_F(Cupti, DroppedAndUntimedRecordsAreReported) {
   bool warned = false;
   for (const auto& w : t.warnings) warned = warned || w.find("1300 CUPTI activity records lost") != std::string::npos;
   EXPECT_TRUE(warned) << (t.warnings.empty() ? "" : t.warnings.front());
-  const auto* st = Status(t, "cuda");
+  const auto* st = Collector(t, "cuda");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->state, "partial");
   EXPECT_NE(st->detail.find("1300 activity records dropped"), std::string::npos) << st->detail;
@@ -858,7 +674,7 @@ TEST_F(Cupti, RefusedTimestampCallbackMapsRealtimeToTheTraceClock) {
   int64_t gap = t.slices.ts[k[0]] - t.slices.ts[api[0]];
   EXPECT_GT(gap, 500'000);
   EXPECT_LT(gap, 100'000'000);
-  EXPECT_NE(Status(t, "cuda")->detail.find("CLOCK_REALTIME"), std::string::npos);
+  EXPECT_NE(Collector(t, "cuda")->detail.find("CLOCK_REALTIME"), std::string::npos);
 }
 
 TEST_F(Cupti, OtherMajorCuptiVersionIsRefused) {
@@ -867,7 +683,7 @@ TEST_F(Cupti, OtherMajorCuptiVersionIsRefused) {
     Buffer(s).Add(Kernel(1, Now(), 100, 7, "k")).Complete();
   });
   EXPECT_TRUE(Slices(t, SliceKind::kKernel).empty());
-  const auto* st = Status(t, "cuda");
+  const auto* st = Collector(t, "cuda");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(st->state, "unavailable");
   EXPECT_NE(st->detail.find("major version"), std::string::npos) << st->detail;

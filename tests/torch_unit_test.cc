@@ -312,7 +312,7 @@ TEST(ControlBlock, RoundTripsAndRejectsOthers) {
 
   ASSERT_TRUE(WriteFileAtomic(dir + "/short", "STCB").ok());
   EXPECT_FALSE(format::MapControlFile(dir + "/short").ok());
-  ASSERT_TRUE(WriteFileAtomic(dir + "/other", std::string(4096, 'x')).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/other", std::string(sizeof(format::ControlBlock), 'x')).ok());
   auto o = format::MapControlFile(dir + "/other");
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("not a version"), std::string::npos);

@@ -84,7 +84,7 @@ class _Span:
 
 def _detail_window():
     """--ops-steps A-B from the recording's control file (format/control.h: magic
-    'STCB', version 1, detail_first_step and detail_last_step at offset 32)."""
+    'STCB', version 1 or 2, detail_first_step and detail_last_step at offset 32)."""
     d = os.environ.get("STRATA_TRACE_DIR")
     if not d:
         return None
@@ -95,7 +95,7 @@ def _detail_window():
         first, last = struct.unpack_from("<qq", head, 32)
     except (OSError, struct.error):
         return None
-    if magic != 0x42435453 or version != 1 or first < 0 or last < first:
+    if magic != 0x42435453 or version not in (1, 2) or first < 0 or last < first:
         return None
     return first, last
 

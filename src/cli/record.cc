@@ -35,6 +35,7 @@
 #include "base/files.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/live_serve.h"
 #include "cli/manifest.h"
 #include "cli/supervisor.h"
 #include "cli/torch_observer.h"
@@ -82,6 +83,11 @@ struct RecordOptions {
   bool python_stacks = true;
   uint32_t proc_hz = 10;
   uint32_t os_buffer_kb = 0;
+  // Live (strata record --serve).
+  bool serve = false;
+  LiveServeOptions live;
+  std::string cuda_activity;  // all, sampled, window, off (default: all; sampled with --serve)
+  uint32_t cuda_sample_every = 50;
 };
 
 // The accelerator collectors `strata record` can inject, each through its
@@ -320,6 +326,13 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   control.sample_period_ms.store(o.sample_period_ms);
   control.batch_size.store(o.batch_size);
   control.memory.store(o.no_memory ? 0 : 1);
+  format::CudaActivity cuda_activity = o.serve ? format::CudaActivity::kSampled : format::CudaActivity::kAll;
+  if (!o.cuda_activity.empty() && !format::ParseCudaActivity(o.cuda_activity, &cuda_activity)) {
+    PrintError("record: --cuda-activity must be all, sampled, window or off");
+    return kExitUsage;
+  }
+  control.cuda_activity.store(static_cast<uint32_t>(cuda_activity));
+  control.cuda_sample_every.store(o.cuda_sample_every);
   o.command = cmd;
 
   InstallPaths paths = FindInstallPaths();
@@ -365,7 +378,9 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                         {"shapes", o.shapes},                {"ops_steps", o.ops_steps},
                         {"batch_size", o.batch_size},        {"skip_steps", o.skip_steps},
                         {"sample_window_ms", o.sample_window_ms}, {"sample_period_ms", o.sample_period_ms},
-                        {"memory", !o.no_memory}};
+                        {"memory", !o.no_memory},
+                        {"cuda_activity", format::CudaActivityName(cuda_activity)},
+                        {"cuda_sample_every", o.cuda_sample_every}};
     // The switches start from the options; `strata control` changes them while CMD runs.
     st = format::WriteControlFile(JoinPath(o.output, format::kControlFileName), control);
   }
@@ -376,6 +391,14 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
   if (!st.ok()) {
     PrintError(st.message());
     return kExitRecordSetup;
+  }
+
+  LiveServe live;
+  if (o.serve) {
+    if (Status ls = live.Start(o.output, cmd, o.live, o.quiet); !ls.ok()) {
+      PrintError("record: --serve: " + ls.message());
+      return kExitRecordSetup;
+    }
   }
 
   TorchObserver torch = ObserverFor(cmd, paths, o.quiet);
@@ -519,6 +542,10 @@ int RunRecord(RecordOptions o, const std::vector<std::string>& remaining) {
                  static_cast<double>(manifest.bytes) / (1024.0 * 1024.0), LossSummary(manifest).c_str());
     if (sig) std::fprintf(stderr, "strata: the program was killed by %s\n", SignalName(sig).c_str());
   }
+  if (o.serve) {
+    live.Finished(rc);
+    live.ServeUntilStopped(o.quiet);
+  }
   if (sig) DieLikeTheProgram(sig);
   return rc;
 }
@@ -597,6 +624,22 @@ void AddRecordCommand(CLI::App& app) {
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_flag("--no-memory", opts->no_memory, "Do not record framework allocator events");
+  cmd->add_option("--cuda-activity", opts->cuda_activity,
+                  "CUDA device activity (CUPTI: kernels, copies): all (every step), sampled (one step in "
+                  "--cuda-sample-every, and windows asked for), window (only windows asked for: strata ctl --detail "
+                  "cuda, or the web UI), off. Default: all; sampled with --serve")
+      ->check(CLI::IsMember({"all", "sampled", "window", "off"}));
+  cmd->add_option("--cuda-sample-every", opts->cuda_sample_every, "--cuda-activity sampled: one step in this many")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_flag("--serve", opts->serve,
+                "Serve the web UI while CMD runs: steps as they finish, detail on demand for the next N steps "
+                "(POST /api/v1/record); after CMD ends, its trace, until Ctrl-C");
+  cmd->add_option("--port", opts->live.port, "--serve: port (0: any free port)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  cmd->add_option("--bind", opts->live.bind, "--serve: address; any but loopback requires the printed token")
+      ->capture_default_str();
   cmd->callback([opts, cmd]() {
     int rc = RunRecord(*opts, cmd->remaining());
     throw CLI::RuntimeError(rc);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -28,6 +29,67 @@ bool ParseOpsMode(std::string_view s, OpsMode* out) {
   else if (s == "all") *out = OpsMode::kAll;
   else return false;
   return true;
+}
+
+bool ParseCudaActivity(std::string_view s, CudaActivity* out) {
+  if (s == "all") *out = CudaActivity::kAll;
+  else if (s == "sampled") *out = CudaActivity::kSampled;
+  else if (s == "window") *out = CudaActivity::kWindow;
+  else if (s == "off") *out = CudaActivity::kOff;
+  else return false;
+  return true;
+}
+
+void PublishStepBegin(ControlBlock* cb, int64_t step) {
+  // Several processes may step (ranks): the control block keeps the highest.
+  int64_t cur = cb->current_step.load(std::memory_order_relaxed);
+  while (step > cur && !cb->current_step.compare_exchange_weak(cur, step, std::memory_order_relaxed)) {
+  }
+}
+
+void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t end_ns, uint32_t pid, uint32_t tiers) {
+  uint64_t i = cb->live_steps_written.fetch_add(1, std::memory_order_relaxed);
+  LiveStep& e = cb->live_steps[i % kLiveSteps];
+  e.seq.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  e.step.store(step, std::memory_order_relaxed);
+  e.begin_ns.store(begin_ns, std::memory_order_relaxed);
+  e.end_ns.store(end_ns, std::memory_order_relaxed);
+  e.pid.store(pid, std::memory_order_relaxed);
+  e.tiers.store(tiers, std::memory_order_relaxed);
+  e.seq.store(i + 1, std::memory_order_release);
+}
+
+void ReadLiveSteps(const ControlBlock& cb, uint64_t from, std::vector<LiveStepRecord>* out, uint64_t* next,
+                   uint64_t* missed) {
+  uint64_t written = cb.live_steps_written.load(std::memory_order_acquire);
+  uint64_t first = written > kLiveSteps ? written - kLiveSteps : 0;
+  if (from < first) {
+    *missed += first - from;
+    from = first;
+  }
+  uint64_t i = from;
+  for (; i < written; ++i) {
+    const LiveStep& e = cb.live_steps[i % kLiveSteps];
+    if (e.seq.load(std::memory_order_acquire) != i + 1) {
+      // Claimed but not filled yet: read it next time. Overwritten: lost.
+      if (written - i >= kLiveSteps) {
+        ++*missed;
+        continue;
+      }
+      break;
+    }
+    LiveStepRecord r{e.step.load(std::memory_order_relaxed), e.begin_ns.load(std::memory_order_relaxed),
+                     e.end_ns.load(std::memory_order_relaxed), e.pid.load(std::memory_order_relaxed),
+                     e.tiers.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (e.seq.load(std::memory_order_relaxed) != i + 1) {
+      ++*missed;
+      continue;
+    }
+    out->push_back(r);
+  }
+  *next = i;
 }
 
 uint32_t GetTiers(const ControlBlock& cb) {
@@ -66,11 +128,14 @@ void InitControlBlock(ControlBlock* cb) {
   cb->detail_last_step.store(-1, std::memory_order_relaxed);
   cb->memory.store(1, std::memory_order_relaxed);
   cb->modules.store(1, std::memory_order_relaxed);
+  cb->current_step.store(-1, std::memory_order_relaxed);
+  cb->cuda_activity.store(static_cast<uint32_t>(CudaActivity::kAll), std::memory_order_relaxed);
+  cb->cuda_sample_every.store(50, std::memory_order_relaxed);
 }
 
 Status WriteControlFile(const std::string& path, const ControlBlock& cb) {
-  // One page: room to grow without changing the mapping size.
-  std::string page(4096, '\0');
+  // Whole pages: room to grow without changing the mapping size.
+  std::string page((sizeof cb + 4095) / 4096 * 4096, '\0');
   std::memcpy(page.data(), static_cast<const void*>(&cb), sizeof cb);
   return WriteFileAtomic(path, page);
 }

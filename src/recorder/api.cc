@@ -65,7 +65,6 @@ void strata_step_begin_(uint64_t step) {
   if (!st) return;
   NoteExplicitStep(step, true);
   EmitBytes(st, fmt_::kStepBegin, &step, 8);
-  g_current_step.store(step, std::memory_order_relaxed);
 }
 
 void strata_step_end_(uint64_t step) {
@@ -73,7 +72,6 @@ void strata_step_end_(uint64_t step) {
   if (!st) return;
   NoteExplicitStep(step, false);
   EmitBytes(st, fmt_::kStepEnd, &step, 8);
-  g_current_step.store(UINT64_MAX, std::memory_order_relaxed);
 }
 
 void strata_thread_name(const char* name) {

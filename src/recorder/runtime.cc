@@ -430,8 +430,34 @@ void SetFlushPhaseHookForTesting(FlushPhaseHook hook) { g_flush_phase_hook.store
 
 void NoteExplicitStep(uint64_t step, bool begin) {
   if (begin) g_explicit_steps.store(true, std::memory_order_relaxed);
+  MarkStep(step, begin);  // first: the listener's tiers belong to the step begun, not to the one ended
   if (StepListener l = g_step_listener.load(std::memory_order_acquire)) l(step, begin);
 }
+
+namespace {
+// The step this process is in, for the live-step ring (steps of one process
+// come one at a time; several processes each have their own).
+std::atomic<uint64_t> g_step_begin_ns{0};
+std::atomic<uint32_t> g_step_tiers{0};
+}  // namespace
+
+void MarkStep(uint64_t step, bool begin) {
+  if (begin) {
+    uint64_t prev = g_current_step.exchange(step, std::memory_order_relaxed);
+    g_step_begin_ns.store(NowNs(), std::memory_order_relaxed);
+    if (prev != step) g_step_tiers.store(0, std::memory_order_relaxed);
+    if (g_control && InOwnProcess()) format::PublishStepBegin(g_control, static_cast<int64_t>(step));
+    return;
+  }
+  uint64_t begin_ns = g_step_begin_ns.load(std::memory_order_relaxed);
+  g_current_step.store(UINT64_MAX, std::memory_order_relaxed);
+  if (!g_control || !InOwnProcess() || step > static_cast<uint64_t>(INT64_MAX)) return;
+  uint32_t tiers = g_step_tiers.exchange(0, std::memory_order_relaxed) |
+                   (format::GetTiers(*g_control) & (format::kTierMemory | format::kTierGpuMetrics));
+  format::PublishStepEnd(g_control, static_cast<int64_t>(step), begin_ns, NowNs(), g_rt->pid, tiers);
+}
+
+void NoteStepTiers(uint32_t tiers) { g_step_tiers.fetch_or(tiers, std::memory_order_relaxed); }
 
 bool InOwnProcess() { return g_rt && static_cast<uint32_t>(::syscall(SYS_getpid)) == g_rt->pid; }
 

@@ -92,6 +92,17 @@ STRATA_RECORDER_API void EmitProcessEvent(uint32_t event_id, const void* payload
 // UINT64_MAX outside steps: collectors with a step window (--gpu-metrics).
 STRATA_RECORDER_API uint64_t CurrentStep();
 
+// A step begins or ends in this process: explicit marks (strata_step_begin/end)
+// and steps a framework collector found (the PyTorch observer's). Sets
+// CurrentStep() and, with a control block, publishes the step for the
+// supervisor (its `current_step`, and each finished step in the live-step ring
+// that `strata record --serve` shows). A begin of the step already begun moves
+// its start (a step placed at its first activity).
+STRATA_RECORDER_API void MarkStep(uint64_t step, bool begin);
+// A collector says what it records in the current step (format::ControlTier
+// bits: kTierOps, kTierShapes, kTierCuda); the live-step ring carries them.
+STRATA_RECORDER_API void NoteStepTiers(uint32_t tiers);
+
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();
 

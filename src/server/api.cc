@@ -12,6 +12,7 @@
 #include "index/index_file.h"
 #include "index/results_file.h"
 #include "report/stored_report.h"
+#include "server/live.h"
 
 namespace strata::server {
 namespace {
@@ -168,9 +169,21 @@ Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::mov
 
 Api::~Api() = default;
 
-void Api::AddOpened(std::string name, model::Trace t) {
+size_t Api::AddTrace(std::string path) {
+  std::lock_guard lock(traces_mu_);
   traces_.push_back(std::make_unique<Served>());
-  Served& s = *traces_.back();
+  traces_.back()->path = std::move(path);
+  return traces_.size() - 1;
+}
+
+void Api::AddOpened(std::string name, model::Trace t) {
+  Served* added;
+  {
+    std::lock_guard lock(traces_mu_);
+    traces_.push_back(std::make_unique<Served>());
+    added = traces_.back().get();
+  }
+  Served& s = *added;
   s.path = std::move(name);
   std::call_once(s.opened, [&] {
     s.trace = std::make_unique<model::Trace>(std::move(t));
@@ -181,11 +194,16 @@ void Api::AddOpened(std::string name, model::Trace t) {
 }
 
 Api::Served* Api::Open(size_t id, ApiResponse* error) {
-  if (id >= traces_.size()) {
+  Served* found = nullptr;
+  {
+    std::lock_guard lock(traces_mu_);
+    if (id < traces_.size()) found = traces_[id].get();
+  }
+  if (!found) {
     *error = Error(404, "no such trace");
     return nullptr;
   }
-  Served& s = *traces_[id];
+  Served& s = *found;
   std::call_once(s.opened, [&] {
     auto t = index::OpenTrace(s.path, {}, io_, &s.use);
     if (!t.ok()) {
@@ -209,11 +227,23 @@ Api::Served* Api::Open(size_t id, ApiResponse* error) {
 }
 
 ApiResponse Api::Handle(std::string_view method, std::string_view path,
-                        const std::multimap<std::string, std::string>& params) {
+                        const std::multimap<std::string, std::string>& params, std::string_view body) {
   try {
-    if (method != "GET") return Error(405, "only GET");
     auto seg = Segments(path);
     if (seg.size() < 3 || seg[0] != "api" || seg[1] != "v1") return Error(404, "no such endpoint");
+    if (seg.size() == 3 && seg[2] == "record") {
+      if (method != "POST") return Error(405, "POST a JSON body: {\"steps\": N, \"detail\": [...]}");
+      if (!live_) return Error(409, "no recording under way: start one with `strata record --serve -- CMD`");
+      return live_->Request(body);
+    }
+    if (method != "GET") return Error(405, "only GET (and POST /api/v1/record)");
+    if (seg.size() == 3 && seg[2] == "live") {
+      if (!live_) return Error(404, "no recording under way (this is `strata view`)");
+      uint64_t since = 0;
+      if (std::string e = Param<uint64_t>(params, "since", 0, 0, UINT64_MAX / 2, &since); !e.empty())
+        return Error(400, e);
+      return live_->State(since);
+    }
     if (seg[2] != "traces") return Error(404, "no such endpoint");
     if (seg.size() == 3) return Traces();
     size_t id = 0;
@@ -241,8 +271,11 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
 
 ApiResponse Api::Traces() {
   json list = json::array();
-  for (size_t i = 0; i < traces_.size(); ++i) list.push_back({{"id", i}, {"path", traces_[i]->path}});
-  return Ok({{"traces", list}});
+  {
+    std::lock_guard lock(traces_mu_);
+    for (size_t i = 0; i < traces_.size(); ++i) list.push_back({{"id", i}, {"path", traces_[i]->path}});
+  }
+  return Ok({{"traces", list}, {"live", live_ != nullptr}});
 }
 
 ApiResponse Api::TraceInfo(Served& s) {

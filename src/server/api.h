@@ -35,6 +35,8 @@ inline constexpr size_t kMaxViewportTracks = 4096;  // lanes per viewport query
 inline constexpr size_t kMaxSlices = 20000;         // slices per slices query
 inline constexpr size_t kMaxSearchText = 256;       // bytes of a name searched for
 
+class LiveRun;
+
 class Api {
  public:
   // `traces`: paths as named on the command line; `io`: how they are opened.
@@ -42,8 +44,15 @@ class Api {
   ~Api();
   // Serves a model already open (tests, the fuzz target) as the next trace.
   void AddOpened(std::string name, model::Trace t);
+  // Serves one more trace (a live run's, once written); its number. Safe while
+  // requests are served.
+  size_t AddTrace(std::string path);
+  // A recording under way (`strata record --serve`): GET /api/v1/live and
+  // POST /api/v1/record answer from it. Set before serving; not owned.
+  void SetLive(LiveRun* live) { live_ = live; }
+  // `body`: a POST's body (only POST /api/v1/record takes one).
   ApiResponse Handle(std::string_view method, std::string_view path,
-                     const std::multimap<std::string, std::string>& params);
+                     const std::multimap<std::string, std::string>& params, std::string_view body = {});
 
  private:
   struct Served;
@@ -61,7 +70,9 @@ class Api {
   ApiResponse Counter(Served& s, std::string_view id, const std::multimap<std::string, std::string>& params);
 
   index::IndexOptions io_;
+  std::mutex traces_mu_;  // the list grows while requests are served (AddTrace)
   std::vector<std::unique_ptr<Served>> traces_;
+  LiveRun* live_ = nullptr;
 };
 
 }  // namespace strata::server

@@ -97,8 +97,21 @@ struct HttpServer::Impl {
         SetError(res, 401, "a token is required (Authorization: Bearer TOKEN, or ?token=)");
         return httplib::Server::HandlerResponse::Handled;
       }
-      if (req.method != "GET" && req.method != "HEAD") {
-        SetError(res, 405, "only GET");
+      if (req.method == "POST" && req.path == "/api/v1/record") {
+        // Against cross-site requests from a page elsewhere: a JSON body (a
+        // type a page cannot send without a CORS preflight, which is never
+        // granted) and, when the browser says where the page is from, this server.
+        if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+          SetError(res, 415, "the body must be application/json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        std::string origin = req.get_header_value("Origin");
+        if (!origin.empty() && origin != "http://" + req.get_header_value("Host")) {
+          SetError(res, 403, "a request from another origin");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      } else if (req.method != "GET" && req.method != "HEAD") {
+        SetError(res, 405, "only GET (and POST /api/v1/record)");
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
@@ -117,6 +130,11 @@ struct HttpServer::Impl {
     svr.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
       std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
       ApiResponse r = api.Handle("GET", req.path, params);
+      res.status = r.status;
+      res.set_content(r.body, r.content_type.c_str());
+    });
+    svr.Post("/api/v1/record", [this](const httplib::Request& req, httplib::Response& res) {
+      ApiResponse r = api.Handle("POST", req.path, {}, req.body);
       res.status = r.status;
       res.set_content(r.body, r.content_type.c_str());
     });

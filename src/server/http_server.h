@@ -5,7 +5,8 @@
 // answers only requests whose Host header names that address (a web page
 // elsewhere cannot reach it by DNS rebinding); on any other address every
 // request must carry the token (`Authorization: Bearer TOKEN` or `?token=`).
-// Requests are bounded (64 KiB), only GET is served, and any path that is not
+// Requests are bounded (64 KiB), only GET is served (and POST of a JSON body
+// to /api/v1/record, from no other origin), and any path that is not
 // one of the UI's files or an API endpoint is a 404: no file is ever read by
 // the name a request gives.
 #pragma once

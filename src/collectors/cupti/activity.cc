@@ -214,8 +214,22 @@ accel::CopyActivity ActivityDecoder::CopyOf(const MemcpyRecord* m) const {
   return c;
 }
 
+// The launch a device record comes from (0 for records of other kinds).
+static uint32_t DeviceCorrelation(const CUpti_Activity* r) {
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return reinterpret_cast<const CUpti_ActivityKernel10*>(r)->correlationId;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return reinterpret_cast<const CUpti_ActivityMemcpy6*>(r)->correlationId;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(r)->correlationId;
+    case CUPTI_ACTIVITY_KIND_MEMSET: return reinterpret_cast<const CUpti_ActivityMemset4*>(r)->correlationId;
+    default: return 0;
+  }
+}
+
 void ActivityDecoder::DecodeLocked(const CUpti_Activity* r) {
   ++stats_.records;
+  if (record_hook_)
+    if (uint32_t corr = DeviceCorrelation(r)) record_hook_(corr, record_hook_arg_);
   switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/cupti/activity_window.h"
 #include "collectors/cupti/cupti_collector.h"
 #include "collectors/cupti/range_profiler.h"
 
@@ -39,6 +40,7 @@ struct CuptiApi {
   CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) = nullptr;
   CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) = nullptr;
   CUptiResult (*enable_kind)(CUpti_ActivityKind) = nullptr;
+  CUptiResult (*disable_kind)(CUpti_ActivityKind) = nullptr;
   CUptiResult (*flush_period)(uint32_t) = nullptr;
   CUptiResult (*flush_all)(uint32_t) = nullptr;
   CUptiResult (*dropped)(size_t*) = nullptr;  // records dropped since the last call
@@ -66,6 +68,9 @@ class Session {
   CallbackHandler& callbacks() { return callbacks_; }
   ThreadMap& threads() { return threads_; }
   bool callbacks_on() const { return callbacks_on_; }
+  // The device-activity window (nullptr when activity is on for the whole run
+  // because API callbacks, which drive it, are off).
+  const ActivityWindow* window() const { return window_; }
   uint64_t refused_buffers() const { return refused_buffers_.load(); }
 
  private:
@@ -82,6 +87,8 @@ class Session {
   bool callbacks_on_ = false;
   std::atomic<bool> on_{false};
   RangeProfiler* profiler_ = nullptr;
+  ActivityWindow* window_ = nullptr;
+  static void RecordHook(uint32_t correlation, void* arg);
   std::string fatal_;
 
   std::mutex buffers_mu_;

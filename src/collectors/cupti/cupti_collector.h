@@ -118,6 +118,13 @@ class ActivityDecoder {
   void set_time_offset(int64_t ns) { time_offset_ = ns; }
   // Benchmarks: decode without emitting.
   void set_emit(bool on) { emit_ = on; }
+  // Called with the correlation id of every device record (kernel, copy,
+  // memset) decoded, under the decoder's lock: the activity window's attribution.
+  using RecordHook = void (*)(uint32_t correlation, void* arg);
+  void set_record_hook(RecordHook h, void* arg) {
+    record_hook_ = h;
+    record_hook_arg_ = arg;
+  }
   DecoderStats stats();
 
  private:
@@ -148,6 +155,8 @@ class ActivityDecoder {
   uint32_t next_slot_ = 0;
   int64_t time_offset_ = 0;
   bool emit_ = true;
+  RecordHook record_hook_ = nullptr;
+  void* record_hook_arg_ = nullptr;
   DecoderStats stats_;
 };
 

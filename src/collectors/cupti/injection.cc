@@ -86,7 +86,10 @@ void Session::ProvideBuffer(uint8_t** buffer, size_t* size, size_t* max_records)
 void Session::BufferDone(uint8_t* buffer, size_t valid) {
   if (buffer && valid && on_.load(std::memory_order_acquire)) decoder_.DecodeBuffer(buffer, valid);
   size_t dropped = 0;
-  if (api_.dropped && api_.dropped(&dropped) == CUPTI_SUCCESS) decoder_.AddDropped(dropped);
+  if (api_.dropped && api_.dropped(&dropped) == CUPTI_SUCCESS) {
+    decoder_.AddDropped(dropped);
+    if (window_) window_->OnDropped(dropped);
+  }
   if (!buffer) return;
   std::lock_guard<std::mutex> lk(buffers_mu_);
   free_buffers_.push_back(buffer);
@@ -104,7 +107,18 @@ void Session::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, con
     uint32_t dev = 0;
     if (rd->context && cuptiGetDeviceId(rd->context, &dev) == CUPTI_SUCCESS) profiler_->OnContext(rd->context, dev);
   }
+  if (window_ && (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      uint64_t step = recorder::CurrentStep();
+      window_->OnApiEnter(cb->correlationId, step == UINT64_MAX ? -1 : static_cast<int64_t>(step));
+    }
+  }
   callbacks_.OnCallback(domain, cbid, data);
+}
+
+void Session::RecordHook(uint32_t correlation, void* arg) {
+  static_cast<ActivityWindow*>(arg)->OnRecord(correlation);
 }
 
 void Session::LaunchHook(uint32_t correlation, void* arg) {
@@ -175,7 +189,9 @@ bool Session::Start() {
     const char* name;
     bool required;
   };
-  std::vector<Kind> kinds = {
+  // Device activity: switched per window of steps (activity_window.h) when
+  // the callbacks that drive the window are on; the rest stays on.
+  std::vector<Kind> device_kinds = {
       // CONCURRENT_KERNEL, never KERNEL: KERNEL serializes every kernel on the GPU.
       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernels", true},
       {CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy", false},
@@ -184,6 +200,8 @@ bool Session::Start() {
       {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization", false},
       {CUPTI_ACTIVITY_KIND_MEMORY2, "memory allocation", false},
       {CUPTI_ACTIVITY_KIND_OVERHEAD, "overhead", false},
+  };
+  std::vector<Kind> kinds = {
       {CUPTI_ACTIVITY_KIND_DEVICE, "device descriptions", false},
       {CUPTI_ACTIVITY_KIND_CONTEXT, "contexts", false},
   };
@@ -192,14 +210,37 @@ bool Session::Start() {
     kinds.push_back({CUPTI_ACTIVITY_KIND_DRIVER, "driver API", false});
     kinds.push_back({CUPTI_ACTIVITY_KIND_MARKER, "NVTX markers", false});
   }
+  // Every kind is enabled once, to learn which CUPTI supports (and to refuse
+  // early when kernels cannot be recorded); a window then switches the device
+  // kinds that worked.
+  std::vector<CUpti_ActivityKind> windowed;
+  for (const Kind& k : device_kinds) {
+    kinds.insert(kinds.begin() + static_cast<std::ptrdiff_t>(windowed.size()), k);
+    windowed.push_back(k.kind);
+  }
   for (const Kind& k : kinds) {
     if ((r = api_.enable_kind(k.kind)) == CUPTI_SUCCESS) continue;
+    if (auto w = std::find(windowed.begin(), windowed.end(), k.kind); w != windowed.end()) windowed.erase(w);
     if (k.required) {
       recorder::ReportCollectorStatus("cuda", "unavailable",
                                       CuptiError("cuptiActivityEnable(CONCURRENT_KERNEL)", r) + "; CUDA not recorded");
       return false;
     }
     Note(std::string("no ") + k.name + ": " + CuptiError("cuptiActivityEnable", r));
+  }
+  const format::ControlBlock* control = recorder::Control();
+  bool all_steps = control == nullptr ||
+                   control->cuda_activity.load(std::memory_order_relaxed) == static_cast<uint32_t>(format::CudaActivity::kAll);
+  if (callbacks && api_.disable_kind) {
+    // Device kinds off until the window wants them (at once, for --cuda-activity all).
+    for (CUpti_ActivityKind k : windowed) (void)api_.disable_kind(k);
+    window_ = new ActivityWindow(&api_, windowed, control);
+    decoder_.set_record_hook(RecordHook, window_);
+    window_->Start();
+  } else if (!all_steps) {
+    Note("--cuda-activity " + std::string(format::CudaActivityName(static_cast<format::CudaActivity>(
+                                  control->cuda_activity.load(std::memory_order_relaxed)))) +
+         " needs CUPTI's callbacks (the steps' API calls switch the window): device activity recorded in every step");
   }
   if (api_.flush_period && (r = api_.flush_period(opt_.flush_ms)) != CUPTI_SUCCESS)
     Note(CuptiError("cuptiActivityFlushPeriod", r) + "; buffers are delivered when full and at exit");
@@ -219,6 +260,7 @@ bool Session::Start() {
 
 void Session::Stop() {
   if (!on_.load(std::memory_order_acquire)) return;
+  if (window_) window_->Finish();
   // Everything CUPTI still holds, complete or not; decoded on this thread.
   if (api_.flush_all) {
     CUptiResult r = api_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -242,6 +284,19 @@ void Session::ReportFinal() {
   else detail += ", " + std::to_string(s.api) + " API calls from activity records";
   detail += " (CUPTI, " + std::to_string(s.buffers) + " buffers)";
   bool partial = false;
+  if (window_) {
+    const format::ControlBlock* control = recorder::Control();
+    auto mode = control ? static_cast<format::CudaActivity>(control->cuda_activity.load(std::memory_order_relaxed))
+                        : format::CudaActivity::kAll;
+    std::vector<ActivityWindow::Window> ws = window_->windows();
+    // One window from the start to the end is --cuda-activity all: nothing to say.
+    if (mode != format::CudaActivity::kAll || ws.size() != 1 || ws.front().first_step >= 0)
+      detail += "; device activity " + std::string(format::CudaActivityName(mode)) + ": " + window_->Describe();
+    if (!window_->problem().empty()) {
+      detail += "; " + window_->problem();
+      partial = true;
+    }
+  }
   if (s.dropped) {
     detail += "; " + std::to_string(s.dropped) + " activity records dropped by CUPTI (no buffer space: raise STRATA_CUPTI_BUFFERS)";
     partial = true;
@@ -306,6 +361,7 @@ CuptiApi CuptiApi::Real() {
   a.enable_callback = cuptiEnableCallback;
   a.enable_domain = cuptiEnableDomain;
   a.enable_kind = cuptiActivityEnable;
+  a.disable_kind = cuptiActivityDisable;
   a.flush_period = cuptiActivityFlushPeriod;
   a.flush_all = cuptiActivityFlushAll;
   a.dropped = [](size_t* n) { return cuptiActivityGetNumDroppedRecords(nullptr, 0, n); };

@@ -109,6 +109,7 @@ struct Settings {
   fmt_::OpsMode mode = fmt_::OpsMode::kAll;
   bool detail = false;
   int64_t detail_first = -1, detail_last = -1;
+  uint32_t window_tiers = fmt_::kTierShapes;  // what the step window turns on
   uint32_t window_ms = 10, period_ms = 200;
   int64_t batch_size = 0;
   bool memory = true;
@@ -133,6 +134,7 @@ Settings ReadSettings() {
     s.detail = cb->detail.load(std::memory_order_relaxed) != 0;
     s.detail_first = cb->detail_first_step.load(std::memory_order_relaxed);
     s.detail_last = cb->detail_last_step.load(std::memory_order_relaxed);
+    s.window_tiers = fmt_::WindowTiers(*cb);
     s.window_ms = cb->sample_window_ms.load(std::memory_order_relaxed);
     s.period_ms = cb->sample_period_ms.load(std::memory_order_relaxed);
     s.batch_size = cb->batch_size.load(std::memory_order_relaxed);
@@ -235,7 +237,8 @@ uint32_t DesiredTierLocked() {
   const Settings& s = g->settings;
   int64_t cur = g->current_step.load(std::memory_order_relaxed);
   bool step_window = s.detail_first >= 0 && cur >= s.detail_first && cur <= s.detail_last;
-  if (s.detail || step_window) return 2;
+  if (s.detail || (step_window && (s.window_tiers & fmt_::kTierShapes))) return 2;
+  if (step_window && (s.window_tiers & fmt_::kTierOps)) return 1;
   switch (s.mode) {
     case fmt_::OpsMode::kAll: return 1;
     case fmt_::OpsMode::kSampled: return g->window_open ? 1 : 0;
@@ -268,8 +271,15 @@ void SyncCallbacksLocked() {
   }
 }
 
+// What a tier records, in the live-step ring's vocabulary.
+uint32_t TierBits(uint32_t tier) {
+  if (tier == 2) return fmt_::kTierOps | fmt_::kTierShapes;
+  return tier == 1 ? uint32_t{fmt_::kTierOps} : 0u;
+}
+
 void ApplyTierLocked() {
   uint32_t want = DesiredTierLocked();
+  recorder::NoteStepTiers(TierBits(want));
   if (want == g->tier) return;
   uint32_t old = g->tier == UINT32_MAX ? 0 : g->tier;
   // The tier event brackets the ops it covers: written before ops are switched
@@ -331,10 +341,13 @@ void StepBegins(ThreadState& ts, uint64_t step) {
   if (g->current_step.exchange(static_cast<int64_t>(step), std::memory_order_relaxed) == static_cast<int64_t>(step))
     return;  // the same step again (its begin moved to its first activity)
   StepBoundary();
-  if (g->step_windows.load(std::memory_order_relaxed)) ApplyTier();
+  ApplyTier();  // the step window's tier, and the step's tiers for the live-step ring
 }
 
-void EmitAutoStep(uint32_t event, uint64_t step) { EmitThreadEvent(event, &step, sizeof step); }
+void EmitAutoStep(uint32_t event, uint64_t step) {
+  EmitThreadEvent(event, &step, sizeof step);
+  recorder::MarkStep(step, event == fmt_::kAutoStepBegin);
+}
 
 void StepActivity(ThreadState& ts) {
   if (AutoStepsOff() || ts.step_activity) return;

@@ -13,11 +13,13 @@ const S = window.strataState = {
   drawnTiles: 0, drawnSlices: 0, error: null,
 };
 
-function api(path, params) {
+function api(path, params, body) {
   const q = new URLSearchParams(params || {});
   if (token) q.set('token', token);
   const qs = q.toString();
-  return fetch('/api/v1/' + path + (qs ? '?' + qs : '')).then(async r => {
+  const init = body === undefined ? {} :
+    { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
+  return fetch('/api/v1/' + path + (qs ? '?' + qs : ''), init).then(async r => {
     const body = await r.json();
     if (!r.ok) throw new Error(body.error || ('HTTP ' + r.status));
     return body;
@@ -635,6 +637,74 @@ async function load(id) {
   }
 }
 
+// --- live run (strata record --serve) ---------------------------------------------
+// Steps appear as they finish (GET /api/v1/live, polled); the form asks for
+// detail over the next N steps (POST /api/v1/record). When the program ends,
+// its trace opens in the views above.
+
+function renderLive() {
+  const L = S.live;
+  $('live-state').textContent = L.state === 'running' ? '(running)' : `(ended, exit ${L.exit_code})`;
+  const w = L.window ? ` · window: steps ${L.window.first}–${L.window.last} (${L.window.detail.join(', ')})` : '';
+  const recent = L.steps.slice(-20).map(s => s.period_ns).filter(x => x > 0).sort((a, b) => a - b);
+  const med = recent.length ? fmtNs(recent[recent.length >> 1]) : '–';
+  $('live-info').textContent = `${L.command} · step now ${L.current_step < 0 ? '–' : L.current_step} · ` +
+    `${L.steps_finished} finished, median ${med} (last 20) · cuda activity ${L.cuda_activity}${w}`;
+  const c = $('live-chart'), g = c.getContext('2d');
+  g.clearRect(0, 0, c.width, c.height);
+  const shown = L.steps.slice(-Math.floor(c.width / 3));
+  const top = Math.max(1, ...shown.map(s => s.period_ns || s.dur_ns));
+  shown.forEach((s, i) => {
+    const v = s.period_ns || s.dur_ns, h = Math.max(1, v / top * (c.height - 4));
+    g.fillStyle = s.detail.length ? '#0d47a1' : '#90caf9';
+    g.fillRect(i * 3, c.height - h, 2, h);
+  });
+  $('live-record').disabled = L.state !== 'running';
+}
+
+async function pollLive() {
+  try {
+    const j = await api('live', { since: S.live.next });
+    const steps = S.live.steps.concat(j.steps);
+    Object.assign(S.live, j, { steps: steps.slice(-100000) });
+    renderLive();
+    if (j.state === 'finished' && j.trace !== undefined && S.live.opened !== j.trace) {
+      S.live.opened = j.trace;
+      const t = await api('traces');
+      S.traces = t.traces;
+      $('trace').textContent = '';
+      for (const x of t.traces) {
+        const o = el('option', x.path);
+        o.value = x.id;
+        $('trace').appendChild(o);
+      }
+      $('trace').value = j.trace;
+      await load(j.trace);
+      return;  // nothing more will change
+    }
+  } catch (e) {
+    status('live: ' + e);
+  }
+  setTimeout(pollLive, 500);
+}
+
+function startLive() {
+  S.live = { state: 'running', steps: [], next: 0, requests: [], opened: null };
+  $('live').hidden = false;
+  $('live-form').onsubmit = async e => {
+    e.preventDefault();
+    const detail = [...document.querySelectorAll('#live-form input[name=detail]:checked')].map(x => x.value);
+    try {
+      const r = await api('record', {}, { steps: Number($('live-steps').value), detail });
+      $('live-answer').textContent = `steps ${r.window.first}–${r.window.last} will record ${r.window.detail.join(', ')}`;
+    } catch (err) {
+      $('live-answer').textContent = String(err);
+    }
+  };
+  status('live run');
+  pollLive();
+}
+
 async function main() {
   wire();
   const j = await api('traces');
@@ -645,6 +715,10 @@ async function main() {
     $('trace').appendChild(o);
   }
   const first = Math.min(Math.max(0, Number(query.get('trace')) || 0), j.traces.length - 1);
+  if (j.live) {
+    startLive();
+    if (j.traces.length) S.live.opened = first;  // (the run had ended before the page loaded)
+  }
   $('trace').value = first;
   if (j.traces.length) await load(first);
 }
