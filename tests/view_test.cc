@@ -189,9 +189,10 @@ TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
                                              "/traces/{id}/viewport", "/traces/{id}/slices",
                                              "/traces/{id}/slices/{slice}", "/traces/{id}/search",
                                              "/traces/{id}/counters", "/traces/{id}/counters/{counter}",
-                                             "/traces/{id}/threads/{track}/states"}));
+                                             "/traces/{id}/threads/{track}/states", "/live", "/record"}));
   Api api({RecordedTrace()}, TestIndexOptions());
   for (std::string p : paths) {
+    if (p == "/live" || p == "/record") continue;  // a live run's (live_test)
     for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}, {"{counter}", "0"}, {"{track}", "0"}})
       if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
     ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}, {"q", "a"}});

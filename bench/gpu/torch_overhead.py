@@ -13,7 +13,8 @@ Modes: untraced; strata record (default tiers: every op, memory, CUDA API and
 activity); strata --ops off (steps, memory and CUDA only); strata --accel none
 (framework level only); torch.profiler with CPU and CUDA activities (the
 steps inside the profiler's context; its exit, which builds its event list, is
-timed apart as profiler_exit_ms). --api-modes adds strata --ops off with
+timed apart as profiler_exit_ms). --window-modes adds --cuda-activity sampled
+(device activity one step in 50) with every op and with --ops off. --api-modes adds strata --ops off with
 --cuda-api activity and with --cuda-api none: what CUDA tracing costs by how
 API calls are traced.
 
@@ -31,6 +32,8 @@ import time
 MODES = ["untraced", "strata", "strata_ops_off", "strata_no_cuda", "torch_profiler"]
 # --cuda-api variants, with --ops off (what CUDA tracing alone costs, by how API calls are traced)
 API_MODES = ["strata_api_activity", "strata_api_none"]
+# CUDA device activity in windows of steps (--window-modes): one step in 50, the default of --serve
+WINDOW_MODES = ["strata_cuda_sampled", "strata_cheap_sampled"]
 
 
 def child(mode, steps, width):
@@ -80,7 +83,9 @@ def run(mode, strata, steps, width):
     if mode.startswith("strata"):
         extra = {"strata": [], "strata_ops_off": ["--ops", "off"], "strata_no_cuda": ["--accel", "none"],
                  "strata_api_activity": ["--ops", "off", "--cuda-api", "activity"],
-                 "strata_api_none": ["--ops", "off", "--cuda-api", "none"]}[mode]
+                 "strata_api_none": ["--ops", "off", "--cuda-api", "none"],
+                 "strata_cuda_sampled": ["--cuda-activity", "sampled"],
+                 "strata_cheap_sampled": ["--ops", "off", "--cuda-activity", "sampled"]}[mode]
         trace = tempfile.mkdtemp(prefix="strata-gpu-ovh-")
         me = [strata, "record", "-q", "-o", trace] + extra + ["--"] + me
     r = subprocess.run(me, capture_output=True, text=True)
@@ -97,10 +102,12 @@ def main():
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--width", type=int, default=4096)
     ap.add_argument("--api-modes", action="store_true", help="add the --cuda-api activity and none modes")
+    ap.add_argument("--window-modes", action="store_true",
+                    help="add --cuda-activity sampled, with every op and with --ops off (the live run's cheap tier)")
     a = ap.parse_args()
     if a.child:
         return child(a.child, a.steps, a.width)
-    modes = MODES + (API_MODES if a.api_modes else [])
+    modes = MODES + (API_MODES if a.api_modes else []) + (WINDOW_MODES if a.window_modes else [])
     got = {m: [] for m in modes}
     exits = []
     for r in range(a.rounds):

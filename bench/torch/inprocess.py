@@ -12,6 +12,8 @@ Part 1, rounds of one 2-step slice per mode, the modes in a shuffled order
   untraced         strata detached: every callback off, its allocator reporter
                    off the thread, the module scopes taken out (an untraced program)
   idle             strata attached, every tier off (ops off, no memory events)
+  cheap            --ops off with allocator events: the tier `strata record --serve
+                   --ops off` keeps on in every step (steps, scopes, memory)
   floor            + a do-nothing global RecordFunction callback
   ops              --ops all without memory events
   all              --ops all (the default: + allocator events)
@@ -119,7 +121,7 @@ def main():
     # Part 1: rounds of one 2-step slice per mode, in a shuffled order;
     # differences are taken within a round (slices ms apart), so the machine's
     # slow drift cancels out of them.
-    part1 = {"untraced": (OFF, 0, 0), "idle": (OFF, 0, 0), "floor": (OFF, 0, 0), "ops": (ALL, 0, 0),
+    part1 = {"untraced": (OFF, 0, 0), "idle": (OFF, 0, 0), "cheap": (OFF, 0, 1), "floor": (OFF, 0, 0), "ops": (ALL, 0, 0),
              "all": (ALL, 0, 1), "memory_floor": (OFF, 0, 0), "shapes": (ALL, 1, 1),
              "profiler": (OFF, 0, 0), "profiler_shapes": (OFF, 0, 0)}
     if args.modules:
