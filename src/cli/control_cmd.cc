@@ -118,12 +118,13 @@ void AddControlCommand(CLI::App& app) {
   cmd->add_flag("--pause", args->pause, "Stop recording events (until --resume)");
   cmd->add_flag("--resume", args->resume, "Resume recording");
   SetCommandHelp(cmd, "strata control [OPTIONS] TRACE",
-                 "  strata ctl mytrace --detail ops,cuda --steps 20      ops and CUDA activity for the next 20 steps\n"
+                 "  strata control mytrace --detail ops,cuda --steps 20  ops and CUDA activity for the next 20 steps\n"
                  "  strata control mytrace --detail shapes --steps 100-110   shapes and FLOPs for steps 100..110\n"
                  "  strata control mytrace --tiers ops,memory            every op of every step from now on\n"
                  "  strata control mytrace --pause                       stop recording events for a while\n"
                  "  strata control mytrace --resume\n"
-                 "  strata control mytrace                               print the switches and the step now");
+                 "  strata control mytrace                               print the switches and the step now\n"
+                 "  strata ctl mytrace --detail ops --steps 5            the same command, shorter");
   cmd->callback([args]() { throw CLI::RuntimeError(RunControl(*args)); });
 }
 
