@@ -7,6 +7,11 @@ without and with strata, ROUNDS times, and reports the medians and their
 difference. Interleaving keeps slow drifts of a shared VM out of the delta.
 
   bench/opencl_overhead.py [--build build] [--kernels 10000] [--rounds 11]
+
+--windows: device activity in windows of steps (issue 20): the kernels in 50
+steps, run untraced, with every step's device activity (the default), with
+--cuda-activity sampled (one step in 50: the live run's default) and with
+--cuda-activity off (API calls only); the same interleaving, per-command medians.
 """
 import argparse
 import os
@@ -38,7 +43,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--kernels", type=int, default=10000)
     ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--windows", action="store_true", help="compare device-activity windows (50 steps)")
     a = ap.parse_args()
+    if a.windows:
+        return windows(a)
     prog = os.path.join(a.build, "tests/programs/cl_pipeline")
     strata = os.path.join(a.build, "bin/strata")
     env = dict(os.environ)
@@ -78,6 +86,31 @@ def main():
     print(f"CPU per run          median {bc * 1e3:.1f} ms without, {tc * 1e3:.1f} ms with strata "
           f"(fixed start-up/exit cost {fx * 1e3:.1f} ms): {(tc - bc - fx) * 1e6 / a.kernels:+.3f} us/command")
     return 0 if min(traced) - min(base) <= 2.0 else 1
+
+
+def windows(a):
+    prog = os.path.join(a.build, "tests/programs/cl_pipeline")
+    strata = os.path.join(a.build, "bin/strata")
+    env = dict(os.environ)
+    env.setdefault("POCL_CACHE_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "strata-pocl-cache"))
+    work = [prog, "--loop", str(a.kernels), "50"]
+    modes = {"untraced": [], "all": ["--cuda-activity", "all"], "sampled": ["--cuda-activity", "sampled"],
+             "off": ["--cuda-activity", "off"]}
+    res = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory() as tmp:
+        run([prog, "--loop", "1000"], env)  # warm PoCL's kernel cache
+        for i in range(a.rounds):
+            order = list(modes) if i % 2 == 0 else list(modes)[::-1]
+            for m in order:
+                cmd = work if m == "untraced" else [strata, "record", "-q", "-f", "-o", os.path.join(tmp, m),
+                                                    "--no-os"] + modes[m] + ["--"] + work
+                res[m].append(run(cmd, env)[0])
+    base = statistics.median(res["untraced"])
+    print(f"kernels per run {a.kernels} in 50 steps, rounds {a.rounds} (us per enqueued command, medians)")
+    for m in modes:
+        med = statistics.median(res[m])
+        print(f"  {m:9s} {med:8.3f} us  {med - base:+.3f} us vs untraced  (min {min(res[m]):.3f})")
+    return 0
 
 
 if __name__ == "__main__":

@@ -124,6 +124,41 @@ TEST(LiveApi, StepsAsTheyFinishAndDetailForTheNextSteps) {
   EXPECT_EQ(plain.Handle("POST", "/api/v1/record", {}, R"({"steps": 3, "detail": ["ops"]})").status, 409);
 }
 
+TEST(LiveApi, SeveralOptimizersStepsAreOneIteration) {
+  LiveFixture f("live_gan");
+  // A GAN: the discriminator's (optimizer 0) then the generator's (1) step, per
+  // iteration; the traced process ends a step at each. Steps 0..6 ended, 7 under way.
+  for (int64_t s = 0; s < 7; ++s) {
+    format::PublishStepBegin(f.cb, s);
+    format::PublishStepEnd(f.cb, s, 1000 + 100 * s, 1050 + 100 * s, 42, s == 5 ? format::kTierOps : 0u,
+                           static_cast<uint32_t>(s % 2) + 1);
+  }
+  format::PublishStepBegin(f.cb, 7);
+  json j = f.Get("/api/v1/live");
+  ASSERT_EQ(j["steps"].size(), 3u) << "iterations {0,1} {2,3} {4,5}; {6,7} under way: " << j.dump();
+  EXPECT_EQ(j["steps"][2]["step"], 2);
+  EXPECT_EQ(j["steps"][2]["steps"], json::array({4, 5}));
+  EXPECT_EQ(j["steps"][2]["detail"], json::array({"ops"})) << "the iteration has what any of its steps had";
+  EXPECT_EQ(j["steps"][1]["begin_ns"], 1200);
+  EXPECT_EQ(j["steps"][1]["dur_ns"], 1350 - 1200);
+  EXPECT_EQ(j["period"], 2);
+  EXPECT_EQ(j["current_step"], 3);
+  // The next 2 iterations (4 and 5) are the process's steps 8..11.
+  server::ApiResponse ok = f.Post(R"({"steps": 2, "detail": ["ops"]})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  json w = json::parse(ok.body)["window"];
+  EXPECT_EQ(w["first"], 4);
+  EXPECT_EQ(w["last"], 5);
+  EXPECT_EQ(w["steps"], json::array({8, 11}));
+  EXPECT_EQ(f.cb->detail_first_step.load(), 8);
+  EXPECT_EQ(f.cb->detail_last_step.load(), 11);
+  EXPECT_EQ(f.Get("/api/v1/live")["window"]["in"], "iterations");
+  // The program ends: the iteration under way is listed too.
+  format::PublishStepEnd(f.cb, 7, 1700, 1750, 42, 0, 2);
+  f.live->Finished(0, 0);
+  EXPECT_EQ(f.Get("/api/v1/live")["steps"].size(), 4u);
+}
+
 TEST(LiveApi, RingOverrunIsCountedNotMisread) {
   LiveFixture f("live_ring");
   // More steps than the ring holds before anyone reads: the oldest are missed, counted.

@@ -3,6 +3,8 @@
 // against what the programs say they enqueued.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -366,6 +368,45 @@ TEST_F(OpenCl, AccelNoneRecordsNoDeviceActivity) {
   for (const auto& c : m["collectors"])
     if (c["name"] == "opencl") off = c["state"] == "off";
   EXPECT_TRUE(off) << m["collectors"].dump();
+}
+
+// --cuda-activity sampled (the same windows as CUDA's): 2,000 kernels in 50
+// steps, one step in 10 wanted (5, 15, 25, 35, 45): those steps' 200 kernels
+// are recorded with device times and no other command; every enqueue is
+// still an API call in the trace.
+TEST_F(OpenCl, DeviceActivityOnlyInTheStepsAskedFor) {
+  std::string dir = TempDir("cl_windows");
+  auto r = Record(dir, {TestProgram("cl_pipeline"), "--loop", "2000", "50"},
+                  {"--cuda-activity", "sampled", "--cuda-sample-every", "10"}, ClEnv());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  model::Trace t = Load(dir);
+  std::vector<std::pair<int64_t, int64_t>> wanted;  // the sampled steps' spans
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == model::SliceKind::kStep && t.slices.arg[i] % 10 == 5)
+      wanted.emplace_back(t.slices.ts[i], t.slices.end(i));
+  ASSERT_EQ(wanted.size(), 5u);
+  size_t kernels = 0, launches = 0;
+  for (size_t i = 0; i < t.slices.size(); ++i) {
+    if (t.slices.kind[i] == model::SliceKind::kKernel) {
+      ++kernels;
+      // Its launch lies in a sampled step (the kernel itself may end after it).
+      ASSERT_LT(i, t.device_row_of_slice.size());
+      int32_t row = t.device_row_of_slice[i];
+      ASSERT_NE(row, model::kNone);
+      int32_t launch = t.device.launch[static_cast<size_t>(row)];
+      ASSERT_NE(launch, model::kNone);
+      int64_t at = t.slices.ts[static_cast<size_t>(launch)];
+      EXPECT_TRUE(std::any_of(wanted.begin(), wanted.end(), [at](auto& w) { return at >= w.first && at < w.second; }))
+          << "a kernel launched outside the sampled steps";
+    }
+    if (Name(t, i) == "clEnqueueNDRangeKernel") ++launches;
+  }
+  EXPECT_EQ(kernels, 200u);
+  EXPECT_EQ(launches, 2000u + 100u) << "every enqueue is an API call (the 100 of warm-up too)";
+  bool said = false;
+  for (const auto& c : t.collectors)
+    said = said || (c.collector == "opencl" && c.detail.find("device activity sampled") != std::string::npos);
+  EXPECT_TRUE(said);
 }
 
 }  // namespace

@@ -187,12 +187,14 @@ TEST(ViewApi, TheOpenApiFileDescribesTheEndpoints) {
     if (line.rfind("  /", 0) == 0 && line.back() == ':') paths.push_back(line.substr(2, line.size() - 3));
   EXPECT_EQ(paths, (std::vector<std::string>{"/traces", "/traces/{id}", "/traces/{id}/summary", "/traces/{id}/steps",
                                              "/traces/{id}/viewport", "/traces/{id}/slices",
-                                             "/traces/{id}/slices/{slice}", "/traces/{id}/search",
+                                             "/traces/{id}/slices/{slice}", "/traces/{id}/slices/{slice}/path",
+                                             "/traces/{id}/search",
                                              "/traces/{id}/counters", "/traces/{id}/counters/{counter}",
-                                             "/traces/{id}/threads/{track}/states", "/live", "/record"}));
+                                             "/traces/{id}/threads/{track}/states",
+                                             "/traces/{id}/threads/{track}/syscalls", "/diff", "/live", "/record"}));
   Api api({RecordedTrace()}, TestIndexOptions());
   for (std::string p : paths) {
-    if (p == "/live" || p == "/record") continue;  // a live run's (live_test)
+    if (p == "/live" || p == "/record" || p == "/diff") continue;  // live_test, view_analysis_test
     for (auto [from, to] : {std::pair<std::string, std::string>{"{id}", "0"}, {"{slice}", "0"}, {"{counter}", "0"}, {"{track}", "0"}})
       if (size_t at = p.find(from); at != std::string::npos) p.replace(at, from.size(), to);
     ApiResponse r = api.Handle("GET", "/api/v1" + p, {{"track", "0"}, {"q", "a"}});

@@ -486,6 +486,12 @@ std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const Critical
 
 }  // namespace
 
+StepCriticalPath CriticalPathOfStep(const model::Trace& t, uint32_t step_slice, const CriticalPathOptions& opt) {
+  int64_t ts = t.slices.ts[step_slice], end = t.slices.end(step_slice);
+  Walker w(t, opt, Ranges({{ts, end}}));
+  return w.Run(static_cast<int32_t>(step_slice), ts, end, t.slices.track[step_slice]);
+}
+
 std::vector<size_t> EvenlySpread(size_t total, size_t n) {
   n = std::min(total, n);
   std::vector<size_t> out(n);

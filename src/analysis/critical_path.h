@@ -84,6 +84,11 @@ struct CriticalPathOptions {
 // there are none).
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt = {});
 
+// The critical path of one step (`step_slice`: a step slice), walked alone: for
+// a question about one step (where an event sits on its step's path) without
+// walking the others.
+StepCriticalPath CriticalPathOfStep(const model::Trace& t, uint32_t step_slice, const CriticalPathOptions& opt = {});
+
 // Which `n` of `total` items an evenly spread choice takes (all when n >=
 // total), in order: item k * total / n for k in [0, n). Every consumer of the
 // walked steps makes its choice through this, so that they agree.

@@ -624,10 +624,11 @@ void AddRecordCommand(CLI::App& app) {
       ->check(CLI::Range(1, 3600000))
       ->capture_default_str();
   cmd->add_flag("--no-memory", opts->no_memory, "Do not record framework allocator events");
-  cmd->add_option("--cuda-activity", opts->cuda_activity,
-                  "CUDA device activity (CUPTI: kernels, copies): all (every step), sampled (one step in "
-                  "--cuda-sample-every, and windows asked for), window (only windows asked for: strata ctl --detail "
-                  "cuda, or the web UI), off. Default: all; sampled with --serve")
+  cmd->add_option("--cuda-activity,--device-activity", opts->cuda_activity,
+                  "Device activity (CUDA's CUPTI records, OpenCL's command events: kernels, copies): all (every "
+                  "step), sampled (one step in --cuda-sample-every, and windows asked for), window (only windows "
+                  "asked for: strata ctl --detail cuda, or the web UI), off (API calls only). Default: all; sampled "
+                  "with --serve")
       ->check(CLI::IsMember({"all", "sampled", "window", "off"}));
   cmd->add_option("--cuda-sample-every", opts->cuda_sample_every, "--cuda-activity sampled: one step in this many")
       ->check(CLI::Range(1, 1000000))

@@ -47,7 +47,8 @@ void PublishStepBegin(ControlBlock* cb, int64_t step) {
   }
 }
 
-void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t end_ns, uint32_t pid, uint32_t tiers) {
+void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t end_ns, uint32_t pid, uint32_t tiers,
+                    uint32_t optimizer) {
   uint64_t i = cb->live_steps_written.fetch_add(1, std::memory_order_relaxed);
   LiveStep& e = cb->live_steps[i % kLiveSteps];
   e.seq.store(0, std::memory_order_relaxed);
@@ -57,6 +58,7 @@ void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t 
   e.end_ns.store(end_ns, std::memory_order_relaxed);
   e.pid.store(pid, std::memory_order_relaxed);
   e.tiers.store(tiers, std::memory_order_relaxed);
+  e.optimizer.store(optimizer, std::memory_order_relaxed);
   e.seq.store(i + 1, std::memory_order_release);
 }
 
@@ -81,7 +83,7 @@ void ReadLiveSteps(const ControlBlock& cb, uint64_t from, std::vector<LiveStepRe
     }
     LiveStepRecord r{e.step.load(std::memory_order_relaxed), e.begin_ns.load(std::memory_order_relaxed),
                      e.end_ns.load(std::memory_order_relaxed), e.pid.load(std::memory_order_relaxed),
-                     e.tiers.load(std::memory_order_relaxed)};
+                     e.tiers.load(std::memory_order_relaxed), e.optimizer.load(std::memory_order_relaxed)};
     std::atomic_thread_fence(std::memory_order_acquire);
     if (e.seq.load(std::memory_order_relaxed) != i + 1) {
       ++*missed;

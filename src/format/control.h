@@ -81,6 +81,8 @@ struct LiveStep {
   std::atomic<uint64_t> end_ns;
   std::atomic<uint32_t> pid;
   std::atomic<uint32_t> tiers;     // ControlTier bits in force for the step (kTierCuda: device activity recorded)
+  std::atomic<uint32_t> optimizer; // which optimizer's step ended it, + 1 (0: not an optimizer step)
+  uint32_t reserved;
 };
 inline constexpr size_t kLiveSteps = 1024;
 
@@ -112,7 +114,7 @@ struct ControlBlock {
 };
 static_assert(offsetof(ControlBlock, current_step) == 72 && offsetof(ControlBlock, live_steps) == 104,
               "the layout above is the file format");
-static_assert(sizeof(LiveStep) == 40);
+static_assert(sizeof(LiveStep) == 48);
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free (address-free)");
 
@@ -163,7 +165,8 @@ inline bool CudaActivityWanted(const ControlBlock& c, int64_t step) {
 // The traced process's side: the step it begins (current_step) and each step
 // it finishes (the live-step ring).
 void PublishStepBegin(ControlBlock* cb, int64_t step);
-void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t end_ns, uint32_t pid, uint32_t tiers);
+void PublishStepEnd(ControlBlock* cb, int64_t step, uint64_t begin_ns, uint64_t end_ns, uint32_t pid, uint32_t tiers,
+                    uint32_t optimizer = 0);
 // The reader's side: finished steps from number `from` of the ring on (at most
 // kLiveSteps back); `*next` is where the next read starts. Entries overwritten
 // before they were read are counted in `*missed`.
@@ -171,6 +174,7 @@ struct LiveStepRecord {
   int64_t step;
   uint64_t begin_ns, end_ns;
   uint32_t pid, tiers;
+  uint32_t optimizer;  // + 1; 0: not an optimizer step
 };
 void ReadLiveSteps(const ControlBlock& cb, uint64_t from, std::vector<LiveStepRecord>* out, uint64_t* next,
                    uint64_t* missed);

@@ -439,13 +439,17 @@ namespace {
 // come one at a time; several processes each have their own).
 std::atomic<uint64_t> g_step_begin_ns{0};
 std::atomic<uint32_t> g_step_tiers{0};
+std::atomic<uint32_t> g_step_optimizer{0};  // + 1
 }  // namespace
 
 void MarkStep(uint64_t step, bool begin) {
   if (begin) {
     uint64_t prev = g_current_step.exchange(step, std::memory_order_relaxed);
     g_step_begin_ns.store(NowNs(), std::memory_order_relaxed);
-    if (prev != step) g_step_tiers.store(0, std::memory_order_relaxed);
+    if (prev != step) {
+      g_step_tiers.store(0, std::memory_order_relaxed);
+      g_step_optimizer.store(0, std::memory_order_relaxed);
+    }
     if (g_control && InOwnProcess()) format::PublishStepBegin(g_control, static_cast<int64_t>(step));
     return;
   }
@@ -454,10 +458,15 @@ void MarkStep(uint64_t step, bool begin) {
   if (!g_control || !InOwnProcess() || step > static_cast<uint64_t>(INT64_MAX)) return;
   uint32_t tiers = g_step_tiers.exchange(0, std::memory_order_relaxed) |
                    (format::GetTiers(*g_control) & (format::kTierMemory | format::kTierGpuMetrics));
-  format::PublishStepEnd(g_control, static_cast<int64_t>(step), begin_ns, NowNs(), g_rt->pid, tiers);
+  format::PublishStepEnd(g_control, static_cast<int64_t>(step), begin_ns, NowNs(), g_rt->pid, tiers,
+                         g_step_optimizer.exchange(0, std::memory_order_relaxed));
 }
 
 void NoteStepTiers(uint32_t tiers) { g_step_tiers.fetch_or(tiers, std::memory_order_relaxed); }
+
+void NoteStepOptimizer(uint32_t optimizer) {
+  g_step_optimizer.store(optimizer == UINT32_MAX ? optimizer : optimizer + 1, std::memory_order_relaxed);
+}
 
 bool InOwnProcess() { return g_rt && static_cast<uint32_t>(::syscall(SYS_getpid)) == g_rt->pid; }
 

@@ -102,6 +102,10 @@ STRATA_RECORDER_API void MarkStep(uint64_t step, bool begin);
 // A collector says what it records in the current step (format::ControlTier
 // bits: kTierOps, kTierShapes, kTierCuda); the live-step ring carries them.
 STRATA_RECORDER_API void NoteStepTiers(uint32_t tiers);
+// The step under way is ended by optimizer number `optimizer` (0, 1, ... in the
+// order they first step): the live view groups several optimizers' steps into
+// one training iteration.
+STRATA_RECORDER_API void NoteStepOptimizer(uint32_t optimizer);
 
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();

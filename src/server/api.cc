@@ -8,9 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/critical_path.h"
 #include "analysis/framework.h"
 #include "index/index_file.h"
 #include "index/results_file.h"
+#include "report/diff_report.h"
 #include "report/stored_report.h"
 #include "server/live.h"
 
@@ -143,6 +145,11 @@ struct Api::Served {
   std::mutex analysis_mu;  // one analysis of the trace at a time (they share its Memo)
   std::string summary;     // the report's JSON, once computed or read
   std::string steps;
+  // Step slices by start time, and the critical paths of the steps asked
+  // about (walked one step at a time, on demand; a few kept).
+  std::once_flag steps_once;
+  std::vector<uint32_t> step_slices;
+  std::map<uint32_t, analysis::StepCriticalPath> paths;
   // Flows by slice, both ways (built on the first slices query that asks):
   // (slice, the other end), sorted.
   std::once_flag flows_once;
@@ -155,9 +162,13 @@ struct Api::Served {
   const GroupedRows& StateRows() {
     return state_rows.Build(trace->thread_states.track, trace->thread_states.ts, trace->tracks.size());
   }
+  // System-call rows by track, then time.
+  const GroupedRows& SyscallRows() {
+    return syscall_rows.Build(trace->syscalls.track, trace->syscalls.ts, trace->tracks.size());
+  }
 
  private:
-  GroupedRows counter_rows, state_rows;
+  GroupedRows counter_rows, state_rows, syscall_rows;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -244,6 +255,7 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
         return Error(400, e);
       return live_->State(since);
     }
+    if (seg.size() == 3 && seg[2] == "diff") return Diff(params);
     if (seg[2] != "traces") return Error(404, "no such endpoint");
     if (seg.size() == 3) return Traces();
     size_t id = 0;
@@ -259,8 +271,10 @@ ApiResponse Api::Handle(std::string_view method, std::string_view path,
     if (seg.size() == 5 && seg[4] == "search") return Search(*s, params);
     if (seg.size() == 5 && seg[4] == "counters") return Counters(*s);
     if (seg.size() == 7 && seg[4] == "threads" && seg[6] == "states") return ThreadStates(*s, seg[5], params);
+    if (seg.size() == 7 && seg[4] == "threads" && seg[6] == "syscalls") return Syscalls(*s, seg[5], params);
     if (seg.size() == 6 && seg[4] == "counters") return Counter(*s, seg[5], params);
     if (seg.size() == 6 && seg[4] == "slices") return Slice(*s, seg[5]);
+    if (seg.size() == 7 && seg[4] == "slices" && seg[6] == "path") return SlicePath(*s, seg[5]);
     return Error(404, "no such endpoint");
   } catch (const std::bad_alloc&) {
     return Error(503, "out of memory");
@@ -291,6 +305,7 @@ ApiResponse Api::TraceInfo(Served& s) {
                      {"is_device", p.is_device}});
   }
   const GroupedRows& states = s.StateRows();
+  const GroupedRows& syscalls = s.SyscallRows();
   json tracks = json::array();
   for (size_t i = 0; i < t.tracks.size(); ++i) {
     const model::Track& k = t.tracks[i];
@@ -302,7 +317,8 @@ ApiResponse Api::TraceInfo(Served& s) {
                       {"name", std::string(t.strings.Get(k.name))},
                       {"device", k.device},
                       {"slices", slices},
-                      {"states", states.Count(i)}});
+                      {"states", states.Count(i)},
+                      {"syscalls", syscalls.Count(i)}});
   }
   return Ok({{"path", s.path},
              {"source", t.source},
@@ -582,6 +598,52 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
   return Ok({{"id", k}, {"start", start}, {"end", end}, {"before", std::move(before)}, {"buckets", std::move(buckets)}});
 }
 
+ApiResponse Api::Syscalls(Served& s, std::string_view track_text, const std::multimap<std::string, std::string>& params) {
+  const model::Trace& t = *s.trace;
+  uint32_t track = 0;
+  if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
+  Range r;
+  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
+  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  const int64_t start = r.start, end = r.end;
+  const double per = static_cast<double>(end - start) / r.pixels;
+  // Calls of a pixel or more as they are; shorter ones pooled per pixel:
+  // [start, end, the name that took most of the pixel, how many calls].
+  const auto& sc = t.syscalls;
+  json out = json::array();
+  int64_t bucket = -1, count = 0;
+  std::map<model::StringId, int64_t> names;
+  auto flush = [&] {
+    if (bucket < 0) return;
+    auto top = std::max_element(names.begin(), names.end(), [](auto& a, auto& b) { return a.second < b.second; });
+    out.push_back({start + static_cast<int64_t>(static_cast<double>(bucket) * per),
+                   start + static_cast<int64_t>(static_cast<double>(bucket + 1) * per),
+                   std::string(t.strings.Get(top->first)), count});
+    names.clear();
+    count = 0;
+    bucket = -1;
+  };
+  // A thread's calls do not overlap: the first that ends after `start` is at
+  // most one before the first that starts at or after it.
+  auto [first, it, last] = s.SyscallRows().Find(track, sc.ts, start);
+  if (it != first && sc.ts[*(it - 1)] + sc.dur[*(it - 1)] > start) --it;
+  for (; it != last && sc.ts[*it] < end; ++it) {
+    int64_t a = std::max(start, sc.ts[*it]), b = std::min(end, sc.ts[*it] + std::max<int64_t>(0, sc.dur[*it]));
+    if (static_cast<double>(b - a) >= per) {
+      flush();
+      out.push_back({a, b, std::string(t.strings.Get(sc.name[*it])), 1});
+      continue;
+    }
+    int64_t k = static_cast<int64_t>(static_cast<double>(a - start) / per);
+    if (k != bucket) flush();
+    bucket = k;
+    ++count;
+    names[sc.name[*it]] += std::max<int64_t>(1, b - a);
+  }
+  flush();
+  return Ok({{"track", track}, {"start", start}, {"end", end}, {"syscalls", std::move(out)}});
+}
+
 ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
                               const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
@@ -645,6 +707,84 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
   for (const Span& x : out)
     states.push_back({x.a, x.b, model::ThreadStateName(static_cast<model::ThreadState>(x.state))});
   return Ok({{"track", track}, {"start", start}, {"end", end}, {"states", std::move(states)}});
+}
+
+ApiResponse Api::Diff(const std::multimap<std::string, std::string>& params) {
+  size_t a = 0, b = 0;
+  std::string e = Param<size_t>(params, "before", SIZE_MAX, 0, SIZE_MAX - 1, &a);
+  if (e.empty()) e = Param<size_t>(params, "after", SIZE_MAX, 0, SIZE_MAX - 1, &b);
+  if (!e.empty()) return Error(400, e);
+  if (a == SIZE_MAX || b == SIZE_MAX) return Error(400, "before and after are required (trace ids)");
+  if (a == b) return Error(400, "before and after are the same trace");
+  {
+    std::lock_guard lock(diffs_mu_);
+    if (auto it = diffs_.find({a, b}); it != diffs_.end()) return {200, it->second};
+  }
+  ApiResponse err;
+  Served* sa = Open(a, &err);
+  if (!sa) return err;
+  Served* sb = Open(b, &err);
+  if (!sb) return err;
+  std::string body;
+  {
+    // Both traces' analyses (their memos) are used: one diff at a time per pair, locked in id order.
+    std::scoped_lock lock(sa->analysis_mu, sb->analysis_mu);
+    analysis::TraceDiff d = analysis::Diff(*sa->trace, *sb->trace, analysis::DiffOptions{});
+    json j = report::DiffToJson(d, 50);
+    j["before"] = {{"id", a}, {"path", sa->path}};
+    j["after"] = {{"id", b}, {"path", sb->path}};
+    body = Ok(j).body;
+  }
+  std::lock_guard lock(diffs_mu_);
+  diffs_[{a, b}] = body;
+  return {200, body};
+}
+
+ApiResponse Api::SlicePath(Served& s, std::string_view id_text) {
+  const model::Trace& t = *s.trace;
+  size_t i = 0;
+  if (!ParseNumber(id_text, &i) || i >= t.slices.size()) return Error(404, "no such slice");
+  std::call_once(s.steps_once, [&] { s.step_slices = analysis::StepSlicesByTime(t); });
+  // The step whose time holds the slice's start: the last to begin at or before it.
+  const int64_t at = t.slices.ts[i];
+  auto it = std::upper_bound(s.step_slices.begin(), s.step_slices.end(), at,
+                             [&t](int64_t v, uint32_t k) { return v < t.slices.ts[k]; });
+  if (it == s.step_slices.begin() || t.slices.end(*(it - 1)) <= at)
+    return Ok({{"slice", i}, {"step", nullptr}, {"note", "outside every step: no critical path to place it on"}});
+  const uint32_t step = *(it - 1);
+  std::lock_guard lock(s.analysis_mu);
+  auto found = s.paths.find(step);
+  if (found == s.paths.end()) {
+    if (s.paths.size() >= 64) s.paths.erase(s.paths.begin());
+    found = s.paths.emplace(step, analysis::CriticalPathOfStep(t, step)).first;
+  }
+  const analysis::StepCriticalPath& path = found->second;
+  // The slice's time on the path: segments of the slice itself or of work nested in it.
+  auto within = [&t, i](int32_t k) {
+    for (int guard = 0; k != model::kNone && guard < 4096; ++guard, k = t.slices.parent[static_cast<size_t>(k)])
+      if (static_cast<size_t>(k) == i) return true;
+    return false;
+  };
+  int64_t on_path = 0;
+  json segments = json::array();
+  constexpr size_t kMaxSegments = 5000;
+  for (const analysis::PathSegment& g : path.segments) {
+    if (g.slice != model::kNone && within(g.slice)) on_path += g.end - g.start;
+    if (segments.size() < kMaxSegments)
+      segments.push_back({g.start, g.end, g.track, g.slice, analysis::SegmentTypeName(g.type)});
+  }
+  json items = json::array();
+  for (size_t k = 0; k < path.items.size() && k < 10; ++k)
+    items.push_back({{"kind", path.items[k].kind}, {"name", path.items[k].name},
+                     {"on_path_ns", path.items[k].on_path_ns}, {"share", path.items[k].share}});
+  const int64_t step_ns = std::max<int64_t>(1, path.end - path.start);
+  return Ok({{"slice", i},
+             {"step", {{"number", path.step}, {"slice", step}, {"ts", path.start}, {"end", path.end}}},
+             {"on_path_ns", on_path},
+             {"share", static_cast<double>(on_path) / static_cast<double>(step_ns)},
+             {"segments", std::move(segments)},
+             {"segments_total", path.segments.size()},
+             {"items", std::move(items)}});
 }
 
 ApiResponse Api::Slice(Served& s, std::string_view id_text) {

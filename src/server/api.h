@@ -64,15 +64,20 @@ class Api {
   ApiResponse Viewport(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Slices(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Slice(Served& s, std::string_view id);
+  ApiResponse SlicePath(Served& s, std::string_view id);
   ApiResponse Search(Served& s, const std::multimap<std::string, std::string>& params);
   ApiResponse Counters(Served& s);
   ApiResponse ThreadStates(Served& s, std::string_view track, const std::multimap<std::string, std::string>& params);
+  ApiResponse Syscalls(Served& s, std::string_view track, const std::multimap<std::string, std::string>& params);
   ApiResponse Counter(Served& s, std::string_view id, const std::multimap<std::string, std::string>& params);
+  ApiResponse Diff(const std::multimap<std::string, std::string>& params);
 
   index::IndexOptions io_;
   std::mutex traces_mu_;  // the list grows while requests are served (AddTrace)
   std::vector<std::unique_ptr<Served>> traces_;
   LiveRun* live_ = nullptr;
+  std::mutex diffs_mu_;
+  std::map<std::pair<size_t, size_t>, std::string> diffs_;  // (before, after) -> answer
 };
 
 }  // namespace strata::server

@@ -66,15 +66,45 @@ LiveRun::~LiveRun() {
   if (poller_.joinable()) poller_.join();
 }
 
+void LiveRun::Close(uint32_t pid, bool predicted) {
+  auto it = open_.find(pid);
+  if (it == open_.end() || it->second.optimizers.empty()) return;
+  Under& o = it->second;
+  size_t n = o.optimizers.size();
+  if (!predicted) period_ = n == last_group_ ? n : 0;  // learned from two alike in a row
+  last_group_ = n;
+  format::LiveStepRecord r = o.first;
+  // Explicit steps keep the program's own numbers; optimizer steps are counted.
+  int64_t& number = iteration_[pid];
+  if (o.first.optimizer == 0) number = o.first.step;
+  r.step = number++;
+  last_closed_[pid] = o.last.step;
+  r.end_ns = o.last.end_ns;
+  r.tiers = o.tiers;
+  uint64_t& last = last_end_[pid];
+  steps_.push_back({r, last && r.end_ns > last ? r.end_ns - last : 0, o.first.step, o.last.step});
+  last = r.end_ns;
+  o = Under();
+}
+
+void LiveRun::Add(const format::LiveStepRecord& r) {
+  last_pid_ = r.pid;
+  Under& o = open_[r.pid];
+  if (r.optimizer == 0 || std::find(o.optimizers.begin(), o.optimizers.end(), r.optimizer) != o.optimizers.end())
+    Close(r.pid, false);  // (an explicit step is an iteration of its own)
+  Under& g = open_[r.pid];
+  if (g.optimizers.empty()) g.first = r;
+  g.optimizers.push_back(r.optimizer);
+  g.last = r;
+  g.tiers |= r.tiers;
+  if (r.optimizer == 0 || (period_ && g.optimizers.size() == period_)) Close(r.pid, true);
+}
+
 void LiveRun::Poll() {
   std::vector<format::LiveStepRecord> fresh;
   std::lock_guard lock(mu_);
   format::ReadLiveSteps(control_.block(), next_, &fresh, &next_, &missed_);
-  for (const format::LiveStepRecord& r : fresh) {
-    uint64_t& last = last_end_[r.pid];
-    steps_.push_back({r, last && r.end_ns > last ? r.end_ns - last : 0});
-    last = r.end_ns;
-  }
+  for (const format::LiveStepRecord& r : fresh) Add(r);
   if (steps_.size() > kMaxLiveSteps) {
     size_t drop = steps_.size() - kMaxLiveSteps / 2;
     steps_.erase(steps_.begin(), steps_.begin() + static_cast<std::ptrdiff_t>(drop));
@@ -84,6 +114,12 @@ void LiveRun::Poll() {
 
 void LiveRun::Finished(int exit_code, size_t trace_id) {
   Poll();
+  {
+    std::lock_guard lock(mu_);
+    std::vector<uint32_t> pids;
+    for (const auto& [pid, o] : open_) pids.push_back(pid);
+    for (uint32_t pid : pids) Close(pid, true);
+  }
   exit_code_.store(exit_code);
   trace_id_.store(static_cast<int64_t>(trace_id));
   finished_.store(true);
@@ -106,6 +142,7 @@ ApiResponse LiveRun::State(uint64_t since) {
                        {"dur_ns", s.end_ns > s.begin_ns ? s.end_ns - s.begin_ns : 0},
                        {"period_ns", steps_[i - dropped_front_].period_ns},
                        {"pid", s.pid},
+                       {"steps", {steps_[i - dropped_front_].first_step, steps_[i - dropped_front_].last_step}},
                        {"detail", TierList(s.tiers & kWindowTiers)}});
     }
     state["next"] = to;
@@ -114,6 +151,8 @@ ApiResponse LiveRun::State(uint64_t since) {
     json asked = json::array();
     for (const Window& w : requests_) asked.push_back({{"first", w.first}, {"last", w.last}, {"detail", TierList(w.tiers)}});
     state["requests"] = std::move(asked);
+    state["period"] = period_;
+    state["current_step"] = iteration_.count(last_pid_) ? iteration_[last_pid_] : 0;
   }
   int64_t first = cb.detail_first_step.load(std::memory_order_relaxed);
   bool finished = finished_.load();
@@ -121,14 +160,24 @@ ApiResponse LiveRun::State(uint64_t since) {
   state["command"] = command_;
   state["trace_dir"] = dir_;
   state["elapsed_s"] = static_cast<double>(MonotonicNs() - started_ns_) / 1e9;
-  state["current_step"] = cb.current_step.load(std::memory_order_relaxed);
+  state["process_step"] = cb.current_step.load(std::memory_order_relaxed);
   state["tiers"] = TierList(format::GetTiers(cb));
   state["cuda_activity"] =
       format::CudaActivityName(static_cast<format::CudaActivity>(cb.cuda_activity.load(std::memory_order_relaxed)));
-  state["window"] = first < 0 ? json(nullptr)
-                              : json{{"first", first},
-                                     {"last", cb.detail_last_step.load(std::memory_order_relaxed)},
-                                     {"detail", TierList(format::WindowTiers(cb))}};
+  // The window in iterations when it is the one asked for here; else (set by
+  // `strata ctl`) in the traced processes' steps.
+  json window = nullptr;
+  if (first >= 0) {
+    window = {{"first", first},
+              {"last", cb.detail_last_step.load(std::memory_order_relaxed)},
+              {"detail", TierList(format::WindowTiers(cb))},
+              {"in", "process steps"}};
+    std::lock_guard lock(mu_);
+    if (!requests_.empty() && requests_.back().step_first == first)
+      window = {{"first", requests_.back().first}, {"last", requests_.back().last},
+                {"detail", TierList(requests_.back().tiers)}, {"in", "iterations"}};
+  }
+  state["window"] = std::move(window);
   if (finished) {
     state["exit_code"] = exit_code_.load();
     state["trace"] = trace_id_.load();
@@ -158,13 +207,27 @@ ApiResponse LiveRun::Request(std::string_view body) {
   if (!tiers.ok()) return Fail(400, tiers.status().message());
   if (*tiers & ~kWindowTiers)
     return Fail(400, "a window turns on ops, shapes or cuda (hardware metrics: --gpu-metrics steps=A-B at the start)");
-  int64_t first = 0, last = 0;
-  control_.RequestNextSteps(steps->get<int64_t>(), *tiers, &first, &last);
-  json window = {{"first", first}, {"last", last}, {"detail", TierList(*tiers)}};
-  {
-    std::lock_guard lock(mu_);
-    requests_.push_back({first, last, *tiers});
-  }
+  // From the next iteration on: the process's step now is the k-th of the
+  // iteration under way (k optimizer steps of it have ended).
+  Poll();
+  const int64_t n = steps->get<int64_t>();
+  std::lock_guard lock(mu_);
+  const int64_t per = static_cast<int64_t>(period_ ? period_ : std::max<size_t>(1, last_group_));
+  const auto open = open_.find(last_pid_);
+  const int64_t k = open == open_.end() ? 0 : static_cast<int64_t>(open->second.optimizers.size());
+  const int64_t now = control_.current_step();
+  const int64_t it = iteration_.count(last_pid_) ? iteration_[last_pid_] : 0;
+  const int64_t closed = last_closed_.count(last_pid_) ? last_closed_[last_pid_] : -1;
+  // A step under way (always, between PyTorch's found steps; not between two
+  // explicit ones): the window starts with the iteration after it.
+  const bool under_way = now > closed;
+  const int64_t step_first = now < 0 ? 0 : under_way ? now - k + per : now + 1;
+  const int64_t step_last = step_first + n * per - 1;
+  const int64_t first = now < 0 ? 0 : under_way ? it + 1 : it, last = first + n - 1;
+  control_.Set(control_.tiers(), step_first, step_last, *tiers, control_.cuda_activity());
+  requests_.push_back({first, last, *tiers, step_first, step_last});
+  json window = {{"first", first}, {"last", last}, {"detail", TierList(*tiers)},
+                 {"steps", {step_first, step_last}}, {"in", "iterations"}};
   return Answer(200, {{"window", window}, {"generation", control_.generation()}});
 }
 

@@ -6,6 +6,15 @@
 // step window of the control block, as `strata ctl --detail ... --steps N`
 // does. When the program ends, the finished trace is served like any other
 // (Api::AddTrace) and the live state says which trace it is.
+//
+// Steps are training iterations: a loop with several optimizers (a GAN's
+// discriminator and generator) ends one step per optimizer in the traced
+// process, and those are grouped here -- an iteration ends before an
+// optimizer steps a second time, or, once the loop's period is learned (two
+// iterations alike), when it has that many optimizer steps -- so that the
+// numbers are the program's iterations, as the trace's analysis finds them
+// afterwards. A window asked for in iterations becomes the traced processes'
+// steps of those iterations.
 #pragma once
 
 #include <atomic>
@@ -53,16 +62,32 @@ class LiveRun {
   uint64_t started_ns_ = 0;
   std::mutex mu_;  // steps_, next_, missed_
   struct Step {
-    format::LiveStepRecord r;
-    uint64_t period_ns;  // from the process's previous step's end (0 for its first)
+    format::LiveStepRecord r;  // r.step: the iteration's number
+    uint64_t period_ns;        // from the process's previous iteration's end (0 for its first)
+    int64_t first_step, last_step;  // the traced process's steps it groups
   };
+  // An iteration under way in a process: the optimizer steps it has so far.
+  struct Under {
+    std::vector<uint32_t> optimizers;
+    format::LiveStepRecord first{}, last{};
+    uint32_t tiers = 0;
+  };
+  void Add(const format::LiveStepRecord& r);
+  void Close(uint32_t pid, bool predicted);
   std::vector<Step> steps_;
-  std::unordered_map<uint32_t, uint64_t> last_end_;  // by pid
+  std::unordered_map<uint32_t, uint64_t> last_end_;   // by pid
+  std::unordered_map<uint32_t, Under> open_;          // by pid
+  std::unordered_map<uint32_t, int64_t> iteration_;   // by pid: the number of the iteration under way
+  std::unordered_map<uint32_t, int64_t> last_closed_; // by pid: the last process step of the last iteration
+  uint32_t last_pid_ = 0;                             // the process that ended a step last
+  size_t period_ = 0;        // optimizer steps per iteration, once two alike were seen (0: not yet)
+  size_t last_group_ = 0;    // the size of the last iteration closed
   uint64_t dropped_front_ = 0;  // steps let go from the front of steps_ (kMaxLiveSteps)
   uint64_t next_ = 0, missed_ = 0;
   struct Window {
-    int64_t first, last;
+    int64_t first, last;  // iterations
     uint32_t tiers;
+    int64_t step_first, step_last;  // the traced processes' steps
   };
   std::vector<Window> requests_;  // what was asked, for the state
   std::atomic<bool> finished_{false};

@@ -6,10 +6,14 @@
 // what it enqueued so that the tests can compare the trace with it:
 //
 //   cl_pipeline [ITERATIONS] [N]        -> "expect kernels=.. writes=.. ..." lines
-//   cl_pipeline --loop K                -> K tiny kernels, "per_enqueue_us=X" (benchmark)
+//   cl_pipeline --loop K [STEPS]        -> K tiny kernels, "per_enqueue_us=X" (benchmark); with
+//                                          STEPS, in that many steps (each ends with a clFinish),
+//                                          marked through strata's C API when strata records
+//                                          (found at run time: the program does not link it)
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
+#include <dlfcn.h>
 #include <time.h>
 
 #include <cmath>
@@ -81,8 +85,13 @@ cl_kernel Kernel(const Cl& c, const char* name) {
   return k;
 }
 
-// --loop K: the benchmark's workload (10k tiny kernels, no events, one clFinish).
-int Loop(int k_count) {
+// --loop K [STEPS]: the benchmark's workload (10k tiny kernels, no events, one
+// clFinish per step).
+int Loop(int k_count, int steps) {
+  using StepFn = void (*)(uint64_t);
+  auto step_begin = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "strata_step_begin_"));
+  auto step_end = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "strata_step_end_"));
+  if (steps < 1) steps = 1;
   Cl c = Setup();
   cl_int err;
   cl_command_queue q = clCreateCommandQueueWithProperties(c.ctx, c.device, nullptr, &err);
@@ -97,8 +106,13 @@ int Loop(int k_count) {
   for (int i = 0; i < 100; ++i) CK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr));
   CK(clFinish(q));
   double t0 = Now();
-  for (int i = 0; i < k_count; ++i) CK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr));
-  CK(clFinish(q));
+  for (int s = 0; s < steps; ++s) {
+    if (step_begin) step_begin(static_cast<uint64_t>(s));
+    for (int i = s * k_count / steps; i < (s + 1) * k_count / steps; ++i)
+      CK(clEnqueueNDRangeKernel(q, k, 1, nullptr, &n, nullptr, 0, nullptr, nullptr));
+    CK(clFinish(q));
+    if (step_end) step_end(static_cast<uint64_t>(s));
+  }
   double t1 = Now();
   float host = 0;
   CK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof host, &host, 0, nullptr, nullptr));
@@ -118,7 +132,7 @@ int Loop(int k_count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 2 && std::strcmp(argv[1], "--loop") == 0) return Loop(std::atoi(argv[2]));
+  if (argc > 2 && std::strcmp(argv[1], "--loop") == 0) return Loop(std::atoi(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
   int iterations = argc > 1 ? std::atoi(argv[1]) : 3;
   size_t n = argc > 2 ? static_cast<size_t>(std::atol(argv[2])) : 4096;
   const size_t group = 64;

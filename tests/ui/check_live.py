@@ -113,9 +113,8 @@ def main():
                 bad.append(f"steps recorded in detail: {detailed}; asked for {first}-{last}")
             if any(s["detail"] not in ([], ["ops"]) for s in live_steps):
                 bad.append("a step lists detail other than ops")
-            # Live steps are the optimizers' steps as they end: two per iteration here
-            # (the trace's analysis groups them into iterations afterwards).
-            if len(live_steps) != 2 * 150:
+            # Live steps are iterations: the two optimizers' steps of each are one.
+            if len(live_steps) != 150:
                 bad.append(f"{len(live_steps)} live steps for 150 iterations of two optimizers")
             by_number = {s["step"]: s for s in live_steps}
             base = urllib.parse.urljoin(url, "/api/v1/traces/0")

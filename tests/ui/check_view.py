@@ -9,7 +9,12 @@ opens the page, and checks what a user would see and do:
   - clicking a step zooms the timeline to it; the mouse wheel zooms in (a
     narrower range, fetched again), dragging pans;
   - zoomed in far enough, slices are drawn and clicking one shows its
-    details (its name, from the API);
+    details (its name, from the API) and its place on its step's critical
+    path (the path drawn on the lanes);
+  - a thread's system calls are drawn (recorded with --syscalls, where the
+    machine allows it);
+  - the roofline tab plots every op the summary's roofline has (recorded with
+    --shapes), and the diff tab compares the trace with a second one served;
   - the page raises no JavaScript error.
 A screenshot is left in --work for a person to look at.
 
@@ -58,15 +63,20 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     trace = os.path.join(a.work, "trace")
     program = os.path.join(HERE, "..", "workloads", "gan_two_optimizers.py")
-    r = subprocess.run([a.strata, "record", "-q", "--force", "-o", trace, "--", a.python, program,
-                        "--iters", "12", "--batch", "64"], capture_output=True, text=True, timeout=600)
+    r = subprocess.run([a.strata, "record", "-q", "--force", "--shapes", "--syscalls", "-o", trace, "--", a.python,
+                        program, "--iters", "12", "--batch", "64"], capture_output=True, text=True, timeout=600)
+    # A second run with a smaller batch, for the diff tab.
+    trace2 = os.path.join(a.work, "trace-small")
+    if r.returncode == 0:
+        r = subprocess.run([a.strata, "record", "-q", "--force", "-o", trace2, "--", a.python, program,
+                            "--iters", "12", "--batch", "16"], capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         if "No module named" in r.stdout + r.stderr:
             print("skipped: " + (r.stdout + r.stderr).strip().splitlines()[-1])
             return SKIP
         print(f"FAIL: record exited {r.returncode}: {r.stderr[-500:]}")
         return 1
-    server = subprocess.Popen([a.strata, "view", "--port", "0", trace], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([a.strata, "view", "--port", "0", trace, trace2], stdout=subprocess.PIPE, text=True)
     bad = []
     try:
         line = server.stdout.readline()
@@ -74,7 +84,7 @@ def main():
         api = url.rstrip("/") + "/api/v1/traces/0"
         info = get(api)
         steps = get(api + "/steps")["steps"]
-        want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0 or t["states"] > 0)
+        want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0 or t["states"] > 0 or t["syscalls"] > 0)
         with_states = sum(1 for t in info["tracks"] if t["states"] > 0)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, headless=True,
@@ -166,6 +176,17 @@ def main():
                 details = page.locator("#details").inner_text()
                 if hit["name"] not in details:
                     bad.append(f"clicked {hit['name']!r}; the details say {details[:200]!r}")
+                # Its place on the critical path of its step, from the API, and the path drawn.
+                page.wait_for_function("() => /critical path/.test(document.getElementById('details').textContent)",
+                                       timeout=60000)
+                place = get(api + f"/slices/{hit['id']}/path")
+                if place["step"] is not None:
+                    shown = page.locator("#details").inner_text()
+                    if f"step {place['step']['number']}" not in shown:
+                        bad.append(f"the details do not place the slice on step {place['step']['number']}'s path: "
+                                   f"{shown[-200:]!r}")
+                    if not page.evaluate("() => strataState.drawnPath > 0"):
+                        bad.append("the critical path of the selected slice's step is not drawn")
             page.screenshot(path=os.path.join(a.work, "view-zoomed.png"))
             # Search the whole trace by name (Enter): the server's matches are
             # listed, and a click on one opens it.
@@ -205,11 +226,36 @@ def main():
             page.click("#tabs button[data-tab='path-tab']")
             if page.locator("#path-tab table.rows tr").count() < 2:
                 bad.append("the critical-path tab has no rows")
+            # Roofline: every point of the summary's roofline is plotted.
+            page.click("#tabs button[data-tab='roofline-tab']")
+            want_points = len([p for p in summary.get("roofline", {}).get("points", [])
+                               if p.get("intensity", 0) > 0 and p.get("flops_per_s", 0) > 0])
+            plotted = page.evaluate("() => strataState.drawnRoofline || 0")
+            if want_points == 0:
+                bad.append("the summary has no roofline points (recorded with --shapes)")
+            elif plotted != want_points:
+                bad.append(f"the roofline plots {plotted} points, the summary has {want_points}")
+            # Diff: this trace against the second one.
+            page.click("#tabs button[data-tab='diff-tab']")
+            page.select_option("#diff-before", "1")
+            page.wait_for_function("() => strataState.diff !== undefined", timeout=120000)
+            diff = get(url.rstrip("/") + "/api/v1/diff?before=1&after=0")
+            diff_rows = page.locator("#diff-tab table.rows tr").count()
+            if diff_rows < 2 or abs(page.evaluate("() => strataState.diff.step_delta_pct") - diff["step_delta_pct"]) > 1e-6:
+                bad.append(f"the diff tab shows {diff_rows} rows; API step change {diff['step_delta_pct']:.1f}%")
+            # System calls: drawn on the threads that have them (when they could be recorded).
+            with_syscalls = sum(1 for t in info["tracks"] if t.get("syscalls", 0) > 0)
+            if with_syscalls:
+                page.click("#zoom-all")
+                page.wait_for_timeout(1500)
+                if not page.evaluate("() => strataState.drawnSyscalls > 0"):
+                    bad.append(f"{with_syscalls} threads have system calls; none drawn")
             page.screenshot(path=os.path.join(a.work, "view-tabs.png"))
             if errors:
                 bad.append(f"JavaScript errors: {errors[:3]}")
             browser.close()
-        print(f"view: {len(want_lanes)} lanes and {st['counters']} counter lanes ({st['points']} points), {drawn_states} state spans, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
+        print(f"view: roofline {want_points} points, diff {diff['step_delta_pct']:+.1f}%, "
+              f"{with_syscalls} threads with system calls; {len(want_lanes)} lanes and {st['counters']} counter lanes ({st['points']} points), {drawn_states} state spans, {st['tiles']} tiles, {blue} tile pixels, {rows} steps listed, "
               f"{arrows} flow arrows zoomed in; "
               f"zoomed to {(v2['end'] - v2['start']) / 1e6:.3f} ms; screenshots in {a.work}")
     finally:

@@ -78,6 +78,9 @@ struct Counters {
   alignas(64) std::atomic<uint64_t> commands{0}, tracked{0}, untracked{0}, unprofiled_queues{0};  // enqueue side
   alignas(64) std::atomic<uint64_t> finished{0}, completed{0}, aborted{0}, unprofiled{0};          // callbacks
   alignas(64) std::atomic<uint64_t> forced_queues{0}, unaligned_devices{0};                         // cold
+  // Enqueues whose device activity was not asked for (the control block's
+  // device-activity windows: --cuda-activity sampled/window/off): API call only.
+  alignas(64) std::atomic<uint64_t> outside_windows{0};
   uint64_t InFlight() const {
     uint64_t done = finished.load(std::memory_order_acquire);
     uint64_t started = tracked.load(std::memory_order_acquire);
@@ -92,6 +95,24 @@ uint64_t MonoNow() {
 }
 
 bool On() { return g_on.load(std::memory_order_relaxed); }
+
+// Device activity in windows of steps, as the CUDA collector's
+// (collectors/cupti/activity_window.h), decided per enqueue: the control
+// block says which steps want it (format::CudaActivityWanted). Outside a
+// window an enqueue is the API call alone: no event, no completion callback,
+// no profiling query -- the cost of device activity on OpenCL. Between two
+// steps the last step's decision holds.
+std::atomic<int64_t> g_last_step{-1};
+bool ActivityWanted() {
+  const format::ControlBlock* cb = recorder::Control();
+  if (cb == nullptr ||
+      cb->cuda_activity.load(std::memory_order_relaxed) == static_cast<uint32_t>(format::CudaActivity::kAll))
+    return true;
+  uint64_t cur = recorder::CurrentStep();
+  int64_t step = cur == UINT64_MAX ? g_last_step.load(std::memory_order_relaxed) : static_cast<int64_t>(cur);
+  if (cur != UINT64_MAX) g_last_step.store(step, std::memory_order_relaxed);
+  return format::CudaActivityWanted(*cb, step);
+}
 
 // Cold-path registries (queues, kernels, devices, buffers) share one mutex; the
 // per-command path reads them through thread-local caches validated by a
@@ -514,6 +535,15 @@ R ApiCall(Api api, F&& call) {
 template <typename Args, typename Call>
 cl_int Enqueue(Api api, cl_command_queue q, cl_event* app_event, Pending proto, Args&& args, Call&& call) {
   if (!On()) return call(app_event);
+  if (!ActivityWanted()) {
+    g_stats.outside_windows.fetch_add(1, std::memory_order_relaxed);
+    uint64_t corr = g_correlation.fetch_add(1, std::memory_order_relaxed) + 1;
+    accel::ApiBegin(g_api_name[api], accel::ApiDomain::kRuntime, corr);
+    args(corr, FindQueue(q));
+    cl_int rc = call(app_event);
+    accel::ApiEnd(rc);
+    return rc;
+  }
   QueueRec* qr = FindQueue(q);
   uint64_t corr = g_correlation.fetch_add(1, std::memory_order_relaxed) + 1;
   // The host time only matters until the device's clock is known.
@@ -1258,6 +1288,13 @@ void AtExit() {
   std::string detail = std::to_string(s.completed) + " of " + std::to_string(s.commands) +
                        " enqueued commands recorded with device times (ICD-loader layer";
   detail += s.forced_queues ? "; profiling switched on for " + std::to_string(s.forced_queues) + " queues)" : ")";
+  if (uint64_t out = g_stats.outside_windows.load()) {
+    const format::ControlBlock* cb = recorder::Control();
+    detail += "; device activity " +
+              std::string(cb ? format::CudaActivityName(static_cast<format::CudaActivity>(cb->cuda_activity.load()))
+                             : "all") +
+              ": " + std::to_string(out) + " more enqueued outside the steps asked for (API calls only)";
+  }
   bool partial = false;
   if (s.in_flight) {
     detail += "; " + std::to_string(s.in_flight) + " still running at exit (not recorded)";

@@ -755,6 +755,7 @@ STRATA_TORCH_API void strata_torch_module_end(uint32_t name) {
 STRATA_TORCH_API void strata_torch_optimizer_step(uint32_t optimizer) {
   if (!g) return;
   strata::recorder::EmitThreadEvent(sf::kOptimizerStep, &optimizer, sizeof optimizer);
+  strata::recorder::NoteStepOptimizer(optimizer);
 }
 
 // A host-reading call from Python (.item(), .tolist(), torch.cuda.synchronize)

@@ -9,7 +9,7 @@ const query = new URLSearchParams(location.search);
 const token = query.get('token');
 const S = window.strataState = {
   traces: [], trace: 0, info: null, summary: null, steps: [], lanes: [], view: { start: 0, end: 1 },
-  tiles: {}, slices: {}, counters: {}, states: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
+  tiles: {}, slices: {}, counters: {}, states: {}, syscalls: {}, level: 0, detail: false, selected: null, search: '', fetches: 0, draws: 0,
   drawnTiles: 0, drawnSlices: 0, error: null,
 };
 
@@ -169,6 +169,7 @@ function renderAnalyses() {
     kt.appendChild(el('div', 'No device kernels in this trace.'));
   }
   renderMemory();
+  renderRoofline();
   const cp = $('path-tab'), path = j.critical_path || {};
   cp.replaceChildren();
   if (path.items && path.items.length) {
@@ -205,6 +206,96 @@ function renderMemory() {
   g.fillText(`${(top / 2 ** 20).toFixed(1)} MiB`, 4, 10);
 }
 
+// Ops and kernels against the device's roofs (log-log: FLOP/byte, FLOP/s),
+// from the summary's roofline; a point's area is its time.
+function renderRoofline() {
+  const c = $('roofline-chart'), g = c.getContext('2d'), notes = $('roofline-notes');
+  g.clearRect(0, 0, c.width, c.height);
+  notes.replaceChildren();
+  const r = S.summary.roofline || {};
+  const pts = (r.points || []).filter(p => p.intensity > 0 && p.flops_per_s > 0);
+  S.drawnRoofline = 0;
+  if (!pts.length || !(r.peak_flops > 0)) {
+    notes.appendChild(el('div', r.skipped ? 'No roofline: ' + r.skipped : 'No roofline in this trace.'));
+    return;
+  }
+  const roofs = (r.roofs && r.roofs.length ? r.roofs : [{ name: r.roof, peak_flops: r.peak_flops,
+                                                         bandwidth_bytes_per_s: r.bandwidth_bytes_per_s }])
+    .filter(x => x.peak_flops > 0 && x.bandwidth_bytes_per_s > 0);
+  const L = Math.log10, pad = 28;
+  let x0 = Math.min(...pts.map(p => p.intensity), r.ridge || Infinity) / 4, x1 = Math.max(...pts.map(p => p.intensity), r.ridge || 0) * 4;
+  let y0 = Math.min(...pts.map(p => p.flops_per_s)) / 4, y1 = Math.max(r.peak_flops, ...roofs.map(x => x.peak_flops)) * 2;
+  const X = v => pad + (L(v) - L(x0)) / (L(x1) - L(x0)) * (c.width - pad - 4);
+  const Y = v => c.height - pad - (L(v) - L(y0)) / (L(y1) - L(y0)) * (c.height - pad - 4);
+  g.strokeStyle = '#999';
+  g.strokeRect(pad, 4, c.width - pad - 4, c.height - pad - 4);
+  g.fillStyle = '#333';
+  g.fillText('FLOP/byte', c.width - 60, c.height - 8);
+  g.fillText(human(y1, 'FLOP/s'), pad + 2, 14);
+  roofs.forEach((roof, k) => {
+    g.strokeStyle = k ? 'rgba(120,120,120,0.7)' : '#263238';
+    g.beginPath();
+    const ridge = roof.peak_flops / roof.bandwidth_bytes_per_s;
+    g.moveTo(X(x0), Y(Math.max(y0, roof.bandwidth_bytes_per_s * x0)));
+    if (ridge > x0 && ridge < x1) g.lineTo(X(ridge), Y(roof.peak_flops));
+    g.lineTo(X(x1), Y(Math.min(roof.peak_flops, roof.bandwidth_bytes_per_s * x1)));
+    g.stroke();
+  });
+  const tmax = Math.max(...pts.map(p => p.time_ns));
+  for (const p of pts) {
+    g.fillStyle = p.level === 'kernel' ? 'rgba(30,136,229,0.6)' : 'rgba(67,160,71,0.6)';
+    g.beginPath();
+    g.arc(X(p.intensity), Y(p.flops_per_s), 2 + 8 * Math.sqrt(p.time_ns / tmax), 0, 2 * Math.PI);
+    g.fill();
+    S.drawnRoofline++;
+  }
+  notes.appendChild(el('div', `${r.device || 'device'}: roof ${r.roof || ''}, peak ${human(r.peak_flops, 'FLOP/s')}, ` +
+                              `${human(r.bandwidth_bytes_per_s, 'B/s')}, ridge ${(r.ridge || 0).toFixed(1)} FLOP/byte (${r.source || ''})`));
+  notes.appendChild(table(pts.slice(0, 50), [['name', 'name'], ['level', 'level'], ['FLOP/byte', p => p.intensity.toFixed(2), 1],
+                                             ['FLOP/s', p => human(p.flops_per_s, ''), 1], ['% of roof', p => (p.pct_of_roof || 0).toFixed(1), 1],
+                                             ['bound', 'bound'], ['time', p => fmtNs(p.time_ns), 1]]));
+}
+
+// This trace (after) against another served one (before): GET /api/v1/diff.
+function renderDiffChoices() {
+  const sel = $('diff-before'), out = $('diff-out');
+  sel.replaceChildren();
+  out.replaceChildren();
+  const others = S.traces.filter(t => t.id !== S.trace);
+  if (!others.length) { out.appendChild(el('div', 'One trace served: name two to `strata view` to compare them.')); return; }
+  sel.appendChild(el('option', '(choose the trace before the change)'));
+  for (const t of others) {
+    const o = el('option', t.path);
+    o.value = t.id;
+    sel.appendChild(o);
+  }
+  sel.onchange = () => { if (sel.value !== '') showDiff(Number(sel.value)); };
+}
+
+async function showDiff(before) {
+  const out = $('diff-out');
+  out.replaceChildren(el('div', 'comparing…'));
+  try {
+    const d = await api('diff', { before, after: S.trace });
+    S.diff = d;
+    out.replaceChildren();
+    const pct = d.step_delta_pct || 0;
+    out.appendChild(el('div', `${d.per === 'step' ? 'mean step' : 'trace'}: ${fmtNs(d.a.step_mean_ns)} before, ` +
+                              `${fmtNs(d.b.step_mean_ns)} after (${pct >= 0 ? '+' : ''}${pct.toFixed(1)}%); ` +
+                              `the top 3 rows explain ${(100 * (d.top3_explained || 0)).toFixed(0)}% of the change`));
+    const cols = [['name', 'name'], ['kind', 'kind'], ['before', r => fmtNs(r.a_ns), 1], ['after', r => fmtNs(r.b_ns), 1],
+                  ['change', r => (r.delta_ns >= 0 ? '+' : '') + fmtNs(r.delta_ns), 1],
+                  ['share', r => (100 * (r.share_of_change || 0)).toFixed(0) + '%', 1]];
+    for (const [title, rows] of [['On the critical path', d.critical_path], ['Scopes', d.scopes], ['Self time', d.self_time]]) {
+      if (!rows || !rows.length) continue;
+      out.appendChild(el('h2', title));
+      out.appendChild(table(rows, cols));
+    }
+  } catch (e) {
+    out.replaceChildren(el('div', String(e)));
+  }
+}
+
 let stepSort = { key: 'number', desc: false };
 function renderSteps() {
   const body = $('steps').tBodies[0];
@@ -227,13 +318,13 @@ function renderSteps() {
 function buildLanes() {
   const info = S.info, procs = info.processes;
   const order = { thread: 0, device_queue: 1, cpu: 2 };
-  const lanes = info.tracks.filter(t => t.slices > 0 || t.states > 0).map(t => {
+  const lanes = info.tracks.filter(t => t.slices > 0 || t.states > 0 || t.syscalls > 0).map(t => {
     const p = t.process !== null ? procs[t.process] : null;
     const owner = p ? `${(p.name || 'pid').split('/').pop()} ${p.pid}` : 'CPUs';
     const what = t.kind === 'device_queue' ? `dev ${t.device} stream ${t.tid}` :
                  t.kind === 'cpu' ? `cpu ${t.tid}` : `${t.name || 'tid'} ${t.tid}`;
     return { track: t.id, label: `${owner} · ${what}`, kind: t.kind, process: t.process, states: t.states > 0,
-             slices: t.slices > 0, y: 0, h: ROW_H + LANE_PAD };
+             syscalls: t.syscalls > 0, slices: t.slices > 0, y: 0, h: ROW_H + LANE_PAD };
   });
   lanes.sort((a, b) => ((a.process ?? 1e9) - (b.process ?? 1e9)) || (order[a.kind] - order[b.kind]) || (a.track - b.track));
   S.lanes = lanes;
@@ -249,7 +340,8 @@ function layout() {
       const sl = S.detail && S.slices[l.track];
       const rows = sl && !sl.truncated ? Math.min(MAX_ROWS, 1 + sl.slices.reduce((m, s) => Math.max(m, s.depth), 0)) : 1;
       l.rows = l.slices ? rows : 0;
-      l.h = Math.max(l.slices ? 0 : ROW_H, l.rows * ROW_H + (l.states ? STATE_H + 1 : 0)) + LANE_PAD;
+      l.h = Math.max(l.slices ? 0 : ROW_H,
+                     l.rows * ROW_H + (l.states ? STATE_H + 1 : 0) + (l.syscalls ? STATE_H + 1 : 0)) + LANE_PAD;
     }
     y += l.h;
   }
@@ -294,6 +386,19 @@ function drawCounter(g, l) {
 // blocked (sleeping, in disk I/O), a pixel's dominant state when zoomed out.
 const STATE_COLORS = { running: '#2e7d32', runnable: '#ff9800', sleeping: '#cfd8dc', disk_sleep: '#c62828',
   blocked: '#90a4ae', stopped: '#6a1b9a' };
+// A thread's system calls: a strip under its scheduling states (one shade per
+// call name; pooled pixels take the name that took most of them).
+function drawSyscalls(g, l) {
+  const sc = S.syscalls[l.track];
+  if (!sc) return;
+  const y = l.y + l.rows * ROW_H + 1 + (l.states ? STATE_H + 1 : 0);
+  for (const [a, b, name] of sc.syscalls) {
+    const x0 = Math.max(LABEL_W, xOf(a)), x1 = Math.min(LABEL_W + plotWidth(), xOf(b));
+    g.fillStyle = `hsl(${260 + hue(name) % 60},55%,${45 + hue(name) % 20}%)`;
+    g.fillRect(x0, y, Math.max(1, x1 - x0), STATE_H);
+    S.drawnSyscalls = (S.drawnSyscalls || 0) + 1;
+  }
+}
 function drawStates(g, l) {
   const st = S.states[l.track];
   if (!st) return;
@@ -366,6 +471,7 @@ function draw() {
       }
     }
     if (l.states) drawStates(g, l);
+    if (l.syscalls) drawSyscalls(g, l);
     g.fillStyle = '#fff';
     g.fillRect(0, l.y, LABEL_W, l.h);
     g.fillStyle = '#333';
@@ -421,6 +527,21 @@ function draw() {
     g.lineWidth = 1;
   }
   S.drawnArrows = arrows;
+  // The critical path of the selected slice's step: a bar under each lane's piece of it.
+  let pathDrawn = 0;
+  if (S.path) {
+    const laneOf = {};
+    for (const l of S.lanes) if (l.counter === undefined) laneOf[l.track] = l;
+    g.fillStyle = 'rgba(255,111,0,0.85)';
+    for (const [a, b, track] of S.path.segments) {
+      const l = laneOf[track];
+      if (!l || b < S.view.start || a > S.view.end) continue;
+      const x0 = Math.max(LABEL_W, xOf(a)), x1 = Math.min(c.width, xOf(b));
+      g.fillRect(x0, l.y + l.h - 3, Math.max(1, x1 - x0), 3);
+      pathDrawn++;
+    }
+  }
+  S.drawnPath = pathDrawn;
   // Step markers.
   g.strokeStyle = 'rgba(183,28,28,0.6)';
   g.setLineDash([3, 3]);
@@ -464,8 +585,13 @@ async function fetchView() {
       }));
       if (seq !== fetchSeq) return;
     }
-    const counters = {}, states = {};
+    const counters = {}, states = {}, syscalls = {};
     const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
+    await Promise.all(S.lanes.filter(l => l.syscalls && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64)
+                       .map(async l => {
+      syscalls[l.track] = await api(`traces/${S.trace}/threads/${l.track}/syscalls`,
+                                    { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
+    }));
     await Promise.all(S.lanes.filter(l => l.states && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64)
                        .map(async l => {
       states[l.track] = await api(`traces/${S.trace}/threads/${l.track}/states`,
@@ -479,8 +605,10 @@ async function fetchView() {
     if (seq !== fetchSeq) return;
     S.counters = counters;
     S.states = states;
+    S.syscalls = syscalls;
     S.drawnCounterPoints = 0;
     S.drawnStates = 0;
+    S.drawnSyscalls = 0;
     S.detail = detail;
     S.slices = slices;
     S.fetches++;
@@ -534,10 +662,21 @@ async function select(hit) {
         (j.device ? '\n  device ' + JSON.stringify(j.device) : '') +
         (j.flows_in.length ? `\n  flows in from slices ${j.flows_in.join(', ')}` : '') +
         (j.flows_out.length ? `\n  flows out to slices ${j.flows_out.join(', ')}` : '');
+      // Its place on the critical path of its step (walked by the server for that step).
+      const p = await api(`traces/${S.trace}/slices/${j.id}/path`);
+      if (!S.selected || S.selected.id !== j.id) return;
+      S.path = p.step ? p : null;
+      d.textContent += !p.step ? `\n  critical path: ${p.note}` :
+        p.on_path_ns > 0
+          ? `\n  critical path of step ${p.step.number}: ${fmtNs(p.on_path_ns)} of it on the path ` +
+            `(${(100 * p.share).toFixed(1)}% of the step; the path is drawn in orange)`
+          : `\n  critical path of step ${p.step.number}: not on it (off the path: it did not set the step's length)`;
+      draw();
     } catch (e) { d.textContent = String(e); }
   } else if (hit.tile) {
     const [a, b, n, busy] = hit.tile;
     S.selected = { tile: hit.tile };
+    S.path = null;
     d.textContent = `${hit.lane.label}\n  ${n} slices merged from ${fmtNs(a - S.info.start_ns)} to ${fmtNs(b - S.info.start_ns)}` +
       `, busy ${fmtNs(busy)} of ${fmtNs(b - a)}\n  (zoom in for the slices)`;
   }
@@ -613,6 +752,7 @@ function wire() {
 async function load(id) {
   S.trace = id;
   S.summary = null;
+  S.path = null;
   status('opening…');
   try {
     S.info = await api(`traces/${id}`);
@@ -629,6 +769,7 @@ async function load(id) {
     status('analysing…');
     const steps = api(`traces/${id}/steps`).then(j => { S.steps = j.steps; renderSteps(); draw(); });
     const summary = api(`traces/${id}/summary`).then(j => { S.summary = j; renderSummary(); renderAnalyses(); });
+    renderDiffChoices();
     await Promise.all([steps, summary]);
     status(`${S.info.path} (${S.info.source})`);
   } catch (e) {
