@@ -105,7 +105,7 @@ def main():
                     page.wait_for_function("() => window.strataState && strataState.fetches >= 1 "
                                            "&& strataState.drawnTiles > 0", timeout=120000)
                     paint = time.perf_counter() - t
-                    page.wait_for_function("() => strataState.summary && strataState.steps.length > 0", timeout=600000)
+                    page.wait_for_function("() => strataState.summary && strataState.stepsLoaded", timeout=600000)
                     main_view = time.perf_counter() - t
                     print(f"  page load {run + 1}: timeline drawn {paint * 1e3:.0f} ms after navigation, "
                           f"main view (summary, steps) {main_view * 1e3:.0f} ms")

@@ -14,6 +14,7 @@
 #include "index/results_file.h"
 #include "report/diff_report.h"
 #include "report/stored_report.h"
+#include "server/grouped_rows.h"
 #include "server/live.h"
 
 namespace strata::server {
@@ -79,43 +80,6 @@ const char* TrackKindName(model::TrackKind k) {
   return "other";
 }
 
-// Rows of a table grouped by a key (a counter's series, a thread state's
-// track), each group's in time order; built once, on first use.
-struct GroupedRows {
-  using It = std::vector<uint32_t>::const_iterator;
-  std::once_flag once;
-  std::vector<uint32_t> rows;  // group k's: rows[offsets[k] .. offsets[k + 1])
-  std::vector<size_t> offsets;
-
-  template <class Key, class Ts>
-  const GroupedRows& Build(const Key& key, const Ts& ts, size_t groups) {
-    std::call_once(once, [&] {
-      const size_t n = ts.size();
-      offsets.assign(groups + 1, 0);
-      for (size_t i = 0; i < n; ++i)
-        if (key[i] < groups) ++offsets[key[i] + 1];
-      for (size_t k = 0; k < groups; ++k) offsets[k + 1] += offsets[k];
-      rows.resize(offsets[groups]);
-      std::vector<size_t> next(offsets.begin(), offsets.end() - 1);
-      for (size_t i = 0; i < n; ++i)
-        if (key[i] < groups) rows[next[key[i]]++] = static_cast<uint32_t>(i);
-      for (size_t k = 0; k < groups; ++k)
-        std::stable_sort(rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]),
-                         rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]),
-                         [&](uint32_t x, uint32_t y) { return ts[x] < ts[y]; });
-    });
-    return *this;
-  }
-  size_t Count(size_t k) const { return offsets[k + 1] - offsets[k]; }
-  // Group k's first row, its first row whose time is not before `t`, its end.
-  template <class Ts>
-  std::array<It, 3> Find(size_t k, const Ts& ts, int64_t t) const {
-    It first = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k]);
-    It last = rows.begin() + static_cast<std::ptrdiff_t>(offsets[k + 1]);
-    It at = std::lower_bound(first, last, t, [&](uint32_t r, int64_t v) { return ts[r] < v; });
-    return {first, at, last};
-  }
-};
 
 // A range asked for: start and end (the trace's by default; the end after
 // the start) and, where the answer is per pixel, the width.
@@ -162,6 +126,10 @@ struct Api::Served {
   const GroupedRows& StateRows() {
     return state_rows.Build(trace->thread_states.track, trace->thread_states.ts, trace->tracks.size());
   }
+  // Block summaries of every counter series (on the first counter query).
+  const CounterLod& CounterBlocks() {
+    return counter_lod.Build(CounterRows(), trace->counters.ts, trace->counters.value);
+  }
   // System-call rows by track, then time.
   const GroupedRows& SyscallRows() {
     return syscall_rows.Build(trace->syscalls.track, trace->syscalls.ts, trace->tracks.size());
@@ -169,6 +137,7 @@ struct Api::Served {
 
  private:
   GroupedRows counter_rows, state_rows, syscall_rows;
+  CounterLod counter_lod;
 };
 
 Api::Api(std::vector<std::string> traces, index::IndexOptions io) : io_(std::move(io)) {
@@ -581,17 +550,50 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
       buckets.push_back({start + static_cast<int64_t>(static_cast<double>(cur) * per), std::isfinite(lo) ? lo : 0,
                          std::isfinite(hi) ? hi : 0, std::isfinite(lastv) ? lastv : 0});
   };
-  for (; it != last && t.counters.ts[*it] < end; ++it) {
-    int64_t b = static_cast<int64_t>(static_cast<double>(t.counters.ts[*it] - start) / per);
-    double v = t.counters.value[*it];
-    if (b != cur) {
+  // Points (or blocks of points) in time order: each lands in the pixel of its first time.
+  auto add = [&](int64_t ts, double a, double b, double v) {
+    int64_t px = static_cast<int64_t>(static_cast<double>(ts - start) / per);
+    if (px != cur) {
       flush();
-      cur = b;
-      lo = hi = v;
+      cur = px;
+      lo = a, hi = b;
     }
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
+    lo = std::min(lo, a);
+    hi = std::max(hi, b);
     lastv = v;
+  };
+  const auto& cs = t.counters;
+  const GroupedRows& rows = s.CounterRows();
+  auto stop = std::lower_bound(it, last, end, [&cs](uint32_t row, int64_t v) { return cs.ts[row] < v; });
+  size_t p = static_cast<size_t>(it - rows.rows.begin()), q = static_cast<size_t>(stop - rows.rows.begin());
+  const size_t group = rows.offsets[k];
+  if (q - p > 8 * static_cast<size_t>(pixels)) {
+    // Many points per pixel: the largest blocks that are aligned, inside the
+    // range and no wider than a pixel; single points where none is.
+    const CounterLod& lod = s.CounterBlocks();
+    while (p < q) {
+      bool used = false;
+      for (size_t l = lod.levels.size(); l-- > 0 && !used;) {
+        const CounterLod::Level& L = lod.levels[l];
+        size_t rel = p - group;
+        if (rel % L.size != 0 || p + L.size > q) continue;
+        size_t b = L.base[k] + rel / L.size;
+        if (static_cast<double>(L.t1[b] - L.t0[b]) > per) continue;
+        add(L.t0[b], L.lo[b], L.hi[b], L.last[b]);
+        p += L.size;
+        used = true;
+      }
+      if (!used) {
+        double v = cs.value[rows.rows[p]];
+        add(cs.ts[rows.rows[p]], v, v, v);
+        ++p;
+      }
+    }
+  } else {
+    for (; p < q; ++p) {
+      double v = cs.value[rows.rows[p]];
+      add(cs.ts[rows.rows[p]], v, v, v);
+    }
   }
   flush();
   if (before.is_number() && !std::isfinite(before.get<double>())) before = nullptr;

@@ -569,40 +569,28 @@ function scheduleFetch() {
 async function fetchView() {
   const seq = ++fetchSeq, v = { ...S.view }, px = Math.round(plotWidth());
   try {
-    const vp = await api(`traces/${S.trace}/viewport`, { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
+    // Every lane's part of the view at once (one round trip, however many lanes).
+    const range = { start: Math.floor(v.start), end: Math.ceil(v.end) };
+    const detail = (v.end - v.start) / px <= DETAIL_NS_PER_PX;
+    const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
+    const shown = l => l.y + l.h >= top && l.y <= bottom + 200;
+    const slices = {}, counters = {}, states = {}, syscalls = {};
+    const jobs = [api(`traces/${S.trace}/viewport`, { ...range, pixels: px })];
+    if (detail)
+      for (const l of S.lanes.filter(l => l.counter === undefined && shown(l)).slice(0, 64))
+        jobs.push(api(`traces/${S.trace}/slices`, { track: l.track, ...range, limit: 4000, flows: 1 })
+          .then(j => { slices[l.track] = j; }));
+    for (const l of S.lanes.filter(l => l.syscalls && shown(l)).slice(0, 64))
+      jobs.push(api(`traces/${S.trace}/threads/${l.track}/syscalls`, { ...range, pixels: px }).then(j => { syscalls[l.track] = j; }));
+    for (const l of S.lanes.filter(l => l.states && shown(l)).slice(0, 64))
+      jobs.push(api(`traces/${S.trace}/threads/${l.track}/states`, { ...range, pixels: px }).then(j => { states[l.track] = j; }));
+    for (const l of S.lanes.filter(l => l.counter !== undefined && shown(l)).slice(0, 64))
+      jobs.push(api(`traces/${S.trace}/counters/${l.counter}`, { ...range, pixels: px }).then(j => { counters[l.counter] = j; }));
+    const [vp] = await Promise.all(jobs);
     if (seq !== fetchSeq) return;
     S.tiles = {};
     for (const l of vp.tracks) S.tiles[l.track] = l.tiles;
     S.level = vp.level;
-    const detail = (v.end - v.start) / px <= DETAIL_NS_PER_PX;
-    const slices = {};
-    if (detail) {
-      const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
-      const visible = S.lanes.filter(l => l.counter === undefined && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64);
-      await Promise.all(visible.map(async l => {
-        slices[l.track] = await api(`traces/${S.trace}/slices`,
-                                    { track: l.track, start: Math.floor(v.start), end: Math.ceil(v.end), limit: 4000, flows: 1 });
-      }));
-      if (seq !== fetchSeq) return;
-    }
-    const counters = {}, states = {}, syscalls = {};
-    const wrap = $('lanes'), top = wrap.scrollTop, bottom = top + wrap.clientHeight;
-    await Promise.all(S.lanes.filter(l => l.syscalls && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64)
-                       .map(async l => {
-      syscalls[l.track] = await api(`traces/${S.trace}/threads/${l.track}/syscalls`,
-                                    { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
-    }));
-    await Promise.all(S.lanes.filter(l => l.states && l.y + l.h >= top && l.y <= bottom + 200).slice(0, 64)
-                       .map(async l => {
-      states[l.track] = await api(`traces/${S.trace}/threads/${l.track}/states`,
-                                  { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
-    }));
-    await Promise.all(S.lanes.filter(l => l.counter !== undefined && l.y + l.h >= top && l.y <= bottom + 200)
-                       .slice(0, 64).map(async l => {
-      counters[l.counter] = await api(`traces/${S.trace}/counters/${l.counter}`,
-                                      { start: Math.floor(v.start), end: Math.ceil(v.end), pixels: px });
-    }));
-    if (seq !== fetchSeq) return;
     S.counters = counters;
     S.states = states;
     S.syscalls = syscalls;
@@ -613,7 +601,6 @@ async function fetchView() {
     S.slices = slices;
     S.fetches++;
     draw();
-
   } catch (e) {
     S.error = String(e);
     status(String(e));
@@ -767,7 +754,8 @@ async function load(id) {
     draw();
     await fetchView();
     status('analysing…');
-    const steps = api(`traces/${id}/steps`).then(j => { S.steps = j.steps; renderSteps(); draw(); });
+    S.stepsLoaded = false;
+    const steps = api(`traces/${id}/steps`).then(j => { S.steps = j.steps; S.stepsLoaded = true; renderSteps(); draw(); });
     const summary = api(`traces/${id}/summary`).then(j => { S.summary = j; renderSummary(); renderAnalyses(); });
     renderDiffChoices();
     await Promise.all([steps, summary]);
