@@ -555,6 +555,8 @@ function draw() {
   }
   g.setLineDash([]);
   S.draws++;
+  // When the timeline first showed the trace (ms since navigation began), for benchmarks.
+  if (tiles > 0 && S.firstPaintMs === undefined) S.firstPaintMs = performance.now();
   S.drawnTiles = tiles;
   S.drawnSlices = slices;
   $('range').textContent = `${fmtNs(S.view.end - S.view.start)} shown` + (S.detail ? '' : ` (level ${S.level})`);
