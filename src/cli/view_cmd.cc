@@ -14,6 +14,7 @@
 #include "base/files.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "index/open_trace.h"
 #include "server/api.h"
 #include "server/http_server.h"
 
@@ -53,22 +54,32 @@ int RunView(const ViewArgs& a) {
     PrintError(port.status().message());
     return kExitOutput;
   }
+  std::thread server([&http] { http.Run(); });
+  // Open each trace and build what a counter lane reads (the points grouped
+  // by series and their block summaries: seconds on 100M points). A trace
+  // whose index is current is made ready before the URL is printed, so that
+  // the first page is as fast as the next (a second or two on a 100M-event
+  // trace); one that must be indexed first is prepared after, in the
+  // background (the page says "opening" meanwhile).
+  auto warm_one = [&api](size_t i) {
+    const std::string trace = "/api/v1/traces/" + std::to_string(i);
+    (void)api.Handle("GET", trace, {});
+    (void)api.Handle("GET", trace + "/counters/0", {{"pixels", "1"}});
+  };
+  std::vector<size_t> later;
+  const index::IndexOptions io = IndexOptionsForCommand();
+  for (size_t i = 0; i < a.traces.size(); ++i) {
+    if (index::FindCurrentIndex(a.traces[i], io).ok()) warm_one(i);
+    else later.push_back(i);
+  }
+  std::thread warm([warm_one, later] {
+    for (size_t i : later) warm_one(i);
+  });
   std::string host = so.host.find(':') != std::string::npos && so.host.front() != '[' ? "[" + so.host + "]" : so.host;
   std::printf("strata view: %zu trace%s at http://%s:%d/%s\n", a.traces.size(), a.traces.size() == 1 ? "" : "s",
               host.c_str(), *port, so.token.empty() ? "" : ("?token=" + so.token).c_str());
   std::printf("(Ctrl-C stops it)\n");
   std::fflush(stdout);
-  std::thread server([&http] { http.Run(); });
-  // Open (and index) the traces now rather than on the page's first request,
-  // and build what a counter lane reads (the points grouped by series and
-  // their block summaries: seconds on 100M points).
-  std::thread warm([&api, n = a.traces.size()] {
-    for (size_t i = 0; i < n; ++i) {
-      const std::string trace = "/api/v1/traces/" + std::to_string(i);
-      (void)api.Handle("GET", trace, {});
-      (void)api.Handle("GET", trace + "/counters/0", {{"pixels", "1"}});
-    }
-  });
   int sig = 0;
   sigwait(&stop, &sig);
   http.Stop();
