@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -34,7 +35,9 @@ struct LiveFixture {
   format::ControlBlock* cb = nullptr;
   std::unique_ptr<server::LiveRun> live;
   Api api{{}, {}};
-  explicit LiveFixture(const std::string& name) : dir(testing::TempDir(name)) {
+  // `before`: what the traced processes wrote before the server started reading.
+  explicit LiveFixture(const std::string& name, const std::function<void(format::ControlBlock*)>& before = {})
+      : dir(testing::TempDir(name)) {
     EXPECT_TRUE(MakeDirs(dir).ok());
     auto block = std::make_unique<format::ControlBlock>();
     format::InitControlBlock(block.get());
@@ -43,6 +46,7 @@ struct LiveFixture {
     auto m = format::MapControlFile(dir + "/control");  // the traced process's side
     EXPECT_TRUE(m.ok());
     cb = *m;
+    if (before) before(cb);
     auto l = server::LiveRun::Open(dir, "python train.py");
     EXPECT_TRUE(l.ok()) << l.status().message();
     live = std::move(l).value();
@@ -160,10 +164,12 @@ TEST(LiveApi, SeveralOptimizersStepsAreOneIteration) {
 }
 
 TEST(LiveApi, RingOverrunIsCountedNotMisread) {
-  LiveFixture f("live_ring");
-  // More steps than the ring holds before anyone reads: the oldest are missed, counted.
+  // More steps than the ring holds before anyone reads (written before the
+  // server's poller starts): the oldest are missed, and counted.
   const uint64_t n = format::kLiveSteps + 100;
-  for (uint64_t s = 0; s < n; ++s) format::PublishStepEnd(f.cb, static_cast<int64_t>(s), s * 10, s * 10 + 5, 1, 0);
+  LiveFixture f("live_ring", [n](format::ControlBlock* cb) {
+    for (uint64_t s = 0; s < n; ++s) format::PublishStepEnd(cb, static_cast<int64_t>(s), s * 10, s * 10 + 5, 1, 0);
+  });
   json j = f.Get("/api/v1/live");
   EXPECT_EQ(j["steps_missed"].get<uint64_t>() + j["steps_finished"].get<uint64_t>(), n);
   EXPECT_EQ(j["steps_missed"], 100);
