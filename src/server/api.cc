@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -94,6 +95,16 @@ std::string ParseRange(const std::multimap<std::string, std::string>& params, in
   if (e.empty() && per_pixel) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &r->pixels);
   if (e.empty() && r->end <= r->start) e = "end must be after start";
   return e;
+}
+
+// A thread's lane over a range: the track named in the path (one of
+// `tracks`) and the range asked for; an error response when either is bad.
+std::optional<ApiResponse> ThreadLane(size_t tracks, int64_t first, int64_t last, std::string_view track_text,
+                                      const std::multimap<std::string, std::string>& params, uint32_t* track,
+                                      Range* r) {
+  if (!ParseNumber(track_text, track) || *track >= tracks) return Error(404, "no such track");
+  if (std::string e = ParseRange(params, first, last, true, r); !e.empty()) return Error(400, e);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -603,46 +614,32 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
 ApiResponse Api::Syscalls(Served& s, std::string_view track_text, const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
   uint32_t track = 0;
-  if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
   Range r;
-  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
-  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  if (auto bad = ThreadLane(s.trace->tracks.size(), s.start_ns, s.end_ns, track_text, params, &track, &r))
+    return *bad;
   const int64_t start = r.start, end = r.end;
   const double per = static_cast<double>(end - start) / r.pixels;
   // Calls of a pixel or more as they are; shorter ones pooled per pixel:
   // [start, end, the name that took most of the pixel, how many calls].
   const auto& sc = t.syscalls;
   json out = json::array();
-  int64_t bucket = -1, count = 0;
+  int64_t count = 0;
   std::map<model::StringId, int64_t> names;
-  auto flush = [&] {
-    if (bucket < 0) return;
-    auto top = std::max_element(names.begin(), names.end(), [](auto& a, auto& b) { return a.second < b.second; });
-    out.push_back({start + static_cast<int64_t>(static_cast<double>(bucket) * per),
-                   start + static_cast<int64_t>(static_cast<double>(bucket + 1) * per),
-                   std::string(t.strings.Get(top->first)), count});
-    names.clear();
-    count = 0;
-    bucket = -1;
-  };
-  // A thread's calls do not overlap: the first that ends after `start` is at
-  // most one before the first that starts at or after it.
-  auto [first, it, last] = s.SyscallRows().Find(track, sc.ts, start);
-  if (it != first && sc.ts[*(it - 1)] + sc.dur[*(it - 1)] > start) --it;
-  for (; it != last && sc.ts[*it] < end; ++it) {
-    int64_t a = std::max(start, sc.ts[*it]), b = std::min(end, sc.ts[*it] + std::max<int64_t>(0, sc.dur[*it]));
-    if (static_cast<double>(b - a) >= per) {
-      flush();
-      out.push_back({a, b, std::string(t.strings.Get(sc.name[*it])), 1});
-      continue;
-    }
-    int64_t k = static_cast<int64_t>(static_cast<double>(a - start) / per);
-    if (k != bucket) flush();
-    bucket = k;
-    ++count;
-    names[sc.name[*it]] += std::max<int64_t>(1, b - a);
-  }
-  flush();
+  WalkIntervals(
+      s.SyscallRows(), track, sc.ts, sc.dur, start, end, per,
+      [&](uint32_t row, int64_t a, int64_t b) { out.push_back({a, b, std::string(t.strings.Get(sc.name[row])), 1}); },
+      [&](uint32_t row, int64_t a, int64_t b) {
+        ++count;
+        names[sc.name[row]] += std::max<int64_t>(1, b - a);
+      },
+      [&](int64_t pixel) {
+        auto top = std::max_element(names.begin(), names.end(), [](auto& x, auto& y) { return x.second < y.second; });
+        out.push_back({start + static_cast<int64_t>(static_cast<double>(pixel) * per),
+                       start + static_cast<int64_t>(static_cast<double>(pixel + 1) * per),
+                       std::string(t.strings.Get(top->first)), count});
+        names.clear();
+        count = 0;
+      });
   return Ok({{"track", track}, {"start", start}, {"end", end}, {"syscalls", std::move(out)}});
 }
 
@@ -650,18 +647,16 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
                               const std::multimap<std::string, std::string>& params) {
   const model::Trace& t = *s.trace;
   uint32_t track = 0;
-  if (!ParseNumber(track_text, &track) || track >= t.tracks.size()) return Error(404, "no such track");
   Range r;
-  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
-  // (copies, not a structured binding: clang 14 lets no lambda capture one)
+  if (auto bad = ThreadLane(s.trace->tracks.size(), s.start_ns, s.end_ns, track_text, params, &track, &r))
+    return *bad;
   const int64_t start = r.start, end = r.end;
-  const int pixels = r.pixels;
   // Intervals of a pixel or more as they are (clipped to the range); shorter
   // ones pooled per pixel, which takes the state that held most of its time.
   // Neighbours in the same state are joined.
   const auto& st = t.thread_states;
   constexpr int kStates = static_cast<int>(model::ThreadState::kUnknown) + 1;
-  const double per = static_cast<double>(end - start) / pixels;
+  const double per = static_cast<double>(end - start) / r.pixels;
   struct Span {
     int64_t a, b;
     int state;
@@ -676,35 +671,21 @@ ApiResponse Api::ThreadStates(Served& s, std::string_view track_text,
     }
     out.push_back({a, b, state});
   };
-  int64_t bucket = -1;
-  std::array<int64_t, kStates> in{};
-  auto flush = [&] {
-    if (bucket < 0) return;
-    int best = static_cast<int>(std::max_element(in.begin(), in.end()) - in.begin());
-    int64_t a = start + static_cast<int64_t>(static_cast<double>(bucket) * per);
-    emit(a, start + static_cast<int64_t>(static_cast<double>(bucket + 1) * per), best);
-    in.fill(0);
-    bucket = -1;
+  auto state_of = [&st](uint32_t row) {
+    int state = static_cast<int>(st.state[row]);
+    return state < 0 || state >= kStates ? kStates - 1 : state;
   };
-  // Intervals of one thread do not overlap: the first that ends after `start`
-  // is at most one before the first that starts at or after it.
-  auto [first, it, last] = s.StateRows().Find(track, st.ts, start);
-  if (it != first && st.ts[*(it - 1)] + st.dur[*(it - 1)] > start) --it;
-  for (; it != last && st.ts[*it] < end; ++it) {
-    int64_t a = std::max(start, st.ts[*it]), b = std::min(end, st.ts[*it] + st.dur[*it]);
-    int state = static_cast<int>(st.state[*it]);
-    if (state < 0 || state >= kStates) state = kStates - 1;
-    if (static_cast<double>(b - a) >= per) {
-      flush();
-      emit(a, b, state);
-      continue;
-    }
-    int64_t k = static_cast<int64_t>(static_cast<double>(a - start) / per);
-    if (k != bucket) flush();
-    bucket = k;
-    in[static_cast<size_t>(state)] += b - a;
-  }
-  flush();
+  std::array<int64_t, kStates> in{};
+  WalkIntervals(
+      s.StateRows(), track, st.ts, st.dur, start, end, per,
+      [&](uint32_t row, int64_t a, int64_t b) { emit(a, b, state_of(row)); },
+      [&](uint32_t row, int64_t a, int64_t b) { in[static_cast<size_t>(state_of(row))] += b - a; },
+      [&](int64_t pixel) {
+        int best = static_cast<int>(std::max_element(in.begin(), in.end()) - in.begin());
+        emit(start + static_cast<int64_t>(static_cast<double>(pixel) * per),
+             start + static_cast<int64_t>(static_cast<double>(pixel + 1) * per), best);
+        in.fill(0);
+      });
   json states = json::array();
   for (const Span& x : out)
     states.push_back({x.a, x.b, model::ThreadStateName(static_cast<model::ThreadState>(x.state))});

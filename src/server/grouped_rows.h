@@ -55,6 +55,35 @@ struct GroupedRows {
   }
 };
 
+// A thread's intervals (group `key` of `g`; they do not overlap) over
+// [start, end) at `per` ns a pixel, clipped to the range: `wide(row, a, b)`
+// for each interval of a pixel or more, `pool(row, a, b)` for each shorter
+// one, then `flush(pixel)` once a pixel's pooled intervals are all seen.
+// The first interval that ends after `start` is at most one before the
+// first that starts at or after it.
+template <class Ts, class Durs, class Wide, class Pool, class Flush>
+void WalkIntervals(const GroupedRows& g, size_t key, const Ts& ts, const Durs& dur, int64_t start, int64_t end,
+                   double per, Wide&& wide, Pool&& pool, Flush&& flush) {
+  auto found = g.Find(key, ts, start);
+  auto first = found[0], it = found[1], last = found[2];
+  if (it != first && ts[*(it - 1)] + dur[*(it - 1)] > start) --it;
+  int64_t pixel = -1;
+  for (; it != last && ts[*it] < end; ++it) {
+    int64_t a = std::max(start, ts[*it]), b = std::min(end, ts[*it] + std::max<int64_t>(0, dur[*it]));
+    if (static_cast<double>(b - a) >= per) {
+      if (pixel >= 0) flush(pixel);
+      pixel = -1;
+      wide(*it, a, b);
+      continue;
+    }
+    int64_t k = static_cast<int64_t>(static_cast<double>(a - start) / per);
+    if (k != pixel && pixel >= 0) flush(pixel);
+    pixel = k;
+    pool(*it, a, b);
+  }
+  if (pixel >= 0) flush(pixel);
+}
+
 // Summaries of a counter series' points (in GroupedRows order) in blocks of
 // 64, 4,096, 262,144 ... points, aligned from the start of each group: the
 // first and last time, the lowest, highest and last value of each block.
