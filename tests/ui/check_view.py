@@ -21,45 +21,29 @@ A screenshot is left in --work for a person to look at.
 Exit 0 on success, 1 on a failure, 77 (skipped) without Chromium or Playwright.
 """
 import argparse
-import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 
-SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def get(url):
-    with urllib.request.urlopen(url, timeout=60) as r:
-        return json.loads(r.read())
+sys.path.insert(0, HERE)
+from browser import SKIP, chromium_and_playwright, get, launch, reexec_in_ui_venv  # noqa: E402
 
 
 def main():
     # The Python with Playwright: the venv scripts/test.sh makes, named by
     # STRATA_UI_PYTHON (this script is started by ctest's python3).
-    ui = os.environ.get("STRATA_UI_PYTHON", "")
-    if ui and os.path.exists(ui) and os.path.abspath(ui) != os.path.abspath(sys.executable) \
-            and not os.environ.get("STRATA_UI_REEXEC"):
-        os.environ["STRATA_UI_REEXEC"] = "1"
-        os.execv(ui, [ui] + sys.argv)
+    reexec_in_ui_venv()
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True)
     ap.add_argument("--python", default="/usr/bin/python3", help="the Python that runs the recorded program")
     ap.add_argument("--work", default="/tmp/strata-check-view")
     a = ap.parse_args()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        print("skipped: chromium is not installed")
+    found = chromium_and_playwright()
+    if not found:
         return SKIP
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        print("skipped: playwright is not installed in this Python (scripts/test.sh makes a venv with it)")
-        return SKIP
+    chromium, sync_playwright = found
     os.makedirs(a.work, exist_ok=True)
     trace = os.path.join(a.work, "trace")
     program = os.path.join(HERE, "..", "workloads", "gan_two_optimizers.py")
@@ -87,8 +71,7 @@ def main():
         want_lanes = sorted(t["id"] for t in info["tracks"] if t["slices"] > 0 or t["states"] > 0 or t["syscalls"] > 0)
         with_states = sum(1 for t in info["tracks"] if t["states"] > 0)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = launch(p, chromium)
             page = browser.new_page(viewport={"width": 1400, "height": 800})
             errors = []
             page.on("pageerror", lambda e: errors.append(str(e)))
