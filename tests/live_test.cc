@@ -23,6 +23,7 @@
 #include "server/http_server.h"
 #include "server/live.h"
 #include "tests/testing.h"
+#include "tests/view_testing.h"
 
 namespace strata {
 namespace {
@@ -53,9 +54,7 @@ struct LiveFixture {
     api.SetLive(live.get());
   }
   json Get(const std::string& path, const std::multimap<std::string, std::string>& params = {}, int want = 200) {
-    server::ApiResponse r = api.Handle("GET", path, params);
-    EXPECT_EQ(r.status, want) << path << ": " << r.body;
-    return json::parse(r.body);
+    return testing::ApiGet(api, path, params, want);
   }
   server::ApiResponse Post(const std::string& body) { return api.Handle("POST", "/api/v1/record", {}, body); }
 };

@@ -10,6 +10,7 @@
 
 #include "server/api.h"
 #include "testing.h"
+#include "view_testing.h"
 
 namespace strata {
 namespace {
@@ -17,19 +18,8 @@ namespace {
 using nlohmann::json;
 using server::Api;
 
-index::IndexOptions TestIndexOptions() {
-  index::IndexOptions io;
-  io.beside = false;
-  io.cache_dir = testing::TempDir("view_analysis_cache");
-  return io;
-}
-
-json Get(Api& api, const std::string& path, const std::multimap<std::string, std::string>& params = {},
-         int want = 200) {
-  server::ApiResponse r = api.Handle("GET", path, params);
-  EXPECT_EQ(r.status, want) << path << ": " << r.body;
-  return json::parse(r.body, nullptr, false);
-}
+index::IndexOptions TestIndexOptions() { return testing::ViewIndexOptions(); }
+using testing::ApiGet;
 
 // `os_workload steps N MS`: N explicit steps, each a busy span "compute" of MS
 // then a span "wait" sleeping MS; with every system call recorded.
@@ -50,14 +40,14 @@ TEST(ViewAnalysis, SyscallsPerPixel) {
   model::Trace t = testing::Load(FiveMs());
   if (t.syscalls.size() == 0) GTEST_SKIP() << "no system calls recorded (needs root or CAP_PERFMON)";
   Api api({FiveMs()}, TestIndexOptions());
-  json info = Get(api, "/api/v1/traces/0");
+  json info = ApiGet(api, "/api/v1/traces/0");
   std::map<uint32_t, size_t> per_track;
   for (size_t i = 0; i < t.syscalls.size(); ++i) ++per_track[t.syscalls.track[i]];
   for (const json& k : info["tracks"]) EXPECT_EQ(k["syscalls"], per_track[k["id"].get<uint32_t>()]) << k.dump();
   uint32_t track = std::max_element(per_track.begin(), per_track.end(), [](auto& a, auto& b) {
                      return a.second < b.second;
                    })->first;
-  json all = Get(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/syscalls", {{"pixels", "400"}});
+  json all = ApiGet(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/syscalls", {{"pixels", "400"}});
   int64_t prev = INT64_MIN, calls = 0;
   std::set<std::string> names;
   for (const json& x : all["syscalls"]) {
@@ -77,8 +67,8 @@ TEST(ViewAnalysis, SyscallsPerPixel) {
     sleep = sleep || (x[2].get<std::string>().find("nanosleep") != std::string::npos && x[3] == 1 &&
                       x[1].get<int64_t>() - x[0].get<int64_t>() >= 4'000'000);
   EXPECT_TRUE(sleep) << all.dump().substr(0, 600);
-  Get(api, "/api/v1/traces/0/threads/99999/syscalls", {}, 404);
-  Get(api, "/api/v1/traces/0/threads/0/syscalls", {{"pixels", "0"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/threads/99999/syscalls", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/threads/0/syscalls", {{"pixels", "0"}}, 400);
 }
 
 TEST(ViewAnalysis, ASliceIsPlacedOnItsStepsCriticalPath) {
@@ -91,7 +81,7 @@ TEST(ViewAnalysis, ASliceIsPlacedOnItsStepsCriticalPath) {
     if (t.slices.name[i] == compute) spans.push_back(i);
   ASSERT_GE(spans.size(), 6u);
   size_t i = spans[3];
-  json p = Get(api, "/api/v1/traces/0/slices/" + std::to_string(i) + "/path");
+  json p = ApiGet(api, "/api/v1/traces/0/slices/" + std::to_string(i) + "/path");
   ASSERT_FALSE(p["step"].is_null()) << p.dump();
   int64_t ts = t.slices.ts[i];
   EXPECT_LE(p["step"]["ts"].get<int64_t>(), ts);
@@ -104,13 +94,13 @@ TEST(ViewAnalysis, ASliceIsPlacedOnItsStepsCriticalPath) {
   for (const json& g : p["segments"]) covered += g[1].get<int64_t>() - g[0].get<int64_t>();
   EXPECT_EQ(covered, p["step"]["end"].get<int64_t>() - p["step"]["ts"].get<int64_t>());
   EXPECT_GT(p["share"].get<double>(), 0.2);
-  Get(api, "/api/v1/traces/0/slices/999999999/path", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/slices/999999999/path", {}, 404);
 }
 
 TEST(ViewAnalysis, DiffOfTwoServedTraces) {
   const std::string ten = StepsTrace("view_steps10", 10);
   Api api({FiveMs(), ten}, TestIndexOptions());
-  json d = Get(api, "/api/v1/diff", {{"before", "0"}, {"after", "1"}});
+  json d = ApiGet(api, "/api/v1/diff", {{"before", "0"}, {"after", "1"}});
   EXPECT_EQ(d["before"]["id"], 0);
   EXPECT_EQ(d["after"]["path"], ten);
   // 5 ms busy + 5 ms asleep per step before, 10 + 10 after: about +100%,
@@ -121,11 +111,11 @@ TEST(ViewAnalysis, DiffOfTwoServedTraces) {
   std::set<std::string> top = {d["scopes"][0]["name"], d["scopes"][1]["name"]};
   EXPECT_EQ(top, (std::set<std::string>{"compute", "wait"})) << d["scopes"].dump();
   // Asked again: the same answer (kept).
-  EXPECT_EQ(Get(api, "/api/v1/diff", {{"before", "0"}, {"after", "1"}}), d);
-  Get(api, "/api/v1/diff", {{"before", "0"}}, 400);
-  Get(api, "/api/v1/diff", {{"before", "0"}, {"after", "0"}}, 400);
-  Get(api, "/api/v1/diff", {{"before", "0"}, {"after", "x"}}, 400);
-  Get(api, "/api/v1/diff", {{"before", "0"}, {"after", "7"}}, 404);
+  EXPECT_EQ(ApiGet(api, "/api/v1/diff", {{"before", "0"}, {"after", "1"}}), d);
+  ApiGet(api, "/api/v1/diff", {{"before", "0"}}, 400);
+  ApiGet(api, "/api/v1/diff", {{"before", "0"}, {"after", "0"}}, 400);
+  ApiGet(api, "/api/v1/diff", {{"before", "0"}, {"after", "x"}}, 400);
+  ApiGet(api, "/api/v1/diff", {{"before", "0"}, {"after", "7"}}, 404);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "server/api.h"
 #include "server/http_server.h"
 #include "testing.h"
+#include "view_testing.h"
 
 namespace strata {
 namespace {
@@ -51,35 +52,19 @@ const std::string& RecordedTrace() {
   return dir;
 }
 
-index::IndexOptions TestIndexOptions() {
-  index::IndexOptions io;
-  io.beside = false;
-  io.cache_dir = testing::TempDir("view_cache");
-  return io;
-}
-
-json Get(Api& api, const std::string& path, const std::multimap<std::string, std::string>& params = {},
-         int want = 200) {
-  ApiResponse r = api.Handle("GET", path, params);
-  EXPECT_EQ(r.status, want) << path << ": " << r.body;
-  json j = json::parse(r.body, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << path << ": not JSON: " << r.body.substr(0, 200);
-  if (r.status >= 400) {
-    EXPECT_TRUE(j.contains("error")) << r.body;
-  }
-  return j;
-}
+index::IndexOptions TestIndexOptions() { return testing::ViewIndexOptions(); }
+using testing::ApiGet;
 
 TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   const std::string trace = RecordedTrace();
   index::IndexOptions io = TestIndexOptions();
   Api api({trace}, io);
-  json list = Get(api, "/api/v1/traces");
+  json list = ApiGet(api, "/api/v1/traces");
   ASSERT_EQ(list["traces"].size(), 1u);
   EXPECT_EQ(list["traces"][0]["path"], trace);
 
   model::Trace t = testing::Load(trace);
-  json info = Get(api, "/api/v1/traces/0");
+  json info = ApiGet(api, "/api/v1/traces/0");
   EXPECT_EQ(info["tracks"].size(), t.tracks.size());
   EXPECT_EQ(info["slices"], t.slices.size());
   EXPECT_EQ(info["start_ns"], t.start_ns());
@@ -93,7 +78,7 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
 
   // The whole trace at 800 pixels: every track's tiles count its top-level
   // slices once, and there are about as many tiles as pixels, not slices.
-  json vp = Get(api, "/api/v1/traces/0/viewport", {{"pixels", "800"}});
+  json vp = ApiGet(api, "/api/v1/traces/0/viewport", {{"pixels", "800"}});
   ASSERT_EQ(vp["tracks"].size(), t.tracks.size());
   size_t tracks_with_slices = 0;
   for (const json& lane : vp["tracks"]) {
@@ -116,7 +101,7 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   auto [a, b] = t.track_slices[busy];
   size_t mid = a + (b - a) / 2;
   int64_t start = t.slices.ts[mid] + 1, end = start + 200000;
-  json sl = Get(api, "/api/v1/traces/0/slices",
+  json sl = ApiGet(api, "/api/v1/traces/0/slices",
                 {{"track", std::to_string(busy)}, {"start", std::to_string(start)}, {"end", std::to_string(end)}});
   std::set<uint64_t> want;
   for (size_t i = a; i < b; ++i)
@@ -130,7 +115,7 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   EXPECT_EQ(got, want);
   ASSERT_FALSE(got.empty());
   // The limit truncates, and says so.
-  json few = Get(api, "/api/v1/traces/0/slices",
+  json few = ApiGet(api, "/api/v1/traces/0/slices",
                  {{"track", std::to_string(busy)}, {"start", std::to_string(start)}, {"end", std::to_string(end)},
                   {"limit", "1"}});
   EXPECT_LE(few["slices"].size(), 1u + 16u);  // (the enclosing chain, then one)
@@ -138,7 +123,7 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
 
   // One slice's details.
   uint64_t id = *got.begin();
-  json one = Get(api, "/api/v1/traces/0/slices/" + std::to_string(id));
+  json one = ApiGet(api, "/api/v1/traces/0/slices/" + std::to_string(id));
   EXPECT_EQ(one["ts"], t.slices.ts[id]);
   EXPECT_EQ(one["dur"], t.slices.dur[id]);
   EXPECT_EQ(one["track"], busy);
@@ -157,7 +142,7 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   std::string_view some = t.strings.Get(t.slices.name[id]);
   std::string part(some.substr(some.size() / 3, std::max<size_t>(1, some.size() / 3)));
   for (char& c : part) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  json found = Get(api, "/api/v1/traces/0/search", {{"q", part}, {"limit", "5"}});
+  json found = ApiGet(api, "/api/v1/traces/0/search", {{"q", part}, {"limit", "5"}});
   uint64_t n = 0;
   std::vector<int64_t> starts;
   for (size_t i = 0; i < t.slices.size(); ++i) {
@@ -169,11 +154,11 @@ TEST(ViewApi, EndpointsAnswerFromTheTraceAndItsIndex) {
   EXPECT_EQ(found["matches"].get<uint64_t>(), n) << part;
   ASSERT_EQ(found["slices"].size(), std::min<size_t>(5, n));
   for (size_t k = 0; k < found["slices"].size(); ++k) EXPECT_EQ(found["slices"][k]["ts"], starts[k]);
-  Get(api, "/api/v1/traces/0/search", {}, 400);
-  Get(api, "/api/v1/traces/0/search", {{"q", std::string(1000, 'x')}}, 400);
-  EXPECT_EQ(Get(api, "/api/v1/traces/0/search", {{"q", "no such name anywhere"}})["matches"], 0);
+  ApiGet(api, "/api/v1/traces/0/search", {}, 400);
+  ApiGet(api, "/api/v1/traces/0/search", {{"q", std::string(1000, 'x')}}, 400);
+  EXPECT_EQ(ApiGet(api, "/api/v1/traces/0/search", {{"q", "no such name anywhere"}})["matches"], 0);
 
-  json steps = Get(api, "/api/v1/traces/0/steps");
+  json steps = ApiGet(api, "/api/v1/traces/0/steps");
   EXPECT_EQ(steps["steps"].size(), analysis::Training(t, {}).steps.size());
 }
 
@@ -221,7 +206,7 @@ TEST(ViewApi, SlicesComeWithTheirFlows) {
   for (auto [a, b] : all) ++ends[t.slices.track[static_cast<size_t>(a)]];
   uint32_t track = static_cast<uint32_t>(std::max_element(ends.begin(), ends.end()) - ends.begin());
   ASSERT_GT(ends[track], 0u);
-  json sl = Get(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}, {"flows", "1"}, {"limit", "20000"}});
+  json sl = ApiGet(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}, {"flows", "1"}, {"limit", "20000"}});
   std::set<int64_t> ids;
   for (const json& x : sl["slices"]) ids.insert(x["id"].get<int64_t>());
   std::multiset<std::pair<int64_t, int64_t>> want, got;
@@ -237,7 +222,7 @@ TEST(ViewApi, SlicesComeWithTheirFlows) {
   }
   EXPECT_EQ(got, want);
   EXPECT_FALSE(want.empty());
-  EXPECT_FALSE(Get(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}}).contains("flows"));
+  EXPECT_FALSE(ApiGet(api, "/api/v1/traces/0/slices", {{"track", std::to_string(track)}}).contains("flows"));
 }
 
 // Counter lanes: every series with its points, and per pixel the lowest,
@@ -246,7 +231,7 @@ TEST(ViewApi, CountersAreSummarisedPerPixel) {
   const std::string trace = RecordedTrace();
   model::Trace t = testing::Load(trace);
   Api api({trace}, TestIndexOptions());
-  json list = Get(api, "/api/v1/traces/0/counters");
+  json list = ApiGet(api, "/api/v1/traces/0/counters");
   std::map<size_t, std::vector<std::pair<int64_t, double>>> want;
   for (size_t i = 0; i < t.counters.size(); ++i) want[t.counters.series[i]].push_back({t.counters.ts[i], t.counters.value[i]});
   ASSERT_EQ(list["counters"].size(), want.size());
@@ -254,7 +239,7 @@ TEST(ViewApi, CountersAreSummarisedPerPixel) {
   for (const json& c : list["counters"]) {
     size_t k = c["id"];
     EXPECT_EQ(c["points"], want[k].size());
-    json v = Get(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"pixels", "100"}});
+    json v = ApiGet(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"pixels", "100"}});
     EXPECT_LE(v["buckets"].size(), 101u);
     double lo = 1e300, hi = -1e300, blo = 1e300, bhi = -1e300;
     for (auto [ts, x] : want[k]) lo = std::min(lo, x), hi = std::max(hi, x);
@@ -264,12 +249,12 @@ TEST(ViewApi, CountersAreSummarisedPerPixel) {
     // From the middle: the value in force there comes first.
     std::sort(want[k].begin(), want[k].end());
     auto [mid_ts, mid_v] = want[k][want[k].size() / 2];
-    json half = Get(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"start", std::to_string(mid_ts + 1)}});
+    json half = ApiGet(api, "/api/v1/traces/0/counters/" + std::to_string(k), {{"start", std::to_string(mid_ts + 1)}});
     EXPECT_DOUBLE_EQ(half["before"].get<double>(), mid_v);
   }
-  Get(api, "/api/v1/traces/0/counters/99999", {}, 404);
-  Get(api, "/api/v1/traces/0/counters/0", {{"pixels", "0"}}, 400);
-  Get(api, "/api/v1/traces/0/counters/0", {{"start", "9"}, {"end", "3"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/counters/99999", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/counters/0", {{"pixels", "0"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/counters/0", {{"start", "9"}, {"end", "3"}}, 400);
 }
 
 // A thread's scheduling states over a range: in time order, disjoint, inside
@@ -291,7 +276,7 @@ TEST(ViewApi, CountersOfManyPointsAreSummarisedFromBlocks) {
   api.AddOpened("synthetic", std::move(t));
   const int pixels = 200;
   const int64_t end = t0 + n * step;
-  json v = Get(api, "/api/v1/traces/0/counters/0",
+  json v = ApiGet(api, "/api/v1/traces/0/counters/0",
                {{"pixels", std::to_string(pixels)}, {"start", std::to_string(t0)}, {"end", std::to_string(end)}});
   const double per = static_cast<double>(end - t0) / pixels;
   ASSERT_GE(v["buckets"].size(), static_cast<size_t>(pixels) - 1);
@@ -314,7 +299,7 @@ TEST(ViewApi, CountersOfManyPointsAreSummarisedFromBlocks) {
   EXPECT_DOUBLE_EQ(blo, value(234567));
   EXPECT_DOUBLE_EQ(v["buckets"].back()[3].get<double>(), value(n - 1));
   // Zoomed in on a few points: the points themselves.
-  json few = Get(api, "/api/v1/traces/0/counters/0",
+  json few = ApiGet(api, "/api/v1/traces/0/counters/0",
                  {{"pixels", "100"}, {"start", std::to_string(t0 + 5000 * step)}, {"end", std::to_string(t0 + 5050 * step)}});
   ASSERT_EQ(few["buckets"].size(), 50u);
   EXPECT_DOUBLE_EQ(few["buckets"][7][1].get<double>(), value(5007));
@@ -325,14 +310,14 @@ TEST(ViewApi, ThreadStatesPerPixel) {
   model::Trace t = testing::Load(trace);
   if (t.thread_states.size() == 0) GTEST_SKIP() << "no scheduling states recorded here";
   Api api({trace}, TestIndexOptions());
-  json info = Get(api, "/api/v1/traces/0");
+  json info = ApiGet(api, "/api/v1/traces/0");
   std::map<uint32_t, size_t> per_track;
   for (size_t i = 0; i < t.thread_states.size(); ++i) ++per_track[t.thread_states.track[i]];
   for (const json& k : info["tracks"]) EXPECT_EQ(k["states"], per_track[k["id"].get<uint32_t>()]) << k.dump();
   uint32_t track = std::max_element(per_track.begin(), per_track.end(), [](auto& a, auto& b) {
                      return a.second < b.second;
                    })->first;
-  json all = Get(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states", {{"pixels", "300"}});
+  json all = ApiGet(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states", {{"pixels", "300"}});
   int64_t prev = INT64_MIN;
   for (const json& x : all["states"]) {
     EXPECT_GE(x[0].get<int64_t>(), prev);
@@ -349,37 +334,37 @@ TEST(ViewApi, ThreadStatesPerPixel) {
     if (t.thread_states.track[i] == track && t.thread_states.dur[i] > t.thread_states.dur[best]) best = i;
   int64_t a = t.thread_states.ts[best], d = t.thread_states.dur[best];
   ASSERT_GT(d, 4);
-  json one = Get(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states",
+  json one = ApiGet(api, "/api/v1/traces/0/threads/" + std::to_string(track) + "/states",
                  {{"start", std::to_string(a + d / 4)}, {"end", std::to_string(a + d / 2)}, {"pixels", "10"}});
   ASSERT_EQ(one["states"].size(), 1u) << one.dump();
   EXPECT_EQ(one["states"][0][2], model::ThreadStateName(t.thread_states.state[best]));
-  Get(api, "/api/v1/traces/0/threads/99999/states", {}, 404);
-  Get(api, "/api/v1/traces/0/threads/0/states", {{"pixels", "-3"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/threads/99999/states", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/threads/0/states", {{"pixels", "-3"}}, 400);
 }
 
 TEST(ViewApi, BadRequestsAreClientErrors) {
   Api api({RecordedTrace(), "/nonexistent/trace"}, TestIndexOptions());
-  Get(api, "/api/v1/nothing", {}, 404);
-  Get(api, "/api/v2/traces", {}, 404);
-  Get(api, "/", {}, 404);
-  Get(api, "/api/v1/traces/2", {}, 404);
-  Get(api, "/api/v1/traces/-1", {}, 404);
-  Get(api, "/api/v1/traces/zero", {}, 404);
-  Get(api, "/api/v1/traces/1", {}, 422);  // named, but not a trace
-  Get(api, "/api/v1/traces/0/nothing", {}, 404);
-  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "abc"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "0"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"pixels", "100000000"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"start", "10"}, {"end", "5"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"start", "1e9"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"start", "99999999999999999999999"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"tracks", "0,999999"}}, 400);
-  Get(api, "/api/v1/traces/0/viewport", {{"tracks", "0,,1"}}, 400);
-  Get(api, "/api/v1/traces/0/slices", {}, 400);
-  Get(api, "/api/v1/traces/0/slices", {{"track", "99999"}}, 400);
-  Get(api, "/api/v1/traces/0/slices", {{"track", "0"}, {"limit", "0"}}, 400);
-  Get(api, "/api/v1/traces/0/slices/abc", {}, 404);
-  Get(api, "/api/v1/traces/0/slices/99999999999", {}, 404);
+  ApiGet(api, "/api/v1/nothing", {}, 404);
+  ApiGet(api, "/api/v2/traces", {}, 404);
+  ApiGet(api, "/", {}, 404);
+  ApiGet(api, "/api/v1/traces/2", {}, 404);
+  ApiGet(api, "/api/v1/traces/-1", {}, 404);
+  ApiGet(api, "/api/v1/traces/zero", {}, 404);
+  ApiGet(api, "/api/v1/traces/1", {}, 422);  // named, but not a trace
+  ApiGet(api, "/api/v1/traces/0/nothing", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"pixels", "abc"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"pixels", "0"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"pixels", "100000000"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"start", "10"}, {"end", "5"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"start", "1e9"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"start", "99999999999999999999999"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"tracks", "0,999999"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/viewport", {{"tracks", "0,,1"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/slices", {}, 400);
+  ApiGet(api, "/api/v1/traces/0/slices", {{"track", "99999"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/slices", {{"track", "0"}, {"limit", "0"}}, 400);
+  ApiGet(api, "/api/v1/traces/0/slices/abc", {}, 404);
+  ApiGet(api, "/api/v1/traces/0/slices/99999999999", {}, 404);
   EXPECT_EQ(api.Handle("POST", "/api/v1/traces", {}).status, 405);
 }
 
