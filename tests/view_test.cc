@@ -395,7 +395,7 @@ TEST(ViewHttp, ServesThePageAndTheApiOnLoopback) {
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("<canvas id=\"canvas\">"), std::string::npos);
   EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
-  for (const char* f : {"/app.js", "/style.css"}) {
+  for (const char* f : {"/app.js", "/views.js", "/style.css"}) {
     auto r = c.Get(f);
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << f;

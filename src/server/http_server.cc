@@ -16,6 +16,7 @@ namespace strata::server {
 // The UI's files (generated from src/server/ui/ by CMake).
 extern const char kUiIndexHtml[];
 extern const char kUiAppJs[];
+extern const char kUiViewsJs[];
 extern const char kUiStyleCss[];
 
 namespace {
@@ -126,6 +127,7 @@ struct HttpServer::Impl {
     svr.Get("/", file(kUiIndexHtml, "text/html; charset=utf-8"));
     svr.Get("/index.html", file(kUiIndexHtml, "text/html; charset=utf-8"));
     svr.Get("/app.js", file(kUiAppJs, "text/javascript; charset=utf-8"));
+    svr.Get("/views.js", file(kUiViewsJs, "text/javascript; charset=utf-8"));
     svr.Get("/style.css", file(kUiStyleCss, "text/css; charset=utf-8"));
     svr.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
       std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
