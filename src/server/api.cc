@@ -17,20 +17,12 @@
 #include "report/stored_report.h"
 #include "server/grouped_rows.h"
 #include "server/live.h"
+#include "server/responses.h"
 
 namespace strata::server {
 namespace {
 
 using nlohmann::json;
-
-ApiResponse Error(int status, const std::string& message) {
-  return {status, json{{"error", message}}.dump() + "\n"};
-}
-
-ApiResponse Ok(const json& j) {
-  // Names come from traced programs and may be any bytes.
-  return {200, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
-}
 
 // "/api/v1/traces/0/slices" -> {"api", "v1", "traces", "0", "slices"}
 std::vector<std::string_view> Segments(std::string_view path) {

@@ -5,23 +5,15 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/clock.h"
 #include "server/api.h"
+#include "server/responses.h"
 
 namespace strata::server {
 namespace {
 
 using nlohmann::json;
 
-ApiResponse Answer(int status, const json& j) {
-  return {status, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
-}
-ApiResponse Fail(int status, const std::string& message) { return Answer(status, json{{"error", message}}); }
-
-uint64_t MonotonicNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
-}
 
 json TierList(uint32_t tiers) {
   json out = json::array();
@@ -50,7 +42,7 @@ StatusOr<std::unique_ptr<LiveRun>> LiveRun::Open(const std::string& dir, std::st
   r->control_ = cf;
   r->dir_ = dir;
   r->command_ = std::move(command);
-  r->started_ns_ = MonotonicNs();
+  r->started_ns_ = strata::MonotonicNs();
   r->poller_ = std::thread([p = r.get()] {
     while (!p->stop_.load(std::memory_order_relaxed)) {
       p->Poll();
@@ -159,7 +151,7 @@ ApiResponse LiveRun::State(uint64_t since) {
   state["state"] = finished ? "finished" : "running";
   state["command"] = command_;
   state["trace_dir"] = dir_;
-  state["elapsed_s"] = static_cast<double>(MonotonicNs() - started_ns_) / 1e9;
+  state["elapsed_s"] = static_cast<double>(strata::MonotonicNs() - started_ns_) / 1e9;
   state["process_step"] = cb.current_step.load(std::memory_order_relaxed);
   state["tiers"] = TierList(format::GetTiers(cb));
   state["cuda_activity"] =
@@ -183,30 +175,30 @@ ApiResponse LiveRun::State(uint64_t since) {
     state["trace"] = trace_id_.load();
   }
   state["steps"] = std::move(steps);
-  return Answer(200, state);
+  return Ok(state);
 }
 
 ApiResponse LiveRun::Request(std::string_view body) {
-  if (finished_.load()) return Fail(409, "the program has ended: nothing more can be recorded");
+  if (finished_.load()) return Error(409, "the program has ended: nothing more can be recorded");
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Fail(400, "the body must be a JSON object, e.g. {\"steps\": 20, \"detail\": [\"ops\"]}");
+  if (!j.is_object()) return Error(400, "the body must be a JSON object, e.g. {\"steps\": 20, \"detail\": [\"ops\"]}");
   for (const auto& [key, value] : j.items())
-    if (key != "steps" && key != "detail") return Fail(400, "unknown field '" + key + "' (steps, detail)");
+    if (key != "steps" && key != "detail") return Error(400, "unknown field '" + key + "' (steps, detail)");
   const json* steps = j.contains("steps") ? &j["steps"] : nullptr;
   if (!steps || !steps->is_number_integer() || steps->get<int64_t>() < 1 || steps->get<int64_t>() > kMaxWindowSteps)
-    return Fail(400, "steps must be a whole number from 1 to " + std::to_string(kMaxWindowSteps));
+    return Error(400, "steps must be a whole number from 1 to " + std::to_string(kMaxWindowSteps));
   const json* detail = j.contains("detail") ? &j["detail"] : nullptr;
   if (!detail || !detail->is_array() || detail->empty())
-    return Fail(400, "detail must be a list of tiers: ops, shapes, cuda");
+    return Error(400, "detail must be a list of tiers: ops, shapes, cuda");
   std::string list;
   for (const json& d : *detail) {
-    if (!d.is_string()) return Fail(400, "detail must be a list of strings");
+    if (!d.is_string()) return Error(400, "detail must be a list of strings");
     list += (list.empty() ? "" : ",") + d.get<std::string>();
   }
   auto tiers = format::ParseTiers(list);
-  if (!tiers.ok()) return Fail(400, tiers.status().message());
+  if (!tiers.ok()) return Error(400, tiers.status().message());
   if (*tiers & ~kWindowTiers)
-    return Fail(400, "a window turns on ops, shapes or cuda (hardware metrics: --gpu-metrics steps=A-B at the start)");
+    return Error(400, "a window turns on ops, shapes or cuda (hardware metrics: --gpu-metrics steps=A-B at the start)");
   // From the next iteration on: the process's step now is the k-th of the
   // iteration under way (k optimizer steps of it have ended).
   Poll();
@@ -228,7 +220,7 @@ ApiResponse LiveRun::Request(std::string_view body) {
   requests_.push_back({first, last, *tiers, step_first, step_last});
   json window = {{"first", first}, {"last", last}, {"detail", TierList(*tiers)},
                  {"steps", {step_first, step_last}}, {"in", "iterations"}};
-  return Answer(200, {{"window", window}, {"generation", control_.generation()}});
+  return Ok({{"window", window}, {"generation", control_.generation()}});
 }
 
 }  // namespace strata::server
