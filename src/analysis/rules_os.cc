@@ -630,7 +630,9 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
 }
 
 void Straggler(FindingsContext& c, std::vector<Finding>* out) {
-  SlowRank(c, out);
+  // With collectives recorded, RankStraggler (rules_comms.cc) says which rank
+  // the others wait for, from the collectives themselves.
+  if (c.t.collectives.size() == 0) SlowRank(c, out);
   SlowStepsTail(c, out);
 }
 

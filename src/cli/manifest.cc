@@ -380,6 +380,14 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
               proc["ppid"] = format::ReadLE<uint32_t>(ev.payload);
               proc["exe"] = str();
               proc["cmdline"] = str();
+            } else if (en == "process_rank" && ev.size >= 24) {
+              auto num = [&](size_t at) { return static_cast<int64_t>(format::ReadLE<uint64_t>(ev.payload + at)); };
+              p = ev.payload + 24;
+              proc["rank"] = num(0);
+              if (num(8) >= 0) proc["local_rank"] = num(8);
+              if (num(16) >= 0) proc["world_size"] = num(16);
+              proc["rank_from"] = str();
+              if (std::string job = str(); !job.empty()) proc["job"] = job;
             }
           }
         }

@@ -89,6 +89,63 @@ bool IsPython(const std::string& argv0) {
   return base.find_first_not_of("0123456789.", 6) == std::string::npos;
 }
 
+// argv0 as execvp finds it: itself when it names a path, else the first
+// executable of that name on PATH ("" when none).
+std::string OnPath(const std::string& argv0) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  const char* path = ::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t at = 0;
+  while (at <= dirs.size()) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(at, end - at);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + argv0;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string PythonOf(const std::vector<std::string>& cmd) {
+  if (cmd.empty()) return "";
+  if (IsPython(cmd[0])) return cmd[0];
+  // A launcher script (torchrun, accelerate, deepspeed, an executable
+  // train.py): the interpreter its #! line names, directly or through env.
+  std::string script = OnPath(cmd[0]);
+  if (script.empty()) return "";
+  std::string line;
+  if (FILE* f = std::fopen(script.c_str(), "rb")) {
+    char head[256];
+    size_t n = std::fread(head, 1, sizeof head, f);
+    std::fclose(f);
+    line.assign(head, n);
+  }
+  if (line.rfind("#!", 0) != 0) return "";
+  line = line.substr(2, line.find('\n') == std::string::npos ? std::string::npos : line.find('\n') - 2);
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  if (words.empty()) return "";
+  if (IsPython(words[0])) return words[0];
+  if (words[0].substr(words[0].rfind('/') + 1) != "env") return "";
+  for (size_t w = 1; w < words.size(); ++w) {
+    if (words[w][0] == '-') continue;  // env -S, -i
+    return IsPython(words[w]) ? OnPath(words[w]) : "";
+  }
+  return "";
+}
+
+namespace {
+
 
 // The checkout holding scripts/build-torch-observer and the observer's sources:
 // $STRATA_SOURCE_DIR, the one strata was built from, or the folder above a
@@ -119,10 +176,11 @@ std::string ObserverLibtorch(const std::string& observer_library) {
 
 TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPaths& paths, bool quiet) {
   TorchObserver r;
-  if (cmd.empty() || !IsPython(cmd[0])) return r;
+  std::string python = PythonOf(cmd);
+  if (python.empty()) return r;
   // Where the program's torch is, without importing it (tens of milliseconds).
   std::string out;
-  int rc = RunCapture({cmd[0], "-c",
+  int rc = RunCapture({python, "-c",
                        "import importlib.util as u, os\n"
                        "s = u.find_spec('torch')\n"
                        "print(os.path.realpath(os.path.join(os.path.dirname(s.origin), 'lib', 'libtorch_cpu.so')) "
@@ -172,7 +230,7 @@ TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPath
                          "cached in %s)\n", libtorch.c_str(), dir.c_str());
   (void)MakeDirs(dir);
   std::string log;
-  rc = RunCapture({"bash", src + "/scripts/build-torch-observer", cmd[0], prefix, dir}, 900, &log);
+  rc = RunCapture({"bash", src + "/scripts/build-torch-observer", python, prefix, dir}, 900, &log);
   (void)WriteFileAtomic(dir + "/build.log", log);
   if (rc != 0 || !PathExists(lib)) {
     r.note = "could not build the PyTorch observer for " + libtorch + ": " +

@@ -29,6 +29,12 @@ struct TorchObserver {
 // build off.
 TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPaths& paths, bool quiet);
 
+// The Python interpreter CMD runs: CMD[0] when it is one (python, python3.11,
+// a path to either), else the interpreter named by the #! line of the script
+// CMD[0] names (torchrun, accelerate, an executable train.py; directly or
+// through /usr/bin/env). "" when CMD does not run Python.
+std::string PythonOf(const std::vector<std::string>& cmd);
+
 // The libtorch_cpu an observer library was built against (its .json), or "".
 std::string ObserverLibtorch(const std::string& observer_library);
 

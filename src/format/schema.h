@@ -137,6 +137,8 @@ enum FrameworkEvent : uint32_t {
   kOptimizerStep = 74,
   kSiteBegin = 75,  // {u32 site}: a host-reading call from Python begins ("file:line (function)")
   kSiteEnd = 76,    // {}: it returns
+  kCommBegin = 77,  // {u32 name, u64 seq, u64 bytes, u32 tensors}: a collective's work begins
+  kCommEnd = 78,    // {u32 name, u64 seq}: ...and completes (on the thread that completed it)
 };
 
 enum ProcessEvent : uint32_t {
@@ -144,6 +146,10 @@ enum ProcessEvent : uint32_t {
   kThreadName = 1,   // {u32 tid, string name}
   kProcessInfo = 2,  // {u32 ppid, u64 start_realtime_ns, string exe, string cmdline}
   kCollectorStatus = 3,  // {string collector, string state, string detail}
+  // The process's place in a distributed job, from its launcher's environment:
+  // {i64 rank, i64 local_rank, i64 world_size, string variable, string job}
+  // (-1 where unknown; variable: the one that named the rank, e.g. RANK).
+  kProcessRank = 4,
 };
 
 std::span<const StreamSpec> Streams();

@@ -41,6 +41,11 @@ constexpr F kNameDefFields[] = {{"id", T::kU32}, {"name", T::kString}};
 constexpr F kThreadNameFields[] = {{"tid", T::kU32}, {"name", T::kString}};
 constexpr F kProcessInfoFields[] = {
     {"ppid", T::kU32}, {"start_realtime_ns", T::kU64}, {"exe", T::kString}, {"cmdline", T::kString}};
+constexpr F kProcessRankFields[] = {{"rank", T::kI64},
+                                     {"local_rank", T::kI64},
+                                     {"world_size", T::kI64},
+                                     {"variable", T::kString},
+                                     {"job", T::kString}};
 constexpr F kCollectorStatusFields[] = {
     {"collector", T::kString}, {"state", T::kString}, {"detail", T::kString}};
 
@@ -48,6 +53,7 @@ constexpr EventSpec kProcessEvents[] = {
     {kNameDef, "name_def", kNameDefFields},
     {kThreadName, "thread_name", kThreadNameFields},
     {kProcessInfo, "process_info", kProcessInfoFields},
+    {kProcessRank, "process_rank", kProcessRankFields},
     {kCollectorStatus, "collector_status", kCollectorStatusFields},
 };
 

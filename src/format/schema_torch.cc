@@ -48,6 +48,14 @@
 //                                                 --batch-size); flags 2 = training mode
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
+//   comm_begin     {u32 name, u64 seq, u64 bytes, u32 tensors}
+//                                                 a collective or point-to-point op's work begins
+//                                                 ("gloo:all_reduce", "nccl:all_reduce"; gloo: on
+//                                                 the worker thread that runs it; others: at
+//                                                 enqueue): seq numbers the process's works in
+//                                                 order (the same on every rank of a group),
+//                                                 bytes and tensors are its inputs'
+//   comm_end       {u32 name, u64 seq}            ...and completes, on the thread that completed it
 #include "format/schema.h"
 
 namespace strata::format {
@@ -78,6 +86,8 @@ constexpr F kStep[] = {{"step", T::kU64}};
 constexpr F kModuleBatchFields[] = {{"samples", T::kU64}, {"flags", T::kU32}};
 constexpr F kOptimizer[] = {{"optimizer", T::kU32}};
 constexpr F kSite[] = {{"site", T::kU32}};
+constexpr F kCommBeginFields[] = {{"name", T::kU32}, {"seq", T::kU64}, {"bytes", T::kU64}, {"tensors", T::kU32}};
+constexpr F kCommEndFields[] = {{"name", T::kU32}, {"seq", T::kU64}};
 
 constexpr EventSpec kThreadEvents[] = {
     {kOpBegin, "op_begin", kName},
@@ -104,6 +114,8 @@ constexpr EventSpec kThreadEvents[] = {
     {kOptimizerStep, "optimizer_step", kOptimizer},
     {kSiteBegin, "site_begin", kSite},
     {kSiteEnd, "site_end", {}},
+    {kCommBegin, "comm_begin", kCommBeginFields},
+    {kCommEnd, "comm_end", kCommEndFields},
 };
 
 constexpr EventSet kSets[] = {{kThreadStream, kThreadEvents}};

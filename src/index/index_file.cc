@@ -100,13 +100,13 @@ void Visit(A& a, model::CollectorStatus& v) {
 template <class A>
 void Visit(A& a, model::Trace& v) {
   auto& [source, path, clock_offset_ns, hostname, manifest_json, warnings, source_fractional_us, strings, processes,
-         tracks, slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, graphs, op_windows,
-         ops_mode, collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io,
+         tracks, slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, collectives, graphs,
+         op_windows, ops_mode, collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io,
          events_read, events_lost, damaged_packets, damaged_bytes, damaged_events_estimate, device_row_of_slice,
          track_slices] = v;
   a(source, path, clock_offset_ns, hostname, manifest_json, warnings, source_fractional_us, strings, processes, tracks,
-    slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, graphs, op_windows, ops_mode,
-    collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io, events_read,
+    slices, device, instants, counter_series, counters, flows, args, memory, ops, edges, collectives, graphs, op_windows,
+    ops_mode, collectors, devices, thread_states, syscalls, frames, callsites, cpu_samples, page_faults, block_io, events_read,
     events_lost, damaged_packets, damaged_bytes, damaged_events_estimate, device_row_of_slice, track_slices);
 }
 

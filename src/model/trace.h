@@ -387,6 +387,27 @@ struct EdgeTable {
   }
 };
 
+// Communication: each collective or point-to-point op a process handed to its
+// backend (torch.distributed's gloo / NCCL / MPI works), from when the backend
+// began it (gloo: its worker thread started running it; others: the enqueue)
+// until it completed. `seq` numbers a process's works in that order, which
+// collectives keep the same on every rank of a group: rows of equal (name,
+// seq) in different ranks are the same collective.
+#define STRATA_COLLECTIVE_COLUMNS(X)                                                         \
+  X(uint32_t, process)                                                                       \
+  X(StringId, name)      /* the backend's title: "gloo:all_reduce", "nccl:send 0->1" */      \
+  X(uint64_t, seq)                                                                           \
+  X(int64_t, ts)         /* began */                                                         \
+  X(int64_t, dur)        /* until completed; -1: not completed within the trace */           \
+  X(uint32_t, track)     /* the thread it began on */                                        \
+  X(uint32_t, end_track) /* the thread that completed it; UINT32_MAX if none */              \
+  X(int64_t, bytes)      /* the input tensors' bytes */                                      \
+  X(uint32_t, tensors)
+struct CollectiveTable {
+  STRATA_COLUMNS(STRATA_COLLECTIVE_COLUMNS)
+  size_t size() const { return ts.size(); }
+};
+
 // A graph recorded as a whole (a TorchScript module's IR when it first ran).
 struct Graph {
   uint32_t process = 0;
@@ -447,6 +468,7 @@ struct Trace {
   MemoryTable memory;
   OpTable ops;
   EdgeTable edges;
+  CollectiveTable collectives;
   std::vector<Graph> graphs;
   std::vector<OpWindow> op_windows;
   std::string ops_mode;     // how framework ops were recorded: "all", "sampled", "off" ("" none)

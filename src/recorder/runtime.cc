@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <initializer_list>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -127,6 +129,60 @@ void QueueProcessInfo(Runtime& rt) {
   PutString(p, n > 0 ? std::string_view(exe, static_cast<size_t>(n)) : std::string_view());
   PutString(p, ReadProcText("/proc/self/cmdline"));
   AppendProcEvent(rt, format::kProcessInfo, p);
+  QueueProcessRank(rt, /*fresh=*/true);  // a new process (or a fork's child)
+}
+
+namespace {
+
+// The first of `names` set in the environment to an integer, or -1; `which`
+// gets its name.
+int64_t EnvInt(std::initializer_list<const char*> names, const char** which = nullptr) {
+  for (const char* n : names) {
+    const char* v = ::getenv(n);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    long long x = std::strtoll(v, &end, 10);
+    if (end && *end == '\0' && x >= 0) {
+      if (which) *which = n;
+      return x;
+    }
+  }
+  return -1;
+}
+
+std::atomic<int64_t> g_rank_written{-2};  // the rank last written (-1: none known)
+
+}  // namespace
+
+bool QueueProcessRank(Runtime& rt, bool fresh) {
+  if (fresh) g_rank_written.store(-2);
+  // torchrun / torch.distributed.launch, Open MPI, MPICH and Intel MPI (PMI),
+  // PMIx, MVAPICH, Slurm's srun (last: under sbatch alone every process has 0).
+  const char* which = "";
+  int64_t rank = EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK",
+                         "SLURM_PROCID"},
+                        &which);
+  if (rank < 0 || g_rank_written.exchange(rank) == rank) return false;
+  int64_t local = EnvInt({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
+                          "SLURM_LOCALID"});
+  int64_t world = EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS"});
+  const char* job = nullptr;
+  for (const char* n : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"})
+    if ((job = ::getenv(n)) && *job) break;
+  std::string p;
+  PutU64(p, static_cast<uint64_t>(rank));
+  PutU64(p, static_cast<uint64_t>(local));
+  PutU64(p, static_cast<uint64_t>(world));
+  PutString(p, which);
+  PutString(p, job ? job : "");
+  AppendProcEvent(rt, format::kProcessRank, p);
+  return true;
+}
+
+void NoteRank() {
+  Runtime* rt = g_rt;
+  if (!rt || LoadState() == kOff) return;
+  QueueProcessRank(*rt, false);
 }
 
 // --- slow path -----------------------------------------------------------------

@@ -107,6 +107,12 @@ STRATA_RECORDER_API void NoteStepTiers(uint32_t tiers);
 // one training iteration.
 STRATA_RECORDER_API void NoteStepOptimizer(uint32_t optimizer);
 
+// Writes the process's rank in a distributed job if its environment names one
+// not written before (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, ...): done at
+// start; collectors call it again where a program may set the variables
+// itself (the PyTorch observer, at its first collective).
+STRATA_RECORDER_API void NoteRank();
+
 // Flushes all buffers to disk now (thread-safe; blocks while the flusher runs).
 STRATA_RECORDER_API bool FlushNow();
 

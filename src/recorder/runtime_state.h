@@ -242,7 +242,11 @@ std::string InstanceHex(uint64_t inst);
 uint64_t InstanceStreamId(uint64_t instance, uint64_t kind, uint64_t n);
 
 // --- runtime.cc --------------------------------------------------------------------
-void QueueProcessInfo(Runtime& rt);
+void QueueProcessInfo(Runtime& rt);  // ...and QueueProcessRank
+// Writes the process's rank when its environment names one it has not
+// written yet (NoteRank); true when it wrote one. `fresh`: a new process,
+// which has written none.
+bool QueueProcessRank(Runtime& rt, bool fresh);
 void PutString(std::string& out, std::string_view s);
 void PutU32(std::string& out, uint32_t v);
 void PutU64(std::string& out, uint64_t v);

@@ -18,6 +18,7 @@ std::vector<std::unique_ptr<Section>> MakeSections() {
   s.push_back(MakeFindingsSection());
   s.push_back(MakeStepsSection());
   s.push_back(MakeTrainingSection());
+  s.push_back(MakeCommsSection());
   s.push_back(MakeFrameworkOpsSection());
   s.push_back(MakeFrameworkMemorySection());
   s.push_back(MakeMemorySection());

@@ -76,6 +76,9 @@ std::unique_ptr<Section> MakeAcceleratorSection();
 // OS level (os_sections.cc).
 std::unique_ptr<Section> MakeOsSection();
 
+// Ranks and their collectives (comms_section.cc).
+std::unique_ptr<Section> MakeCommsSection();
+
 // Framework-level sections (framework_sections.cc).
 std::unique_ptr<Section> MakeTrainingSection();
 std::unique_ptr<Section> MakeFrameworkOpsSection();

@@ -47,6 +47,7 @@ enum NameFlags : uint32_t {
   kNameOptimizerStep = 1u << 0,  // "Optimizer.step#SGD.step": a training step ends with it
   kNameProfilerStep = 1u << 1,   // "ProfilerStep#N": the program's own step marks
   kNameDataLoader = 1u << 2,     // "enumerate(DataLoader)#...__next__": waiting for a batch
+  kNameCollective = 1u << 3,     // "gloo:all_reduce", "nccl:send 0->1": a c10d backend's work (comms.cc)
 };
 
 struct NameEntry {
@@ -223,6 +224,8 @@ inline NameEntry MakeNameEntry(std::string_view text, uint32_t id) {
   e.len = static_cast<uint32_t>(text.size());
   if (text.starts_with("Optimizer.step#")) e.flags |= kNameOptimizerStep;
   if (text.starts_with("enumerate(DataLoader)#")) e.flags |= kNameDataLoader;
+  for (std::string_view backend : {"gloo:", "nccl:", "mpi:", "ucc:", "xccl:"})
+    if (text.starts_with(backend)) e.flags |= kNameCollective;
   if (text.starts_with("ProfilerStep#")) {
     std::string_view n = text.substr(13);
     uint64_t v = 0;

@@ -8,7 +8,8 @@
 //      detail   same, plus inputs and outputs (shapes, dtypes, cost, tensor ids)
 //      scopes   USER_SCOPE only, always on: record_function scopes, which carry
 //               the step marks (Optimizer.step#, ProfilerStep#) and DataLoader
-//               waits. A USER_SCOPE-only callback costs ~nothing per op: the
+//               waits. A fourth, comms (comms.cc), USER_SCOPE with inputs,
+//               always on, records torch.distributed's works. A USER_SCOPE-only callback costs ~nothing per op: the
 //               dispatcher asks for FUNCTION-scope callbacks and finds none.
 //    --ops sampled enables `ops` only in windows: whole steps, chosen so that
 //    they cover ~window/period of the run (5% by default), or, in a program
@@ -169,6 +170,7 @@ struct State {
   Settings settings;
   uint32_t generation = 0;
   at::CallbackHandle ops = 0, detail = 0, scopes = 0;
+  at::CallbackHandle comms = 0;    // always on (comms.cc)
   at::CallbackHandle enabled = 0;  // the one of the three that is enabled (0: none)
   bool scopes_allowed = true;      // strata_torch_set_scopes (benchmarks): tier 0 records no scopes either
   uint32_t tier = UINT32_MAX;  // applied: 0 no ops, 1 ops, 2 ops + detail
@@ -230,6 +232,12 @@ inline ThreadState& Thread() {
   ThreadState* ts = t_state;
   return ts ? *ts : *InitThread();
 }
+
+}  // namespace
+
+ThreadState& CallbackThread() { return Thread(); }
+
+namespace {
 
 // --- tiers -----------------------------------------------------------------------
 
@@ -480,6 +488,7 @@ void OnDetailEnd(const at::RecordFunction& fn, at::ObserverContext* ctx) {
 std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) {
   ThreadState& ts = Thread();
   const NameEntry* e = ts.names.Lookup(fn.name());
+  if (e->flags & kNameCollective) return nullptr;  // comms.cc records it
   if (e->flags & kNameProfilerStep) {
     if (!recorder::ExplicitStepsUsed()) {
       g->profiler_steps.store(true, std::memory_order_relaxed);
@@ -496,6 +505,7 @@ std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) 
 void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*) {
   ThreadState& ts = Thread();
   const NameEntry* e = ts.names.Lookup(fn.name());
+  if (e->flags & kNameCollective) return;
   EmitName(fmt_::kScopeEnd, e->id);
   if ((e->flags & kNameProfilerStep) && !recorder::ExplicitStepsUsed()) EmitAutoStep(fmt_::kAutoStepEnd, e->step);
   else if (e->flags & kNameOptimizerStep) OptimizerStepEnded(ts);
@@ -667,6 +677,10 @@ int Start(const std::string& host) {
     g->detail = at::addGlobalCallback(
         at::RecordFunctionCallback(OnDetailStart, OnDetailEnd).needsInputs(true).needsOutputs(true).scopes(op_scopes));
     at::disableCallback(g->detail);
+    // torch.distributed's works, in every tier: USER_SCOPE with inputs (their
+    // tensors' sizes); USER_SCOPE ranges are few (steps, loader waits, works).
+    g->comms = at::addGlobalCallback(
+        at::RecordFunctionCallback(OnCommStart, OnCommEnd).needsInputs(true).scopes({at::RecordScope::USER_SCOPE}));
     g->tier = UINT32_MAX;  // forces the first tier event, whatever the tier
     ApplyTier();
     // Pushed even with memory off: the control block may switch it on later.

@@ -1,8 +1,8 @@
-// Internals of the PyTorch observer (libstrata_torch), shared by its two
-// translation units: observer.cc (RecordFunction callbacks, allocator events,
-// steps, tiers, the C entry points) and detail.cc (the detail tier: arguments
-// to shapes, dtypes, cost estimates and tensor ids). Only these two files
-// include PyTorch headers.
+// Internals of the PyTorch observer (libstrata_torch), shared by its
+// translation units: observer.cc (RecordFunction callbacks, steps, tiers, the C
+// entry points), detail.cc (the detail tier: arguments to shapes, dtypes, cost
+// estimates and tensor ids), memory.cc (allocator events) and comms.cc
+// (torch.distributed's works).
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 
 namespace at {
 struct RecordFunction;
+struct ObserverContext;
 }
 namespace c10 {
 class DebugInfoBase;
@@ -54,6 +55,13 @@ struct ThreadState {
 
   ThreadState();
 };
+
+// The calling thread's state, announced to the recorder on first use.
+ThreadState& CallbackThread();
+
+// Collectives (comms.cc): the USER_SCOPE callback for c10d backends' works.
+std::unique_ptr<at::ObserverContext> OnCommStart(const at::RecordFunction& fn);
+void OnCommEnd(const at::RecordFunction& fn, at::ObserverContext* ctx);
 
 // Interns a detail string (shapes, dtypes) through the thread's cache.
 uint32_t InternDetail(ThreadState& ts, const std::string& s);

@@ -133,6 +133,7 @@ void RegisterCoreDecoders(DecoderRegistry& r);
 void RegisterAccelDecoders(DecoderRegistry& r);  // accel_events.cc
 void RegisterOsDecoders(DecoderRegistry& r);  // os_events.cc
 void RegisterTorchDecoders(DecoderRegistry& r);
+void RegisterCommDecoders(DecoderRegistry& r);  // comm_events.cc
 void RegisterAllDecoders(DecoderRegistry& r);
 
 // Payload helpers for decoders: fields are byte-aligned little-endian.

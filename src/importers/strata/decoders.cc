@@ -9,6 +9,7 @@ void RegisterAllDecoders(DecoderRegistry& r) {
   RegisterAccelDecoders(r);
   RegisterOsDecoders(r);
   RegisterTorchDecoders(r);
+  RegisterCommDecoders(r);
 }
 
 }  // namespace strata::importers::strata_ctf

@@ -1,0 +1,303 @@
+#include "analysis/comms.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "analysis/summary.h"
+
+namespace strata::analysis {
+namespace {
+
+// Steps per rank whose breakdown is computed for the phase (evenly spread).
+constexpr size_t kMaxPhaseSteps = 64;
+
+std::string RankLabel(const model::Trace& t, uint32_t process) {
+  const model::Process& p = t.processes[process];
+  if (p.rank >= 0) return "rank " + std::to_string(p.rank) + " (pid " + std::to_string(p.pid) + ")";
+  return "pid " + std::to_string(p.pid);
+}
+
+int64_t Median(std::vector<int64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// [begin, end) intervals merged, in time order.
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+Intervals Merge(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+// Overlap of [a, b) with a merged interval list.
+int64_t OverlapWith(const Intervals& m, int64_t a, int64_t b) {
+  auto it = std::upper_bound(m.begin(), m.end(), std::make_pair(a, INT64_MAX));
+  if (it != m.begin()) --it;
+  int64_t sum = 0;
+  for (; it != m.end() && it->first < b; ++it) sum += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+  return sum;
+}
+
+// Each process's steps (kStep slices of its threads), in time order: one pass.
+std::vector<std::vector<size_t>> StepsByProcess(const model::Trace& t) {
+  std::vector<std::vector<size_t>> out(t.processes.size());
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == model::SliceKind::kStep) {
+      uint32_t p = t.tracks[t.slices.track[i]].process;
+      if (p < out.size()) out[p].push_back(i);
+    }
+  for (auto& v : out)
+    std::sort(v.begin(), v.end(), [&t](size_t a, size_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+  return out;
+}
+
+// The windows of a rank's counted steps whose parts are measured (at most
+// kMaxPhaseSteps, evenly spread; the warm-up step left out).
+void PhaseWindows(const model::Trace& t, const std::vector<size_t>& steps, std::vector<StepWindow>* out) {
+  size_t skip = steps.size() > 4 ? 1 : 0;
+  if (steps.size() <= skip) return;
+  size_t n = steps.size() - skip;
+  size_t take = std::min(n, kMaxPhaseSteps);
+  for (size_t k = 0; k < take; ++k) {
+    size_t i = steps[skip + k * n / take];
+    out->push_back({t.slices.arg[i], t.slices.ts[i], t.slices.dur[i], t.slices.track[i], true, true});
+  }
+}
+
+// Per-step parts of a rank's windows, waits inside its collectives set apart.
+void RankPhases(const std::vector<std::vector<HostInterval>>& timelines, size_t first, size_t count,
+                const Intervals& in_flight, RankComms* r) {
+  if (count == 0) return;
+  StepParts sum{};
+  int64_t wait = 0;
+  for (size_t w = first; w < first + count; ++w)
+    for (const HostInterval& h : timelines[w]) {
+      int64_t d = h.end - h.start;
+      if (h.part == StepPart::kIdle || h.part == StepPart::kSync) {
+        int64_t o = OverlapWith(in_flight, h.start, h.end);
+        wait += o;
+        d -= o;
+      }
+      sum[static_cast<size_t>(h.part)] += d;
+    }
+  r->counted_steps = count;
+  for (size_t p = 0; p < kStepParts; ++p) r->parts[p] = sum[p] / static_cast<int64_t>(count);
+  r->comm_wait = wait / static_cast<int64_t>(count);
+}
+
+}  // namespace
+
+CommsSummary AnalyzeComms(const model::Trace& t) {
+  CommsSummary s;
+  const model::CollectiveTable& c = t.collectives;
+  if (c.size() == 0) return s;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c.process[i] >= t.processes.size()) return s;  // not a model an importer built
+  // Rows by process (the importer sorts them by process, then sequence).
+  std::map<uint32_t, std::pair<size_t, size_t>> rows_of;  // process -> [first, last)
+  for (size_t i = 0; i < c.size(); ++i) {
+    auto [it, fresh] = rows_of.try_emplace(c.process[i], i, i + 1);
+    if (!fresh) it->second.second = i + 1;
+  }
+  if (rows_of.size() < 2) return s;
+  std::map<uint32_t, size_t> index_of;
+  for (auto& [proc, range] : rows_of) {
+    RankComms r;
+    r.process = proc;
+    r.rank = proc < t.processes.size() ? t.processes[proc].rank : -1;
+    r.label = RankLabel(t, proc);
+    s.ranks.push_back(std::move(r));
+  }
+  std::sort(s.ranks.begin(), s.ranks.end(), [&t](const RankComms& a, const RankComms& b) {
+    if ((a.rank < 0) != (b.rank < 0)) return a.rank >= 0;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    return t.processes[a.process].pid < t.processes[b.process].pid;
+  });
+  for (size_t k = 0; k < s.ranks.size(); ++k) index_of[s.ranks[k].process] = k;
+
+  // Per rank: its rows, their totals and in-flight time.
+  std::vector<Intervals> in_flight(s.ranks.size());
+  std::map<model::StringId, CollectiveKind> kinds;
+  std::map<int, SizeBucket> sizes;
+  for (size_t i = 0; i < c.size(); ++i) {
+    RankComms& r = s.ranks[index_of[c.process[i]]];
+    ++r.collectives;
+    r.bytes += c.bytes[i];
+    CollectiveKind& k = kinds[c.name[i]];
+    ++k.count;
+    k.bytes += c.bytes[i];
+    if (c.dur[i] >= 0) {
+      k.total_ns += c.dur[i];
+      in_flight[index_of[c.process[i]]].push_back({c.ts[i], c.ts[i] + c.dur[i]});
+      int bucket = 0;
+      for (int64_t b = c.bytes[i]; b >= 1024 && bucket < 16; b >>= 2) ++bucket;
+      SizeBucket& sb = sizes[bucket];
+      sb.min_bytes = bucket == 0 ? 0 : int64_t{1024} << (2 * (bucket - 1));
+      sb.max_bytes = int64_t{1024} << (2 * bucket);
+      ++sb.count;
+      sb.bytes += c.bytes[i];
+      sb.ns += c.dur[i];
+    }
+  }
+  for (size_t k = 0; k < s.ranks.size(); ++k) {
+    in_flight[k] = Merge(std::move(in_flight[k]));
+    for (auto& iv : in_flight[k]) s.ranks[k].in_flight_ns += iv.second - iv.first;
+  }
+
+  // Instances: the same collective on every rank. The ranks issue their
+  // collectives in one order, but a backend with several worker threads (gloo
+  // has two) may begin two works enqueued back to back in either order, so the
+  // sequence numbers of the works begun can swap neighbours between ranks.
+  // A rank's n-th work of one name and size is the same collective as every
+  // other rank's n-th of that name and size, whatever the interleaving.
+  std::vector<uint32_t> occurrence(c.size());
+  {
+    std::map<std::tuple<uint32_t, model::StringId, int64_t>, uint32_t> seen;  // few keys: kinds x sizes
+    std::vector<size_t> by_seq(c.size());
+    for (size_t i = 0; i < by_seq.size(); ++i) by_seq[i] = i;
+    std::stable_sort(by_seq.begin(), by_seq.end(), [&c](size_t a, size_t b) {
+      return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
+    });
+    for (size_t i : by_seq) occurrence[i] = seen[{c.process[i], c.name[i], c.bytes[i]}]++;
+  }
+  std::vector<size_t> order(c.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(c.name[a], c.bytes[a], occurrence[a], c.process[a]) <
+           std::tie(c.name[b], c.bytes[b], occurrence[b], c.process[b]);
+  });
+  std::map<model::StringId, std::vector<int64_t>> skews;
+  std::vector<std::pair<int64_t, size_t>> arrivals;  // (begin, rank index)
+  std::vector<Intervals> waits(s.ranks.size()), lates(s.ranks.size());
+  for (size_t g = 0; g < order.size();) {
+    size_t h = g;
+    arrivals.clear();
+    while (h < order.size() && c.name[order[h]] == c.name[order[g]] && c.bytes[order[h]] == c.bytes[order[g]] &&
+           occurrence[order[h]] == occurrence[order[g]]) {
+      arrivals.push_back({c.ts[order[h]], index_of[c.process[order[h]]]});
+      ++h;
+    }
+    model::StringId name = c.name[order[g]];
+    g = h;
+    ++s.instances;
+    if (arrivals.size() < s.ranks.size()) {
+      ++s.partial;
+      continue;
+    }
+    ++s.matched;
+    std::sort(arrivals.begin(), arrivals.end());
+    int64_t last = arrivals.back().first;
+    skews[name].push_back(last - arrivals.front().first);
+    for (auto& [ts, k] : arrivals)
+      if (ts < last) waits[k].push_back({ts, last});
+    size_t late = arrivals.back().second;
+    ++s.ranks[late].last_arrivals;
+    if (arrivals[arrivals.size() - 2].first < last) lates[late].push_back({arrivals[arrivals.size() - 2].first, last});
+  }
+  // Ranks whose works of one sequence number differ (name or size): they began
+  // in another order, or issued other collectives.
+  {
+    uint64_t max_seq = 0;
+    for (size_t i = 0; i < c.size(); ++i) max_seq = std::max(max_seq, c.seq[i]);
+    if (max_seq < 4 * c.size() + 16) {  // dense, as recorded: 0, 1, ... per process
+      std::vector<std::pair<model::StringId, int64_t>> first(max_seq + 1, {UINT32_MAX, -1});
+      std::vector<uint8_t> differs(max_seq + 1, 0);
+      for (size_t i = 0; i < c.size(); ++i) {
+        auto& f = first[c.seq[i]];
+        if (f.first == UINT32_MAX) f = {c.name[i], c.bytes[i]};
+        else if (f.first != c.name[i] || f.second != c.bytes[i]) differs[c.seq[i]] = 1;
+      }
+      for (uint8_t d : differs) s.mismatched += d;
+    }
+  }
+  // As time, not sums: DDP's buckets of one step are entered late together.
+  for (size_t k = 0; k < s.ranks.size(); ++k) {
+    for (auto& iv : Merge(std::move(waits[k]))) s.ranks[k].waited_ns += iv.second - iv.first;
+    for (auto& iv : Merge(std::move(lates[k]))) s.ranks[k].late_ns += iv.second - iv.first;
+  }
+  for (auto& [name, k] : kinds) {
+    k.name = std::string(t.strings.Get(name));
+    auto it = skews.find(name);
+    if (it != skews.end()) {
+      k.skew_p50 = Median(it->second);
+      k.skew_max = *std::max_element(it->second.begin(), it->second.end());
+    }
+    s.kinds.push_back(k);
+  }
+  std::sort(s.kinds.begin(), s.kinds.end(),
+            [](const CollectiveKind& a, const CollectiveKind& b) { return a.total_ns > b.total_ns; });
+  for (auto& [bucket, sb] : sizes) s.sizes.push_back(sb);
+
+  // Steps and phases per rank: every rank's windows broken down in one pass.
+  std::vector<std::vector<size_t>> steps_of = StepsByProcess(t);
+  std::vector<StepWindow> windows;
+  std::vector<size_t> first(s.ranks.size() + 1, 0);
+  for (size_t k = 0; k < s.ranks.size(); ++k) {
+    RankComms& r = s.ranks[k];
+    const std::vector<size_t>& steps = steps_of[r.process];
+    r.steps = steps.size();
+    std::vector<int64_t> durs;
+    for (size_t j = steps.size() > 4 ? 1 : 0; j < steps.size(); ++j) durs.push_back(t.slices.dur[steps[j]]);
+    r.step_p50 = Median(durs);
+    first[k] = windows.size();
+    PhaseWindows(t, steps, &windows);
+  }
+  first[s.ranks.size()] = windows.size();
+  if (!windows.empty()) {
+    std::vector<std::vector<HostInterval>> timelines;
+    BreakdownWindows(t, windows, &timelines);
+    for (size_t k = 0; k < s.ranks.size(); ++k)
+      RankPhases(timelines, first[k], first[k + 1] - first[k], in_flight[k], &s.ranks[k]);
+  }
+
+  // The straggler: last to arrive at most matched collectives, by a margin
+  // that is not noise (a rank that is last by microseconds makes no one wait).
+  if (s.matched == 0) return s;
+  size_t worst = 0;
+  for (size_t k = 1; k < s.ranks.size(); ++k)
+    if (s.ranks[k].late_ns > s.ranks[worst].late_ns) worst = k;
+  const RankComms& w = s.ranks[worst];
+  s.late_share = static_cast<double>(w.last_arrivals) / static_cast<double>(s.matched);
+  size_t steps = w.steps > 0 ? w.steps : 1;
+  s.late_per_step_ns = w.late_ns / static_cast<int64_t>(steps);
+  int64_t all_late = 0;
+  for (const RankComms& r : s.ranks) all_late += r.late_ns;
+  bool dominant = all_late > 0 && static_cast<double>(w.late_ns) >= 0.5 * static_cast<double>(all_late);
+  bool often = s.late_share >= 1.5 / static_cast<double>(s.ranks.size());
+  if (!dominant || !often || w.step_p50 <= 0 ||
+      static_cast<double>(s.late_per_step_ns) < 0.02 * static_cast<double>(w.step_p50))
+    return s;
+  s.straggler = static_cast<int>(worst);
+  // Its phase: the part of its steps furthest above the others' median.
+  if (w.counted_steps > 0) {
+    int64_t best = 0;
+    for (size_t p = 0; p < kStepParts; ++p) {
+      std::vector<int64_t> others;
+      for (size_t k = 0; k < s.ranks.size(); ++k)
+        if (k != worst && s.ranks[k].counted_steps > 0) others.push_back(s.ranks[k].parts[p]);
+      if (others.empty()) continue;
+      int64_t excess = w.parts[p] - Median(others);
+      if (excess > best) {
+        best = excess;
+        s.phase = StepPartName(static_cast<StepPart>(p));
+        s.phase_part = static_cast<int>(p);
+      }
+    }
+    s.phase_excess_ns = best;
+    if (static_cast<double>(best) < 0.3 * static_cast<double>(s.late_per_step_ns)) {
+      s.phase.clear();
+      s.phase_part = -1;
+    }
+  }
+  return s;
+}
+
+}  // namespace strata::analysis
