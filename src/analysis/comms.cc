@@ -155,24 +155,24 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
   // Instances: the same collective on every rank. The ranks issue their
   // collectives in one order, but a backend with several worker threads (gloo
   // has two) may begin two works enqueued back to back in either order, so the
-  // sequence numbers of the works begun can swap neighbours between ranks.
-  // A rank's n-th work of one name and size is the same collective as every
-  // other rank's n-th of that name and size, whatever the interleaving.
+  // sequence numbers of the works begun can swap neighbours between ranks: a
+  // rank's n-th work of one name is every other rank's n-th of that name.
+  // (Not by size as well: torch 2.x's gloo works come without their input
+  // tensors at times, on some ranks and not others.)
   std::vector<uint32_t> occurrence(c.size());
   {
-    std::map<std::tuple<uint32_t, model::StringId, int64_t>, uint32_t> seen;  // few keys: kinds x sizes
+    std::map<std::pair<uint32_t, model::StringId>, uint32_t> seen;  // few keys: processes x kinds
     std::vector<size_t> by_seq(c.size());
     for (size_t i = 0; i < by_seq.size(); ++i) by_seq[i] = i;
     std::stable_sort(by_seq.begin(), by_seq.end(), [&c](size_t a, size_t b) {
       return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
     });
-    for (size_t i : by_seq) occurrence[i] = seen[{c.process[i], c.name[i], c.bytes[i]}]++;
+    for (size_t i : by_seq) occurrence[i] = seen[{c.process[i], c.name[i]}]++;
   }
   std::vector<size_t> order(c.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::tie(c.name[a], c.bytes[a], occurrence[a], c.process[a]) <
-           std::tie(c.name[b], c.bytes[b], occurrence[b], c.process[b]);
+    return std::tie(c.name[a], occurrence[a], c.process[a]) < std::tie(c.name[b], occurrence[b], c.process[b]);
   });
   std::map<model::StringId, std::vector<int64_t>> skews;
   std::vector<std::pair<int64_t, size_t>> arrivals;  // (begin, rank index)
@@ -180,8 +180,7 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
   for (size_t g = 0; g < order.size();) {
     size_t h = g;
     arrivals.clear();
-    while (h < order.size() && c.name[order[h]] == c.name[order[g]] && c.bytes[order[h]] == c.bytes[order[g]] &&
-           occurrence[order[h]] == occurrence[order[g]]) {
+    while (h < order.size() && c.name[order[h]] == c.name[order[g]] && occurrence[order[h]] == occurrence[order[g]]) {
       arrivals.push_back({c.ts[order[h]], index_of[c.process[order[h]]]});
       ++h;
     }
@@ -202,18 +201,18 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
     ++s.ranks[late].last_arrivals;
     if (arrivals[arrivals.size() - 2].first < last) lates[late].push_back({arrivals[arrivals.size() - 2].first, last});
   }
-  // Ranks whose works of one sequence number differ (name or size): they began
-  // in another order, or issued other collectives.
+  // Sequence numbers whose works differ across ranks (by name): begun in
+  // another order, or other collectives issued.
   {
     uint64_t max_seq = 0;
     for (size_t i = 0; i < c.size(); ++i) max_seq = std::max(max_seq, c.seq[i]);
     if (max_seq < 4 * c.size() + 16) {  // dense, as recorded: 0, 1, ... per process
-      std::vector<std::pair<model::StringId, int64_t>> first(max_seq + 1, {UINT32_MAX, -1});
+      std::vector<model::StringId> first(max_seq + 1, UINT32_MAX);
       std::vector<uint8_t> differs(max_seq + 1, 0);
       for (size_t i = 0; i < c.size(); ++i) {
-        auto& f = first[c.seq[i]];
-        if (f.first == UINT32_MAX) f = {c.name[i], c.bytes[i]};
-        else if (f.first != c.name[i] || f.second != c.bytes[i]) differs[c.seq[i]] = 1;
+        model::StringId& f = first[c.seq[i]];
+        if (f == UINT32_MAX) f = c.name[i];
+        else if (f != c.name[i]) differs[c.seq[i]] = 1;
       }
       for (uint8_t d : differs) s.mismatched += d;
     }

@@ -1,8 +1,8 @@
 // Communication across ranks: the collectives each process handed to its
 // backend (model::CollectiveTable), matched across processes (a rank's n-th
-// work of one name and size is every other rank's n-th of that name and size:
-// ranks issue collectives in one order, and this holds where a backend's
-// worker threads begin neighbours in either order), and what that says:
+// work of one name is every other rank's n-th of that name: ranks issue
+// collectives in one order, and this holds where a backend's worker threads
+// begin neighbours in either order), and what that says:
 //  - skew: how far apart the ranks entered each collective; a rank that enters
 //    after the others makes them wait (its lateness is their wait);
 //  - per rank: steps, collectives, bytes, time with a collective in flight,
@@ -62,10 +62,10 @@ struct CommsSummary {
   std::vector<RankComms> ranks;       // by rank, then pid
   std::vector<CollectiveKind> kinds;  // most time first
   std::vector<SizeBucket> sizes;      // powers of 4, ascending
-  uint64_t instances = 0;   // distinct collectives (name, size, occurrence)
+  uint64_t instances = 0;   // distinct collectives (name, occurrence)
   uint64_t matched = 0;     // entered by every rank
   uint64_t partial = 0;     // by some ranks only
-  uint64_t mismatched = 0;  // sequence numbers whose works differ across ranks (begun in another order)
+  uint64_t mismatched = 0;  // sequence numbers whose works' names differ across ranks (begun in another order)
   // The straggler (index into ranks, -1: none), the part of its steps that
   // makes it late, and by how much (per step, against the others' median).
   int straggler = -1;
