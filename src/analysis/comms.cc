@@ -101,26 +101,24 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
   if (c.size() == 0) return s;
   for (size_t i = 0; i < c.size(); ++i)
     if (c.process[i] >= t.processes.size()) return s;  // not a model an importer built
-  // Rows by process (the importer sorts them by process, then sequence).
-  std::map<uint32_t, std::pair<size_t, size_t>> rows_of;  // process -> [first, last)
-  for (size_t i = 0; i < c.size(); ++i) {
-    auto [it, fresh] = rows_of.try_emplace(c.process[i], i, i + 1);
-    if (!fresh) it->second.second = i + 1;
-  }
-  if (rows_of.size() < 2) return s;
-  std::map<uint32_t, size_t> index_of;
-  for (auto& [proc, range] : rows_of) {
+  // The processes with collectives are the ranks.
+  std::vector<bool> has_rows(t.processes.size(), false);
+  for (size_t i = 0; i < c.size(); ++i) has_rows[c.process[i]] = true;
+  for (uint32_t proc = 0; proc < has_rows.size(); ++proc) {
+    if (!has_rows[proc]) continue;
     RankComms r;
     r.process = proc;
-    r.rank = proc < t.processes.size() ? t.processes[proc].rank : -1;
+    r.rank = t.processes[proc].rank;
     r.label = RankLabel(t, proc);
     s.ranks.push_back(std::move(r));
   }
+  if (s.ranks.size() < 2) return {};
   std::sort(s.ranks.begin(), s.ranks.end(), [&t](const RankComms& a, const RankComms& b) {
     if ((a.rank < 0) != (b.rank < 0)) return a.rank >= 0;
     if (a.rank != b.rank) return a.rank < b.rank;
     return t.processes[a.process].pid < t.processes[b.process].pid;
   });
+  std::vector<size_t> index_of(t.processes.size(), 0);  // process -> its index in ranks
   for (size_t k = 0; k < s.ranks.size(); ++k) index_of[s.ranks[k].process] = k;
 
   // Per rank: its rows, their totals and in-flight time.
