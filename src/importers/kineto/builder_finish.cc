@@ -1,12 +1,14 @@
 // The end of an import (Builder::Finish): process and thread names from
 // the metadata events, launch links by correlation id, the checks over the
-// whole file, and flows bound to their slices once every slice is in.
+// whole file, NCCL collectives (comms.h), and flows bound to their slices
+// once every slice is in.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "importers/kineto/builder.h"
+#include "importers/kineto/comms.h"
 #include "importers/kineto/optimizer_steps.h"
 
 namespace strata::importers::kineto {
@@ -59,6 +61,8 @@ Status Builder::Finish() {
   if (size_t n = AddOptimizerSteps(t_))
     t_.warnings.push_back(fmt::format("no ProfilerStep ranges: {} steps found from the optimizer steps", n));
   t_.Finalize();
+  // (After Finalize: a collective is named from its launch's ancestors.)
+  AddNcclCollectives(t_);
   ResolveFlows();
   return OkStatus();
 }

@@ -17,6 +17,10 @@
 //                                       DeviceActivityTable row each, linked to
 //                                       the runtime call by correlation id
 //   gpu_user_annotation              -> kAnnotation on the stream track
+//   NCCL kernels (with their record_param_comms and c10d title, when the
+//   trace has them)                  -> also a Trace::collectives row each
+//                                       (comms.h)
+//   "distributedInfo": {"rank"}      -> Process::rank of every process
 //   "[memory]" instants              -> MemoryTable; other instants -> InstantTable
 //   "C" counters                     -> CounterTable
 //   s/t/f flows other than the launch flows (which the correlation link
