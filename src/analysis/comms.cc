@@ -5,6 +5,7 @@
 #include <tuple>
 #include <utility>
 
+#include "analysis/collective_match.h"
 #include "analysis/summary.h"
 
 namespace strata::analysis {
@@ -150,40 +151,18 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
     for (auto& iv : in_flight[k]) s.ranks[k].in_flight_ns += iv.second - iv.first;
   }
 
-  // Instances: the same collective on every rank. The ranks issue their
-  // collectives in one order, but a backend with several worker threads (gloo
-  // has two) may begin two works enqueued back to back in either order, so the
-  // sequence numbers of the works begun can swap neighbours between ranks: a
-  // rank's n-th work of one name is every other rank's n-th of that name.
-  // (Not by size as well: torch 2.x's gloo works come without their input
-  // tensors at times, on some ranks and not others.)
-  std::vector<uint32_t> occurrence(c.size());
-  {
-    std::map<std::pair<uint32_t, model::StringId>, uint32_t> seen;  // few keys: processes x kinds
-    std::vector<size_t> by_seq(c.size());
-    for (size_t i = 0; i < by_seq.size(); ++i) by_seq[i] = i;
-    std::stable_sort(by_seq.begin(), by_seq.end(), [&c](size_t a, size_t b) {
-      return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
-    });
-    for (size_t i : by_seq) occurrence[i] = seen[{c.process[i], c.name[i]}]++;
-  }
-  std::vector<size_t> order(c.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::tie(c.name[a], occurrence[a], c.process[a]) < std::tie(c.name[b], occurrence[b], c.process[b]);
-  });
+  // Instances: the same collective on every rank (collective_match.h).
+  const CollectiveInstances inst = MatchCollectives(c);
   std::map<model::StringId, std::vector<int64_t>> skews;
   std::vector<std::pair<int64_t, size_t>> arrivals;  // (begin, rank index)
   std::vector<Intervals> waits(s.ranks.size()), lates(s.ranks.size());
-  for (size_t g = 0; g < order.size();) {
-    size_t h = g;
+  for (size_t g = 0; g < inst.size(); ++g) {
     arrivals.clear();
-    while (h < order.size() && c.name[order[h]] == c.name[order[g]] && occurrence[order[h]] == occurrence[order[g]]) {
-      arrivals.push_back({c.ts[order[h]], index_of[c.process[order[h]]]});
-      ++h;
+    for (size_t j = inst.begin_of(g); j < inst.end_of(g); ++j) {
+      size_t row = inst.rows[j];
+      arrivals.push_back({c.ts[row], index_of[c.process[row]]});
     }
-    model::StringId name = c.name[order[g]];
-    g = h;
+    model::StringId name = c.name[inst.rows[inst.begin_of(g)]];
     ++s.instances;
     if (arrivals.size() < s.ranks.size()) {
       ++s.partial;
@@ -207,7 +186,11 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
     if (max_seq < 4 * c.size() + 16) {  // dense, as recorded: 0, 1, ... per process
       std::vector<model::StringId> first(max_seq + 1, UINT32_MAX);
       std::vector<uint8_t> differs(max_seq + 1, 0);
+      std::map<model::StringId, bool> p2p;  // a send and its recv share a number
       for (size_t i = 0; i < c.size(); ++i) {
+        auto [it, added] = p2p.emplace(c.name[i], false);
+        if (added) it->second = IsPointToPoint(t.strings.Get(c.name[i]));
+        if (it->second) continue;
         model::StringId& f = first[c.seq[i]];
         if (f == UINT32_MAX) f = c.name[i];
         else if (f != c.name[i]) differs[c.seq[i]] = 1;

@@ -31,6 +31,29 @@ bool FileContainsWord(const char* path, const char* word) {
 
 }  // namespace
 
+int64_t WallClockNs() {
+  static const int64_t error = [] {
+    const char* e = std::getenv("STRATA_TEST_WALL_CLOCK_ERROR_NS");
+    return e ? std::strtoll(e, nullptr, 10) : 0;
+  }();
+  return static_cast<int64_t>(RealtimeNs()) + error;
+}
+
+int64_t TimeNamespaceOffsetNs() {
+  static const int64_t offset = [] {
+    FILE* f = std::fopen("/proc/self/timens_offsets", "re");
+    if (!f) return int64_t{0};
+    char name[32];
+    long long sec = 0, nsec = 0;
+    int64_t r = 0;
+    while (std::fscanf(f, "%31s %lld %lld", name, &sec, &nsec) == 3)
+      if (std::strcmp(name, "monotonic") == 0) r = static_cast<int64_t>(sec) * 1000000000 + nsec;
+    std::fclose(f);
+    return r;
+  }();
+  return offset;
+}
+
 bool TscIsReliable() {
 #if STRATA_HAVE_TSC
   const char* forced = ::secure_getenv("STRATA_CLOCK");

@@ -45,6 +45,19 @@ inline uint64_t ReadTsc() {
 #endif
 }
 
+// CLOCK_REALTIME as this host's wall clock reads it, for pairing with the
+// trace clock (manifests, CTF clock offsets): RealtimeNs() plus
+// STRATA_TEST_WALL_CLOCK_ERROR_NS from the environment, an error tests inject
+// to play hosts whose NTP disagree (strata merge must then find their clocks'
+// offsets from their communication, not from the wall clock).
+int64_t WallClockNs();
+
+// How much this process's CLOCK_MONOTONIC reads ahead of the kernel's own
+// (a time namespace's monotonic offset, /proc/self/timens_offsets; 0 outside
+// one). Times the kernel stamps itself (perf_event records) are on the
+// kernel's clock: adding this puts them on the trace clock.
+int64_t TimeNamespaceOffsetNs();
+
 // True when the TSC ticks at a constant rate across cores and sleep states
 // (constant_tsc + nonstop_tsc) and the kernel itself trusts it (clocksource tsc).
 // STRATA_CLOCK=monotonic in the environment forces the portable path.

@@ -339,6 +339,7 @@ int main(int argc, char** argv) {
   AddExportCommand(app);
   AddFlamegraphCommand(app);
   AddIndexCommand(app);
+  AddMergeCommand(app);
   AddViewCommand(app);
   DescribeRecord(app);
   for (CLI::App* sub : app.get_subcommands({})) sub->group("Commands");

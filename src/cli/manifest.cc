@@ -53,6 +53,23 @@ std::string OsRelease() {
   return "";
 }
 
+// This boot of this host: processes that share it share CLOCK_MONOTONIC (the
+// trace clock), whatever their hostname says (containers).
+std::string BootId() {
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(f, id);
+  return id;
+}
+
+// The time namespace: processes in different ones have CLOCK_MONOTONIC offset
+// from each other even on one boot (containers started with one).
+std::string TimeNamespace() {
+  char buf[64] = {0};
+  ssize_t n = ::readlink("/proc/self/ns/time", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
 json Environment() {
   // Distributed-job identity, recorded now so that `strata merge` can later put
   // many ranks' traces on one time base.
@@ -108,7 +125,7 @@ Manifest NewManifest(const std::vector<std::string>& command) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   m.hostname = host;
-  m.start_realtime_ns = static_cast<int64_t>(RealtimeNs());
+  m.start_realtime_ns = WallClockNs();
   m.start_monotonic_ns = static_cast<int64_t>(MonotonicNs());
   AddCollector(&m, "recorder", "ok", "in-process recorder (libstrata) preloaded into CMD and its children");
   // The supervisor's own stream writers (the OS level) report what they could not write.
@@ -150,6 +167,8 @@ json ToJson(const Manifest& m) {
         {"cpu_count", ::sysconf(_SC_NPROCESSORS_ONLN)},
         {"memory_bytes", static_cast<uint64_t>(si.totalram) * si.mem_unit},
         {"clocksource", TscIsReliable() ? "tsc" : "monotonic"},
+        {"boot_id", BootId()},
+        {"time_namespace", TimeNamespace()},
         {"peak_flops_f32", m.host_peaks.flops_f32},
         {"memory_bandwidth", m.host_peaks.memory_bandwidth},
         {"vector_isa", m.host_peaks.isa}}},
@@ -443,7 +462,7 @@ Status FinishManifest(const std::string& dir, Manifest* m, int exit_status, int 
   m->extra["exit_status"] = exit_status;
   if (signal) m->extra["signal"] = signal;
   if (!note.empty()) m->extra["note"] = note;
-  m->extra["end"] = {{"realtime_ns", RealtimeNs()}, {"monotonic_ns", MonotonicNs()}};
+  m->extra["end"] = {{"realtime_ns", WallClockNs()}, {"monotonic_ns", MonotonicNs()}};
   m->extra["processes"] = processes;
   m->extra["streams"] = streams;
   m->extra["lost_events"] = m->lost;

@@ -9,6 +9,7 @@
 #include "importers/kineto/byte_source.h"
 #include "importers/kineto/kineto.h"
 #include "importers/lttng/lttng.h"
+#include "importers/merged/merged.h"
 #include "importers/xplane/xplane.h"
 
 namespace strata::importers {
@@ -17,6 +18,7 @@ TraceFormat DetectFormat(const std::string& path) {
   if (IsDirectory(path)) {
     // strata's traces are CTF too (ctf/metadata, tracer "strata"): they go first.
     if (IsStrataTraceDir(path)) return TraceFormat::kStrata;
+    if (IsMergedTraceDir(path)) return TraceFormat::kMerged;
     return IsLttngTraceDir(path) ? TraceFormat::kLttng : TraceFormat::kUnknown;
   }
   auto head = kineto::ReadHead(path, 4096);
@@ -38,6 +40,8 @@ StatusOr<model::Trace> LoadTrace(const std::string& path, const LoadOptions& opt
     case TraceFormat::kChromeJson: return LoadKinetoTrace(path, opt);
     case TraceFormat::kXSpace: return LoadXPlaneTrace(path, opt);
     case TraceFormat::kLttng: return LoadLttngTrace(path, opt);
+    case TraceFormat::kMerged:
+      return LoadMergedTrace(path, [&opt](const std::string& member) { return LoadTrace(member, opt); });
     case TraceFormat::kUnknown: break;
   }
   if (IsDirectory(path))

@@ -17,6 +17,7 @@
 
 #include "base/files.h"
 #include "importers/load.h"
+#include "importers/merged/merged.h"
 #include "index/content_key.h"
 #include "index/index_file.h"
 #include "index/results_file.h"
@@ -150,6 +151,10 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
     return importers::LoadTrace(path, lo);
   bool is_dir = S_ISDIR(st.st_mode);
+  // A merged trace has no index of its own: its members are read through theirs.
+  if (is_dir && importers::IsMergedTraceDir(path))
+    return importers::LoadMergedTrace(
+        path, [&lo, &io](const std::string& member) { return OpenTrace(member, lo, io, nullptr); });
   auto sig = StatSignatureOf(path);
   if (!sig.ok()) return importers::LoadTrace(path, lo);
   std::vector<std::string> candidates;

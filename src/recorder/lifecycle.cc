@@ -188,7 +188,7 @@ Status Start(const Config& cfg) {
   if (!PathExists(md_path)) {
     format::TraceIdentity id;
     id.uuid = format::NewRandomUuid();
-    id.clock_offset_ns = static_cast<int64_t>(RealtimeNs()) - static_cast<int64_t>(MonotonicNs());
+    id.clock_offset_ns = WallClockNs() - static_cast<int64_t>(MonotonicNs());
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
     id.hostname = host;

@@ -1,5 +1,7 @@
 #include "collectors/os/perf_records.h"
 
+#include "base/clock.h"
+
 namespace strata::collectors::os {
 namespace {
 
@@ -61,6 +63,7 @@ bool ParseSample(const uint8_t* rec, size_t size, uint64_t st, uint64_t regs_mas
   if (st & PERF_SAMPLE_IP && !c.U64(&s->ip)) return false;
   if (st & PERF_SAMPLE_TID && !c.U32Pair(&s->pid, &s->tid)) return false;
   if (st & PERF_SAMPLE_TIME && !c.U64(&s->time)) return false;
+  if (st & PERF_SAMPLE_TIME) s->time += static_cast<uint64_t>(TimeNamespaceOffsetNs());  // the kernel's clock -> ours
   if (st & PERF_SAMPLE_ADDR && !c.U64(&s->addr)) return false;
   if (st & PERF_SAMPLE_CPU) {
     uint32_t res;
@@ -104,6 +107,7 @@ bool ParseSampleId(const uint8_t* rec, size_t size, SampleId* out) {
   std::memcpy(&out->pid, p, 4);
   std::memcpy(&out->tid, p + 4, 4);
   std::memcpy(&out->time, p + 8, 8);
+  out->time += static_cast<uint64_t>(TimeNamespaceOffsetNs());
   std::memcpy(&out->cpu, p + 16, 4);
   std::memcpy(&out->identifier, p + 24, 8);
   return true;
@@ -117,6 +121,7 @@ bool ParseTask(const uint8_t* rec, size_t size, TaskRecord* out) {
   std::memcpy(&out->tid, p + 8, 4);
   std::memcpy(&out->ptid, p + 12, 4);
   std::memcpy(&out->time, p + 16, 8);
+  out->time += static_cast<uint64_t>(TimeNamespaceOffsetNs());
   return true;
 }
 
