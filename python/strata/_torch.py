@@ -115,6 +115,7 @@ def attach(torch):
         _install_sites(torch)
     _make_way_for_profilers(torch)
     _mark_optimizer_steps(torch)
+    _mark_point_to_point(torch)
     return True
 
 
@@ -179,6 +180,61 @@ def _mark_optimizer_steps(torch):
 
         hook_for_profile._strata_wrapped = True
         base._hook_for_profile = hook_for_profile
+    except Exception:
+        pass
+
+
+# --- point-to-point peers -------------------------------------------------------
+# torch.distributed's send/recv/isend/irecv as spans ("torch.distributed.send")
+# whose argument is the peer's global rank (2**63 when any source): a backend's
+# send and recv works do not say their peer, and `strata merge` pairs each
+# rank's n-th send to a peer with that peer's n-th receive from it, which
+# bounds the two hosts' clocks to the one-way latency. Never raises into the
+# program; the call itself is unchanged.
+
+_ANY_PEER = 1 << 63
+
+
+def _mark_point_to_point(torch):
+    try:
+        import strata
+        dist = torch.distributed
+        if not dist.is_available() or strata._lib is None:
+            return
+        c10d = dist.distributed_c10d
+        begin, end = strata._lib.strata_span_begin_arg_, strata._lib.strata_span_end_
+        for fname, peer_arg in (("send", "dst"), ("isend", "dst"), ("recv", "src"), ("irecv", "src")):
+            real = getattr(c10d, fname, None)
+            if real is None or getattr(real, "_strata_marked", False):
+                continue
+            name_id = strata._intern("torch.distributed." + fname)
+            if not name_id:
+                continue
+
+            def marked(*args, _real=real, _name=name_id, _peer_arg=peer_arg, **kwargs):
+                peer = kwargs.get(_peer_arg, args[1] if len(args) > 1 else None)
+                try:
+                    peer = _ANY_PEER if peer is None else int(peer)
+                    if peer < 0:
+                        peer = _ANY_PEER
+                    begin(_name, peer)
+                except Exception:
+                    return _real(*args, **kwargs)
+                try:
+                    return _real(*args, **kwargs)
+                finally:
+                    end()
+
+            for attr in ("__doc__", "__name__", "__qualname__", "__module__"):
+                try:
+                    setattr(marked, attr, getattr(real, attr))
+                except (AttributeError, TypeError):
+                    pass
+            marked.__wrapped__ = real
+            marked._strata_marked = True
+            setattr(c10d, fname, marked)
+            if getattr(dist, fname, None) is real:
+                setattr(dist, fname, marked)
     except Exception:
         pass
 

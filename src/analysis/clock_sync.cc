@@ -4,6 +4,8 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <string_view>
+#include <tuple>
 
 #include "analysis/collective_match.h"
 
@@ -219,6 +221,84 @@ std::vector<HappenedBefore> CollectivePairs(const model::CollectiveTable& c, con
     for (const Side& p : sides)
       for (const Side& q : sides)
         if (p.clock != q.clock) out.push_back({p.clock, q.clock, p.last_begin, q.first_end});
+  }
+  return out;
+}
+
+void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageEnd>* sends,
+                     std::vector<MessageEnd>* receives) {
+  constexpr uint64_t kAnyPeer = uint64_t{1} << 63;
+  const model::StringId send = t.strings.Find("torch.distributed.send"),
+                        isend = t.strings.Find("torch.distributed.isend"),
+                        recv = t.strings.Find("torch.distributed.recv"),
+                        irecv = t.strings.Find("torch.distributed.irecv");
+  if (send == model::StringPool::kNotFound && isend == model::StringPool::kNotFound &&
+      recv == model::StringPool::kNotFound && irecv == model::StringPool::kNotFound)
+    return;
+  struct Recv {
+    int64_t ts, end;
+    uint64_t peer;
+    bool blocking;
+  };
+  std::vector<std::vector<Recv>> recvs_of(t.processes.size());
+  const model::SliceTable& s = t.slices;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const model::StringId n = s.name[i];
+    if (n != send && n != isend && n != recv && n != irecv) continue;
+    if (s.kind[i] != model::SliceKind::kSpan || s.track[i] >= t.tracks.size()) continue;
+    const uint32_t p = t.tracks[s.track[i]].process;
+    if (p >= t.processes.size() || t.processes[p].rank < 0) continue;
+    if (n == send || n == isend) {
+      if (s.arg[i] < kAnyPeer) sends->push_back({t.processes[p].rank, static_cast<int64_t>(s.arg[i]), clock, s.ts[i], s.ts[i]});
+    } else {
+      recvs_of[p].push_back({s.ts[i], s.ts[i] + s.dur[i], s.arg[i], n == recv});
+    }
+  }
+  // Each receive's arrival: its backend work's completion (works are made in
+  // call order), where the process has one work per receive call.
+  std::vector<std::vector<std::pair<uint64_t, int64_t>>> works_of(t.processes.size());  // (seq, completion)
+  const model::CollectiveTable& c = t.collectives;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (c.process[i] < works_of.size() && !recvs_of[c.process[i]].empty() &&
+        t.strings.Get(c.name[i]).find("recv") != std::string_view::npos)
+      works_of[c.process[i]].push_back({c.seq[i], c.dur[i] >= 0 ? c.ts[i] + c.dur[i] : -1});
+  for (uint32_t p = 0; p < recvs_of.size(); ++p) {
+    std::vector<Recv>& r = recvs_of[p];
+    if (r.empty()) continue;
+    std::sort(r.begin(), r.end(), [](const Recv& a, const Recv& b) { return a.ts < b.ts; });
+    std::vector<std::pair<uint64_t, int64_t>>& w = works_of[p];
+    std::sort(w.begin(), w.end());
+    const bool by_work = w.size() == r.size();
+    for (size_t k = 0; k < r.size(); ++k) {
+      if (r[k].peer >= kAnyPeer) continue;
+      int64_t arrived = by_work ? w[k].second : r[k].blocking ? r[k].end : -1;
+      if (arrived < 0) continue;
+      receives->push_back({static_cast<int64_t>(r[k].peer), t.processes[p].rank, clock, r[k].ts, arrived});
+    }
+  }
+}
+
+std::vector<HappenedBefore> MessagePairs(std::vector<MessageEnd> sends, std::vector<MessageEnd> receives) {
+  auto by_pair = [](const MessageEnd& a, const MessageEnd& b) {
+    return std::tie(a.from, a.to, a.order) < std::tie(b.from, b.to, b.order);
+  };
+  std::sort(sends.begin(), sends.end(), by_pair);
+  std::sort(receives.begin(), receives.end(), by_pair);
+  std::vector<HappenedBefore> out;
+  size_t i = 0, j = 0;
+  while (i < sends.size() && j < receives.size()) {
+    const MessageEnd &a = sends[i], &b = receives[j];
+    if (std::tie(a.from, a.to) < std::tie(b.from, b.to)) { ++i; continue; }
+    if (std::tie(b.from, b.to) < std::tie(a.from, a.to)) { ++j; continue; }
+    // The same pair: n-th with n-th.
+    size_t i2 = i, j2 = j;
+    while (i2 < sends.size() && sends[i2].from == a.from && sends[i2].to == a.to) ++i2;
+    while (j2 < receives.size() && receives[j2].from == a.from && receives[j2].to == a.to) ++j2;
+    for (size_t k = 0; i + k < i2 && j + k < j2; ++k)
+      if (sends[i + k].clock != receives[j + k].clock)
+        out.push_back({sends[i + k].clock, receives[j + k].clock, sends[i + k].ts, receives[j + k].ts});
+    i = i2;
+    j = j2;
   }
   return out;
 }

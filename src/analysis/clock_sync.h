@@ -7,7 +7,7 @@
 // whatever one host saw begin before another saw it end happened in that
 // order, whatever the clocks say — a synchronizing collective (all-reduce,
 // all-gather, barrier...) ends on every rank after every rank began it, and a
-// receive ends after its send began.
+// receive ends after its send began (much tighter: the one-way latency).
 //
 // For one clock against the reference (clock = reference + offset + drift *
 // (t - center)), every such pair bounds the offset at a given drift from one
@@ -65,6 +65,22 @@ std::vector<ClockSync> SynchronizeClocks(size_t clocks, uint32_t reference, cons
 // clock's; clock_of_process[p] is the clock of c.process == p.
 std::vector<HappenedBefore> CollectivePairs(const model::CollectiveTable& c, const model::StringPool& names,
                                             const std::vector<uint32_t>& clock_of_process);
+
+// One end of a point-to-point message as its rank saw it: a send when it was
+// issued (the torch.distributed.send/isend span's begin, which the Python hook
+// records with the peer's rank: python/strata/_torch.py), a receive when its
+// data had arrived (its recv work's completion; a blocking recv's span end).
+struct MessageEnd {
+  int64_t from = -1, to = -1;  // global ranks
+  uint32_t clock = 0;
+  int64_t order = 0;           // when it was issued (the n-th of a pair is the n-th issued)
+  int64_t ts = 0;              // sent / received
+};
+void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageEnd>* sends,
+                     std::vector<MessageEnd>* receives);
+// Each (from, to)'s n-th send happened before its n-th receive ended (messages
+// of one pair arrive in order), for the pairs on two clocks.
+std::vector<HappenedBefore> MessagePairs(std::vector<MessageEnd> sends, std::vector<MessageEnd> receives);
 
 // How many pairs the maps leave in the wrong order, and by how much at worst.
 struct OrderCheck {

@@ -82,6 +82,7 @@ int RunMerge(const MergeArgs& a) {
   model::CollectiveTable all;
   model::StringPool names;
   std::vector<uint32_t> clock_of_process;
+  std::vector<analysis::MessageEnd> sends, receives;
   int64_t best_rank = INT64_MAX;
   uint32_t reference = 0;
   for (const std::string& path : a.traces) {
@@ -128,6 +129,7 @@ int RunMerge(const MergeArgs& a) {
       all.bytes.push_back(c.bytes[i]);
       all.tensors.push_back(c.tensors[i]);
     }
+    analysis::CollectMessages(*t, m.clock, &sends, &receives);
     plan.members.push_back(std::move(m));
   }
 
@@ -135,7 +137,12 @@ int RunMerge(const MergeArgs& a) {
   std::vector<int64_t> wall(plan.clocks.size(), 0);
   for (size_t k = 0; k < wall.size(); ++k)
     if (wall_known[k] && wall_known[reference]) wall[k] = clock_wall[k] - clock_wall[reference];
-  const std::vector<analysis::HappenedBefore> pairs = analysis::CollectivePairs(all, names, clock_of_process);
+  std::vector<analysis::HappenedBefore> pairs = analysis::CollectivePairs(all, names, clock_of_process);
+  const size_t collective_bounds = pairs.size();
+  {
+    std::vector<analysis::HappenedBefore> messages = analysis::MessagePairs(std::move(sends), std::move(receives));
+    pairs.insert(pairs.end(), messages.begin(), messages.end());
+  }
   const std::vector<analysis::ClockSync> sync =
       analysis::SynchronizeClocks(plan.clocks.size(), reference, wall, pairs);
   std::vector<model::ClockMap> maps;
@@ -184,11 +191,12 @@ int RunMerge(const MergeArgs& a) {
   }
   const analysis::OrderCheck check = analysis::CheckOrder(pairs, maps);
   if (check.pairs)
-    out += fmt::format("  order: {} of {} collective bounds between clocks hold after the merge{}\n",
-                       check.pairs - check.violated, check.pairs,
+    out += fmt::format("  order: {} of {} bounds between clocks ({} from collectives, {} from messages) hold after the "
+                       "merge{}\n",
+                       check.pairs - check.violated, check.pairs, collective_bounds, check.pairs - collective_bounds,
                        check.violated ? fmt::format(" (worst off by {})", HumanDuration(check.worst_ns)) : "");
   else if (plan.clocks.size() > 1)
-    out += "  no collectives across clocks: offsets are the wall clocks' (as good as the hosts' NTP)\n";
+    out += "  no collectives or messages across clocks: offsets are the wall clocks' (as good as the hosts' NTP)\n";
   return WriteStdout(out);
 }
 

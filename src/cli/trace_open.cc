@@ -1,9 +1,12 @@
 // Every command that reads a trace opens it through its index.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
+#include "importers/merged/merged.h"
 #include "index/open_trace.h"
 
 namespace strata::cli {
@@ -30,6 +33,8 @@ StatusOr<model::Trace> OpenTraceForCommand(const std::string& path, const import
   if (t.ok() && !use.path.empty()) {
     std::string dir = std::filesystem::path(use.path).parent_path().string();
     model::SetColumnSpill(dir.empty() ? "." : dir, io.column_budget_bytes);
+  } else if (t.ok() && importers::IsMergedTraceDir(path) && ::access(path.c_str(), W_OK) == 0) {
+    model::SetColumnSpill(path, io.column_budget_bytes);  // a merged trace: no index, its own directory
   }
   return t;
 }

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -152,9 +152,14 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     return importers::LoadTrace(path, lo);
   bool is_dir = S_ISDIR(st.st_mode);
   // A merged trace has no index of its own: its members are read through theirs.
-  if (is_dir && importers::IsMergedTraceDir(path))
+  if (is_dir && importers::IsMergedTraceDir(path)) {
+    // The merged model is built anew: past the budget, its columns spill into
+    // the merged trace's directory (members' own imports spill beside theirs).
+    std::optional<model::ScopedColumnSpill> spill;
+    if (io.column_budget_bytes > 0 && ::access(path.c_str(), W_OK) == 0) spill.emplace(path, io.column_budget_bytes);
     return importers::LoadMergedTrace(
         path, [&lo, &io](const std::string& member) { return OpenTrace(member, lo, io, nullptr); });
+  }
   auto sig = StatSignatureOf(path);
   if (!sig.ok()) return importers::LoadTrace(path, lo);
   std::vector<std::string> candidates;
