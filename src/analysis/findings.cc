@@ -659,6 +659,7 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   RankStraggler(c, &out);
+  ExposedCollectives(c, &out);
   Straggler(c, &out);
   GpuIdle(c, &out);  // after the rules it may add its evidence to
   std::erase_if(out, [&](const Finding& f) { return f.estimated_gain_pct < opt.min_gain_pct; });

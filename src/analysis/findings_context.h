@@ -82,7 +82,8 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out);              // rule
 void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
 void CpuContention(FindingsContext& c, std::vector<Finding>* out);
 void Straggler(FindingsContext& c, std::vector<Finding>* out);
-void RankStraggler(FindingsContext& c, std::vector<Finding>* out);  // rules_comms.cc
+void RankStraggler(FindingsContext& c, std::vector<Finding>* out);       // rules_comms.cc
+void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out);  // rules_comms.cc
 // Rules in rules_placement.cc.
 void HostPlacement(FindingsContext& c, std::vector<Finding>* out);
 void CrossDevicePlacement(FindingsContext& c, std::vector<Finding>* out);

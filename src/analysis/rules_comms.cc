@@ -1,5 +1,7 @@
 // Findings from the communication across ranks (analysis/comms.h): the rank
-// that makes the others wait at their collectives.
+// that makes the others wait at their collectives, and, where no rank does,
+// collectives that every rank waits for (communication not hidden behind
+// compute).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,6 +86,70 @@ void RankStraggler(FindingsContext& c, std::vector<Finding>* out) {
                                 "every rank's step is as much shorter",
                                 w.label, s.phase, Ms(saved));
   f.suggestion = PhaseAdvice(s.phase);
+  out->push_back(std::move(f));
+}
+
+void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out) {
+  // The device rule (findings.cc, Communication) has it from the critical
+  // path where communication kernels ran; a straggler explains the waits.
+  for (const Finding& f : *out)
+    if (f.category == "communication" || f.category == "straggler") return;
+  const CommsSummary s = AnalyzeComms(c.t);
+  if (s.empty() || s.straggler >= 0) return;
+  // Per rank: the share of its step its thread waits, off CPU or in a
+  // synchronization, while a collective of its is in flight.
+  std::vector<double> share;
+  double colls = 0, bytes = 0, flight = 0, wait = 0, step = 0;
+  size_t n = 0;
+  for (const RankComms& r : s.ranks) {
+    if (r.counted_steps == 0 || r.steps == 0) continue;
+    double st = static_cast<double>(r.comm_wait);
+    for (int64_t p : r.parts) st += static_cast<double>(p);
+    if (st <= 0) continue;
+    share.push_back(static_cast<double>(r.comm_wait) / st);
+    colls += static_cast<double>(r.collectives) / static_cast<double>(r.steps);
+    bytes += static_cast<double>(r.bytes) / static_cast<double>(r.steps);
+    flight += static_cast<double>(r.in_flight_ns) / static_cast<double>(r.steps);
+    wait += static_cast<double>(r.comm_wait);
+    step += st;
+    ++n;
+  }
+  if (n < 2) return;
+  std::sort(share.begin(), share.end());
+  const double pct = 100.0 * share[share.size() / 2];
+  if (pct < 5) return;
+  colls /= static_cast<double>(n);
+  bytes /= static_cast<double>(n);
+  flight /= static_cast<double>(n);
+  wait /= static_cast<double>(n);
+  step /= static_cast<double>(n);
+  Finding f;
+  f.category = "communication";
+  f.title = fmt::format("Every rank waits for its collectives: {:.0f}% of the step (median of {} ranks) with nothing "
+                        "else to do",
+                        pct, n);
+  const bool small = colls > 0 && bytes / colls < 64 * 1024;
+  f.evidence = fmt::format(
+      "Per step each rank runs {:.1f} collectives of {} in all ({} each on average), in flight {} of its {} step; "
+      "its thread waits {} of that off CPU or synchronizing. No rank arrives last often enough to be the cause: "
+      "the collectives themselves take this long.",
+      colls, HumanBytes(bytes), HumanBytes(colls > 0 ? bytes / colls : 0), Ms(flight), Ms(step), Ms(wait));
+  f.metrics = {{"comm_wait_ns_per_step", wait},
+               {"collectives_per_step", colls},
+               {"bytes_per_step", bytes},
+               {"in_flight_ns_per_step", flight},
+               {"ranks", static_cast<double>(n)}};
+  // As the device rule: 60% of the wait hidden behind compute.
+  f.estimated_gain_pct = 0.6 * pct;
+  f.what_if = "60% of each rank's wait for its collectives hidden behind compute (overlapped with the backward pass, "
+              "or the collectives made that much shorter)";
+  f.suggestion =
+      small ? "Many small collectives are latency-bound: gather scalars (losses, metrics) into one tensor and all-reduce "
+              "them once per step or less often, raise DDP's bucket_cap_mb so gradients go in fewer buckets, and "
+              "accumulate gradients over micro-batches with no_sync()."
+            : "The collectives move many bytes: send fewer (bf16/fp16 gradients, DDP's fp16_compress_hook or PowerSGD "
+              "comm hook), all-reduce less often (gradient accumulation with no_sync()), overlap them with the backward "
+              "pass (bucket_cap_mb, gradient_as_bucket_view), or use a faster backend and interconnect (NCCL on GPUs).";
   out->push_back(std::move(f));
 }
 

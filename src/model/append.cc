@@ -1,5 +1,6 @@
 #include "model/append.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -10,7 +11,8 @@ namespace {
 // dst += f(each row of src).
 template <class T, class F>
 void AppendColumn(Column<T>& dst, const Column<T>& src, F f) {
-  dst.reserve(dst.size() + src.size());
+  // Geometric: a merge appends many members to the same columns.
+  if (dst.capacity() < dst.size() + src.size()) dst.reserve(std::max(dst.size() + src.size(), 2 * dst.capacity()));
   for (const T& v : src) dst.push_back(f(v));
 }
 template <class T>

@@ -51,6 +51,19 @@ class TrainingSection : public Section {
     if (b_.Pct(analysis::StepPart::kCompute) >= 50 && !b_.compute_ops.empty()) BoundingOps(t);
     if (!s_.steps.empty() && s_.steps.front().slice != model::kNone)
       thread_ = ThreadLabel(t, t.slices.track[static_cast<size_t>(s_.steps.front().slice)]);
+    // Each step's rank, when the steps come from two or more ranks (a job's
+    // trace, a merged one): its rows are told apart by a rank column.
+    ranks_.assign(s_.steps.size(), -1);
+    int64_t first = -1;
+    for (size_t i = 0; i < s_.steps.size(); ++i) {
+      int32_t sl = s_.steps[i].slice;
+      if (sl == model::kNone || static_cast<size_t>(sl) >= t.slices.size()) continue;
+      uint32_t trk = t.slices.track[static_cast<size_t>(sl)];
+      if (trk >= t.tracks.size() || t.tracks[trk].process >= t.processes.size()) continue;
+      ranks_[i] = t.processes[t.tracks[trk].process].rank;
+      if (ranks_[i] >= 0 && first < 0) first = ranks_[i];
+      if (ranks_[i] >= 0 && ranks_[i] != first) by_rank_ = true;
+    }
   }
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (s_.steps.empty()) return;
@@ -80,15 +93,17 @@ class TrainingSection : public Section {
                          HumanRate(s_.duration.mean > 0 ? 1e9 / s_.duration.mean : 0, "steps"));
     out += fmt::format("  data wait   {:.1f}% of step time fetching batches (DataLoader __next__, tf.data iterators)\n", s_.data_wait_pct);
     RenderBreakdown(out);
-    out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", "step", "time", "data wait", "samples", "mem peak",
-                       "allocs");
+    out += fmt::format("  {}{:>6} {:>12} {:>12} {:>9} {:>12} {:>8}\n", by_rank_ ? fmt::format("{:>5} ", "rank") : "",
+                       "step", "time", "data wait", "samples", "mem peak", "allocs");
     size_t shown = 0;
-    for (const auto& st : s_.steps) {
+    for (size_t i = 0; i < s_.steps.size(); ++i) {
+      const auto& st = s_.steps[i];
       if (shown++ >= opt.top) {
         out += fmt::format("  ... {} more\n", s_.steps.size() - opt.top);
         break;
       }
-      out += fmt::format("  {:>6} {:>12} {:>12} {:>9} {:>12} {:>8}{}\n", st.number, FormatDuration(st.dur),
+      std::string rank = !by_rank_ ? "" : ranks_[i] >= 0 ? fmt::format("{:>5} ", ranks_[i]) : fmt::format("{:>5} ", "-");
+      out += fmt::format("  {}{:>6} {:>12} {:>12} {:>9} {:>12} {:>8}{}\n", rank, st.number, FormatDuration(st.dur),
                          FormatDuration(st.data_wait_ns), st.samples ? std::to_string(st.samples) : "-",
                          st.mem_peak >= 0 ? FormatBytes(static_cast<double>(st.mem_peak)) : "-", st.allocs,
                          st.partial ? "  (partial)" : st.profiled ? "  (profiled)" : st.skipped ? "  (warm-up)" : "");
@@ -105,11 +120,13 @@ class TrainingSection : public Section {
       });
     json steps = JsonRows(root, "framework.steps.steps", order.size(), opt, [&](size_t k) {
       const auto& st = s_.steps[order[k]];
-      return json{{"number", st.number},   {"ts_ns", st.ts},
+      json row = json{{"number", st.number},   {"ts_ns", st.ts},
                   {"duration_ns", st.dur}, {"data_wait_ns", st.data_wait_ns},
                   {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
                   {"allocs", st.allocs},   {"skipped", st.skipped},
                   {"partial", st.partial}, {"profiled", st.profiled}, {"breakdown", BreakdownJson(b_.steps[order[k]])}};
+      if (ranks_[order[k]] >= 0) row["rank"] = ranks_[order[k]];
+      return row;
     });
     const auto& d = s_.duration;
     Framework(root)["steps"] = {{"count", d.count},
@@ -251,6 +268,8 @@ class TrainingSection : public Section {
   std::vector<analysis::RooflinePoint> bounding_;
   std::string roof_;  // what bounding_'s percentages are of
   std::string thread_;
+  std::vector<int64_t> ranks_;  // per step: its process's rank (-1 unknown)
+  bool by_rank_ = false;        // steps of two or more ranks
 };
 
 class FrameworkOpsSection : public Section {
