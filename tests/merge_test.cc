@@ -346,3 +346,81 @@ TEST(Merge, SampledNcclRanksFromThePyTorchProfiler) {
 
 }  // namespace
 }  // namespace strata
+
+#include "analysis/findings.h"
+
+namespace strata {
+namespace {
+
+// A job built in memory: 4 ranks x 20 steps of 60 ms compute, then an
+// all-reduce each rank waits for asleep (off CPU) until it completes 30 ms
+// after the last rank entered; `late` ranks enter it `late_ns` later.
+model::Trace CommJob(int late_rank, int64_t late_ns) {
+  model::Trace t;
+  model::StringId step = t.strings.Intern("step"), op = t.strings.Intern("aten::mm"),
+                  coll = t.strings.Intern("gloo:all_reduce");
+  const int64_t step_ns = 100'000'000;
+  for (int r = 0; r < 4; ++r) {
+    model::Process p;
+    p.pid = 100 + r;
+    p.rank = r;
+    t.processes.push_back(p);
+    t.tracks.push_back({model::TrackKind::kThread, static_cast<uint32_t>(r), 100 + r});
+  }
+  // Thread states sorted by (track, ts), as importers leave them.
+  for (int r = 0; r < 4; ++r) {
+    for (int s = 0; s < 20; ++s) {
+      int64_t at = s * step_ns;
+      int64_t last = at + 60'000'000 + late_ns;
+      uint32_t trk = static_cast<uint32_t>(r);
+      int64_t compute = 60'000'000 + (r == late_rank ? late_ns : 0);
+      t.slices.Add(at, step_ns - 1, trk, step, model::SliceKind::kStep, static_cast<uint64_t>(s));
+      t.slices.Add(at, compute, trk, op, model::SliceKind::kOp);
+      int64_t enter = at + compute, done = last + 30'000'000;
+      t.thread_states.Add(at, compute, trk, model::ThreadState::kRunning, 0);
+      t.thread_states.Add(enter, done - enter, trk, model::ThreadState::kSleeping, -1);
+      t.thread_states.Add(done, at + step_ns - done, trk, model::ThreadState::kRunning, 0);
+      auto& c = t.collectives;
+      c.process.push_back(static_cast<uint32_t>(r));
+      c.name.push_back(coll);
+      c.seq.push_back(static_cast<uint64_t>(s));
+      c.ts.push_back(enter);
+      c.dur.push_back(done - enter);
+      c.track.push_back(trk);
+      c.end_track.push_back(trk);
+      c.bytes.push_back(int64_t{8} << 20);
+      c.tensors.push_back(1);
+    }
+  }
+  t.Finalize();
+  return t;
+}
+
+const analysis::Finding* Category(const std::vector<analysis::Finding>& f, const std::string& c) {
+  for (const auto& x : f)
+    if (x.category == c) return &x;
+  return nullptr;
+}
+
+TEST(CommFindings, EveryRankWaitingForItsCollectivesIsCommunication) {
+  auto f = analysis::Diagnose(CommJob(-1, 0));
+  const analysis::Finding* c = Category(f, "communication");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(Category(f, "straggler"), nullptr);
+  // 30 ms of each 100 ms step asleep in the all-reduce: 60% of it hidden.
+  double wait = -1;
+  for (const auto& [k, v] : c->metrics)
+    if (k == "comm_wait_ns_per_step") wait = v;
+  EXPECT_NEAR(wait, 30e6, 1e6);
+  EXPECT_NEAR(c->estimated_gain_pct, 18, 1.5);
+  EXPECT_NE(c->suggestion.find("many bytes"), std::string::npos) << c->suggestion;  // 8 MiB each
+}
+
+TEST(CommFindings, ALateRankIsTheStragglerNotCommunication) {
+  auto f = analysis::Diagnose(CommJob(2, 20'000'000));
+  EXPECT_NE(Category(f, "straggler"), nullptr);
+  EXPECT_EQ(Category(f, "communication"), nullptr);
+}
+
+}  // namespace
+}  // namespace strata
