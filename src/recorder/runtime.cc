@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
+#include <string_view>
 
 #include "base/files.h"
 #include "format/schema.h"
@@ -150,6 +152,52 @@ int64_t EnvInt(std::initializer_list<const char*> names, const char** which = nu
   return -1;
 }
 
+// TensorFlow's TF_CONFIG ({"cluster": {"chief": [..], "worker": [a, b]},
+// "task": {"type": "worker", "index": 1}}): with a chief, it is rank 0 and
+// worker i is rank i + 1; without one, worker i is rank i. Other tasks (ps,
+// evaluator) have none. A small scan, not a JSON parser: the recorder links no
+// JSON library, and the variable is written by launchers in this one shape.
+int64_t TfConfigRank(int64_t* world) {
+  const char* v = ::getenv("TF_CONFIG");
+  if (!v) return -1;
+  std::string_view s(v);
+  auto value_after = [&s](size_t key) {
+    size_t c = s.find(':', key);
+    if (c == std::string_view::npos) return std::string_view::npos;
+    size_t b = s.find_first_not_of(" \t\n\r", c + 1);
+    return b;
+  };
+  size_t task = s.find("\"task\"");
+  if (task == std::string_view::npos) return -1;
+  size_t type_key = s.find("\"type\"", task), index_key = s.find("\"index\"", task);
+  if (type_key == std::string_view::npos) return -1;
+  size_t tb = value_after(type_key);
+  if (tb == std::string_view::npos || s[tb] != '"') return -1;
+  size_t te = s.find('"', tb + 1);
+  if (te == std::string_view::npos) return -1;
+  std::string_view type = s.substr(tb + 1, te - tb - 1);
+  int64_t index = 0;
+  if (index_key != std::string_view::npos) {
+    size_t ib = value_after(index_key);
+    if (ib == std::string_view::npos) return -1;
+    index = std::strtoll(std::string(s.substr(ib, 20)).c_str(), nullptr, 10);
+  }
+  auto count = [&s](const char* key) -> int64_t {  // entries of the cluster's list `key`
+    size_t k = s.find(key);
+    if (k == std::string_view::npos) return 0;
+    size_t b = s.find('[', k), e = b == std::string_view::npos ? b : s.find(']', b);
+    if (e == std::string_view::npos) return 0;
+    int64_t quotes = 0;
+    for (size_t i = b; i < e; ++i) quotes += s[i] == '"';
+    return quotes / 2;
+  };
+  const int64_t chief = count("\"chief\""), workers = count("\"worker\"");
+  *world = chief + workers > 0 ? chief + workers : -1;
+  if (type == "chief" || type == "master") return 0;
+  if (type == "worker" && index >= 0) return index + chief;
+  return -1;
+}
+
 std::atomic<int64_t> g_rank_written{-2};  // the rank last written (-1: none known)
 
 }  // namespace
@@ -162,10 +210,13 @@ bool QueueProcessRank(Runtime& rt, bool fresh) {
   int64_t rank = EnvInt({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK",
                          "SLURM_PROCID"},
                         &which);
+  int64_t tf_world = -1;
+  if (rank < 0 && (rank = TfConfigRank(&tf_world)) >= 0) which = "TF_CONFIG";
   if (rank < 0 || g_rank_written.exchange(rank) == rank) return false;
   int64_t local = EnvInt({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",
                           "SLURM_LOCALID"});
   int64_t world = EnvInt({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_NTASKS"});
+  if (world < 0) world = tf_world;
   const char* job = nullptr;
   for (const char* n : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"})
     if ((job = ::getenv(n)) && *job) break;

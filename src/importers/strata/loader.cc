@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/files.h"
 #include "format/schema.h"
+#include "importers/common/op_collectives.h"
 #include "importers/strata/decoder.h"
 #include "importers/strata/graph_files.h"
 #include "importers/strata/ort_merge.h"
@@ -136,6 +137,7 @@ class Loader {
     for (auto& h : reg_.before_) h(ctx_);
     ctx_.slice_remap_ = t.Finalize();
     for (auto& h : reg_.after_) h(ctx_);
+    AddOpCollectives(t);  // TensorFlow's collective ops (its profiler's, merged above)
     ctx_.slice_remap_ = {};
     for (auto& [what, n] : ctx_.counted_warnings_) ctx_.Warn(std::to_string(n) + " " + what);
     return std::move(ctx_.trace_);

@@ -19,6 +19,7 @@
 #include "importers/common/launch_index.h"
 #include "importers/common/process_tracker.h"
 #include "importers/kineto/caches.h"
+#include "importers/common/op_collectives.h"
 #include "importers/xplane/xplane_arg_strings.h"
 #include "importers/xplane/xplane_build.h"
 #include "importers/xplane/xplane_names.h"
@@ -191,7 +192,10 @@ class Builder {
     LinkLaunches();
     if (!merge_) AddSteps();
     for (auto& [what, n] : counts_) t_.warnings.push_back(fmt::format("{}{} {}", merge_ ? "XSpace: " : "", n, what));
-    if (!merge_) t_.Finalize();
+    if (!merge_) {
+      t_.Finalize();
+      AddOpCollectives(t_);  // TensorFlow's collective ops
+    }
     return OkStatus();
   }
 
