@@ -29,6 +29,9 @@ PACKAGES=(
   strace linux-perf util-linux
   # the PyTorch level: libtorch for the observer (libstrata_torch), torch for /usr/bin/python3
   python3-torch libtorch-dev python3-torchvision
+  # MPI: Open MPI's mpi.h for the PMPI collector (libstrata_mpi) and mpirun for its test; ip for the
+  # two-host test's network namespaces
+  libopenmpi-dev openmpi-bin iproute2
 )
 if [ -n "${STRATA_EXTRA_PACKAGES:-}" ]; then
   # shellcheck disable=SC2206

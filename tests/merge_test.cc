@@ -13,6 +13,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -402,6 +403,52 @@ TEST(Merge, TensorFlowMultiWorkerCollectives) {
     EXPECT_NEAR(static_cast<double>(r.step_p50) / 1e6, own[static_cast<int>(r.rank)], 0.1 * own[static_cast<int>(r.rank)])
         << r.label;
   }
+}
+
+// MPI through PMPI (collectors/mpi): 4 ranks under mpirun in one recording,
+// each with its rank from Open MPI's environment, its all-reduces and
+// barriers matched across the ranks, and its sends and receives with their
+// peers (the spans `strata merge` pairs).
+TEST(Mpi, PingPongAndAllreduceOnFourRanks) {
+  std::string prog = testing::TestProgram("mpi_pingpong");
+  if (::access(prog.c_str(), X_OK) != 0) GTEST_SKIP() << "built without MPI (libopenmpi-dev)";
+  if (::access((testing::LibDir() + "/libstrata_mpi.so").c_str(), R_OK) != 0) GTEST_SKIP() << "no libstrata_mpi.so";
+  std::string dir = testing::TempDir("mpi-pingpong");
+  auto r = testing::Record(dir, {"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4", prog, "40"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  model::Trace t = testing::Load(dir);
+  std::map<int64_t, uint32_t> proc_of_rank;
+  for (uint32_t p = 0; p < t.processes.size(); ++p)
+    if (t.processes[p].rank >= 0) proc_of_rank[t.processes[p].rank] = p;
+  ASSERT_EQ(proc_of_rank.size(), 4u);
+  analysis::CommsSummary s = analysis::AnalyzeComms(t);
+  ASSERT_EQ(s.ranks.size(), 4u);
+  EXPECT_EQ(s.mismatched, 0u);
+  std::map<std::string, uint64_t> count;
+  for (const auto& k : s.kinds) count[k.name] = k.count;
+  EXPECT_EQ(count["mpi:allreduce"], 4u * 2 * 40);
+  EXPECT_EQ(count["mpi:barrier"], 4u * 4);
+  EXPECT_EQ(count["mpi:send"], 4u * 40);
+  EXPECT_EQ(count["mpi:recv"], 4u * 40);
+  for (const auto& k : s.kinds)
+    if (k.name == "mpi:allreduce") EXPECT_EQ(k.bytes, int64_t{4} * 40 * (65536 * 4 + 8));
+  // Messages with their peers: rank r and r ^ 1 exchange one each way per iteration.
+  std::vector<analysis::MessageEnd> sends, receives;
+  analysis::CollectMessages(t, 0, &sends, &receives);
+  ASSERT_EQ(sends.size(), 4u * 40);
+  ASSERT_EQ(receives.size(), 4u * 40);
+  for (const auto& m : sends) EXPECT_EQ(m.to, m.from ^ 1);
+  // Each (from, to)'s n-th send began before its n-th receive returned (one clock).
+  auto key = [](const analysis::MessageEnd& m) { return std::tie(m.from, m.to, m.order); };
+  std::sort(sends.begin(), sends.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+  std::sort(receives.begin(), receives.end(), [&](auto& a, auto& b) { return key(a) < key(b); });
+  for (size_t i = 0; i < sends.size(); ++i) {
+    ASSERT_EQ(sends[i].from, receives[i].from);
+    ASSERT_EQ(sends[i].to, receives[i].to);
+    EXPECT_LT(sends[i].ts, receives[i].ts);
+  }
+  auto manifest = testing::ManifestCollector(dir, "mpi");
+  EXPECT_EQ(manifest["state"], "recorded") << manifest.dump();
 }
 
 // A job built in memory: 4 ranks x 20 steps of 60 ms compute, then an

@@ -228,12 +228,15 @@ std::vector<HappenedBefore> CollectivePairs(const model::CollectiveTable& c, con
 void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageEnd>* sends,
                      std::vector<MessageEnd>* receives) {
   constexpr uint64_t kAnyPeer = uint64_t{1} << 63;
+  // torch.distributed's (python/strata/_torch.py) and MPI's (collectors/mpi) spans.
   const model::StringId send = t.strings.Find("torch.distributed.send"),
                         isend = t.strings.Find("torch.distributed.isend"),
                         recv = t.strings.Find("torch.distributed.recv"),
-                        irecv = t.strings.Find("torch.distributed.irecv");
-  if (send == model::StringPool::kNotFound && isend == model::StringPool::kNotFound &&
-      recv == model::StringPool::kNotFound && irecv == model::StringPool::kNotFound)
+                        irecv = t.strings.Find("torch.distributed.irecv"), mpi_send = t.strings.Find("mpi.send"),
+                        mpi_isend = t.strings.Find("mpi.isend"), mpi_recv = t.strings.Find("mpi.recv");
+  constexpr model::StringId kNo = model::StringPool::kNotFound;
+  if (send == kNo && isend == kNo && recv == kNo && irecv == kNo && mpi_send == kNo && mpi_isend == kNo &&
+      mpi_recv == kNo)
     return;
   struct Recv {
     int64_t ts, end;
@@ -244,12 +247,18 @@ void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageE
   const model::SliceTable& s = t.slices;
   for (size_t i = 0; i < s.size(); ++i) {
     const model::StringId n = s.name[i];
-    if (n != send && n != isend && n != recv && n != irecv) continue;
+    if (n == kNo || (n != send && n != isend && n != recv && n != irecv && n != mpi_send && n != mpi_isend &&
+                     n != mpi_recv))
+      continue;
     if (s.kind[i] != model::SliceKind::kSpan || s.track[i] >= t.tracks.size()) continue;
     const uint32_t p = t.tracks[s.track[i]].process;
     if (p >= t.processes.size() || t.processes[p].rank < 0) continue;
-    if (n == send || n == isend) {
+    if (n == send || n == isend || n == mpi_send || n == mpi_isend) {
       if (s.arg[i] < kAnyPeer) sends->push_back({t.processes[p].rank, static_cast<int64_t>(s.arg[i]), clock, s.ts[i], s.ts[i]});
+    } else if (n == mpi_recv) {
+      // A blocking MPI_Recv has its data when it returns.
+      if (s.arg[i] < kAnyPeer)
+        receives->push_back({static_cast<int64_t>(s.arg[i]), t.processes[p].rank, clock, s.ts[i], s.ts[i] + s.dur[i]});
     } else {
       recvs_of[p].push_back({s.ts[i], s.ts[i] + s.dur[i], s.arg[i], n == recv});
     }
@@ -260,7 +269,8 @@ void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageE
   const model::CollectiveTable& c = t.collectives;
   for (size_t i = 0; i < c.size(); ++i)
     if (c.process[i] < works_of.size() && !recvs_of[c.process[i]].empty() &&
-        t.strings.Get(c.name[i]).find("recv") != std::string_view::npos)
+        t.strings.Get(c.name[i]).find("recv") != std::string_view::npos &&
+        t.strings.Get(c.name[i]).rfind("mpi:", 0) != 0)
       works_of[c.process[i]].push_back({c.seq[i], c.dur[i] >= 0 ? c.ts[i] + c.dur[i] : -1});
   for (uint32_t p = 0; p < recvs_of.size(); ++p) {
     std::vector<Recv>& r = recvs_of[p];
