@@ -164,10 +164,8 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
   std::string preload = paths.lib_dir + "/libstrata.so";
   // MPI's calls (collectors/mpi): defines MPI_* over PMPI_*, inert in a
   // process that does not use MPI.
-  if (PathExists(paths.lib_dir + "/libstrata_mpi.so")) {
-    preload += ":" + paths.lib_dir + "/libstrata_mpi.so";
-    manifest->silent_collectors["mpi"] = "the program made no MPI call (or none strata records)";
-  }
+  // (Said in the manifest by the processes that call MPI; nothing otherwise.)
+  if (PathExists(paths.lib_dir + "/libstrata_mpi.so")) preload += ":" + paths.lib_dir + "/libstrata_mpi.so";
   // The import hook (sitecustomize) first, then the `strata` package itself, so
   // that `import strata` works in the program without installing anything.
   std::string pythonpath = paths.python_dir + "/strata_hook:" + paths.python_dir;
