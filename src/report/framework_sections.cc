@@ -125,7 +125,7 @@ class TrainingSection : public Section {
                   {"samples", st.samples}, {"mem_peak_bytes", st.mem_peak},
                   {"allocs", st.allocs},   {"skipped", st.skipped},
                   {"partial", st.partial}, {"profiled", st.profiled}, {"breakdown", BreakdownJson(b_.steps[order[k]])}};
-      if (ranks_[order[k]] >= 0) row["rank"] = ranks_[order[k]];
+      if (by_rank_ && ranks_[order[k]] >= 0) row["rank"] = ranks_[order[k]];  // steps of several ranks
       return row;
     });
     const auto& d = s_.duration;
