@@ -19,6 +19,7 @@ If the observer cannot be loaded, the program runs unchanged and the trace says
 why the PyTorch level is missing.
 """
 import ctypes
+import functools
 import json
 import os
 import threading
@@ -225,12 +226,7 @@ def _mark_point_to_point(torch):
                 finally:
                     end()
 
-            for attr in ("__doc__", "__name__", "__qualname__", "__module__"):
-                try:
-                    setattr(marked, attr, getattr(real, attr))
-                except (AttributeError, TypeError):
-                    pass
-            marked.__wrapped__ = real
+            functools.update_wrapper(marked, real)  # its name, doc, module; __wrapped__
             marked._strata_marked = True
             setattr(c10d, fname, marked)
             if getattr(dist, fname, None) is real:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata::importers {
@@ -74,28 +75,23 @@ size_t AddOpCollectives(model::Trace& t) {
     c.bytes.push_back(op >= 0 && t.ops.bytes[static_cast<size_t>(op)] > 0 ? t.ops.bytes[static_cast<size_t>(op)] : 0);
     c.tensors.push_back(1);
   }
-  // Keep the table sorted by (process, seq) with rows of other sources.
-  if (!rows.empty() && rows.size() != c.size()) {
-    std::vector<size_t> order(c.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&c](size_t a, size_t b) {
-      return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
-    });
-    model::CollectiveTable sorted;
-    for (size_t i : order) {
-      sorted.process.push_back(c.process[i]);
-      sorted.name.push_back(c.name[i]);
-      sorted.seq.push_back(c.seq[i]);
-      sorted.ts.push_back(c.ts[i]);
-      sorted.dur.push_back(c.dur[i]);
-      sorted.track.push_back(c.track[i]);
-      sorted.end_track.push_back(c.end_track[i]);
-      sorted.bytes.push_back(c.bytes[i]);
-      sorted.tensors.push_back(c.tensors[i]);
-    }
-    c = std::move(sorted);
-  }
+  // Sorted by (process, seq) with the rows of other sources.
+  if (!rows.empty() && rows.size() != c.size()) SortCollectives(c);
   return rows.size();
+}
+
+void SortCollectives(model::CollectiveTable& c) {
+  std::vector<size_t> order(c.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&c](size_t a, size_t b) {
+    return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
+  });
+  c.ForEachColumn([&order](const char*, auto& column) {
+    std::decay_t<decltype(column)> out;
+    out.reserve(column.size());
+    for (size_t i : order) out.push_back(column[i]);
+    column.swap(out);
+  });
 }
 
 }  // namespace strata::importers

@@ -20,4 +20,8 @@ std::string_view TfCollectiveKind(std::string_view op_name);
 // After Trace::Finalize. Returns the rows added.
 size_t AddOpCollectives(model::Trace& t);
 
+// Every column of `c` in the order the model promises: by process, then
+// sequence number (stably). Shared by the importers that add rows.
+void SortCollectives(model::CollectiveTable& c);
+
 }  // namespace strata::importers

@@ -4,11 +4,11 @@
 // Process::rank.
 #include <algorithm>
 #include <map>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "format/schema.h"
+#include "importers/common/op_collectives.h"
 #include "importers/strata/decoder.h"
 
 namespace strata::importers::strata_ctf {
@@ -90,18 +90,7 @@ void RegisterCommDecoders(DecoderRegistry& r) {
         busy_until = end;
       }
     }
-    // By process, then sequence.
-    std::vector<size_t> order(c.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&c](size_t a, size_t b) {
-      return c.process[a] != c.process[b] ? c.process[a] < c.process[b] : c.seq[a] < c.seq[b];
-    });
-    c.ForEachColumn([&order](const char*, auto& column) {
-      std::decay_t<decltype(column)> out;
-      out.reserve(column.size());
-      for (size_t i : order) out.push_back(column[i]);
-      column.swap(out);
-    });
+    SortCollectives(c);  // by process, then sequence
   });
 }
 
