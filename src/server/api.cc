@@ -74,8 +74,9 @@ const char* TrackKindName(model::TrackKind k) {
 }
 
 
-// A range asked for: start and end (the trace's by default; the end after
-// the start) and, where the answer is per pixel, the width.
+// A range asked for: start and end (the trace's by default, or just after a
+// start given past the trace's end; the end after the start) and, where the
+// answer is per pixel, the width.
 struct Range {
   int64_t start = 0, end = 0;
   int pixels = 0;
@@ -83,7 +84,7 @@ struct Range {
 std::string ParseRange(const std::multimap<std::string, std::string>& params, int64_t first, int64_t last,
                        bool per_pixel, Range* r) {
   std::string e = Param<int64_t>(params, "start", first, INT64_MIN / 4, INT64_MAX / 4, &r->start);
-  if (e.empty()) e = Param<int64_t>(params, "end", last, INT64_MIN / 4, INT64_MAX / 4, &r->end);
+  if (e.empty()) e = Param<int64_t>(params, "end", std::max(last, r->start + 1), INT64_MIN / 4, INT64_MAX / 4, &r->end);
   if (e.empty() && per_pixel) e = Param<int>(params, "pixels", 1000, 1, kMaxPixels, &r->pixels);
   if (e.empty() && r->end <= r->start) e = "end must be after start";
   return e;
@@ -536,7 +537,8 @@ ApiResponse Api::Counter(Served& s, std::string_view id_text, const std::multima
   size_t k = 0;
   if (!ParseNumber(id_text, &k) || k >= t.counter_series.size()) return Error(404, "no such counter");
   Range r;
-  if (std::string e = ParseRange(params, s.start_ns, s.end_ns, true, &r); !e.empty()) return Error(400, e);
+  // (the range is half-open: a point at the trace's very end is in its default)
+  if (std::string e = ParseRange(params, s.start_ns, s.end_ns + 1, true, &r); !e.empty()) return Error(400, e);
   // (copies, not a structured binding: clang 14 lets no lambda capture one)
   const int64_t start = r.start, end = r.end;
   const int pixels = r.pixels;
