@@ -33,6 +33,9 @@ venv TF "TensorFlow" "import tensorflow, keras" "tensorflow-cpu==2.21.0" "keras>
 venv JAX "JAX" "import jax" "jax==0.10.2"
 # ONNX Runtime (CPU) and onnx likewise (ctest workload_steps_ort; about 150 MB).
 venv ORT "ONNX Runtime" "import onnxruntime, onnx" "onnxruntime==1.32.0" onnx numpy
+# Dask's distributed scheduler and workers: `strata report --cluster` is tested
+# on a real local cluster started by the test (ctest job_test; about 60 MB).
+venv DASK "Dask distributed" "import distributed" "distributed==2026.8.0"
 # Playwright for Python: the browser tests of `strata view` (ctest ui_view_browser)
 # drive Debian's Chromium with it (about 200 MB).
 venv UI "Playwright" "import playwright.sync_api" "playwright==1.65.2"

@@ -430,8 +430,11 @@ TEST(Mpi, PingPongAndAllreduceOnFourRanks) {
   EXPECT_EQ(count["mpi:barrier"], 4u * 4);
   EXPECT_EQ(count["mpi:send"], 4u * 40);
   EXPECT_EQ(count["mpi:recv"], 4u * 40);
-  for (const auto& k : s.kinds)
-    if (k.name == "mpi:allreduce") EXPECT_EQ(k.bytes, int64_t{4} * 40 * (65536 * 4 + 8));
+  for (const auto& k : s.kinds) {
+    if (k.name == "mpi:allreduce") {
+      EXPECT_EQ(k.bytes, int64_t{4} * 40 * (65536 * 4 + 8));
+    }
+  }
   // Messages with their peers: rank r and r ^ 1 exchange one each way per iteration.
   std::vector<analysis::MessageEnd> sends, receives;
   analysis::CollectMessages(t, 0, &sends, &receives);

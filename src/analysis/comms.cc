@@ -96,46 +96,127 @@ void RankPhases(const std::vector<std::vector<HostInterval>>& timelines, size_t 
 
 }  // namespace
 
-CommsSummary AnalyzeComms(const model::Trace& t) {
-  CommsSummary s;
+CommsInput CommsInputOf(const model::Trace& t) {
+  CommsInput in;
   const model::CollectiveTable& c = t.collectives;
-  if (c.size() == 0) return s;
   for (size_t i = 0; i < c.size(); ++i)
-    if (c.process[i] >= t.processes.size()) return s;  // not a model an importer built
+    if (c.process[i] >= t.processes.size()) return in;  // not a model an importer built
   // The processes with collectives are the ranks.
-  std::vector<bool> has_rows(t.processes.size(), false);
-  for (size_t i = 0; i < c.size(); ++i) has_rows[c.process[i]] = true;
-  for (uint32_t proc = 0; proc < has_rows.size(); ++proc) {
-    if (!has_rows[proc]) continue;
+  std::vector<uint32_t> index_of(t.processes.size(), UINT32_MAX);  // process -> its index in ranks
+  for (size_t i = 0; i < c.size(); ++i) index_of[c.process[i]] = 0;
+  for (uint32_t proc = 0; proc < index_of.size(); ++proc) {
+    if (index_of[proc] == UINT32_MAX) continue;
+    index_of[proc] = static_cast<uint32_t>(in.ranks.size());
     RankComms r;
     r.process = proc;
     r.rank = t.processes[proc].rank;
+    r.pid = t.processes[proc].pid;
     r.label = RankLabel(t, proc);
-    s.ranks.push_back(std::move(r));
+    in.ranks.push_back(std::move(r));
   }
-  if (s.ranks.size() < 2) return {};
-  std::sort(s.ranks.begin(), s.ranks.end(), [&t](const RankComms& a, const RankComms& b) {
+  // Its rows, their totals and in-flight time.
+  std::vector<Intervals> in_flight(in.ranks.size());
+  std::vector<model::StringId> name_of(t.strings.size(), UINT32_MAX);
+  model::CollectiveTable& out = in.collectives;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const uint32_t k = index_of[c.process[i]];
+    RankComms& r = in.ranks[k];
+    ++r.collectives;
+    r.bytes += c.bytes[i];
+    if (c.dur[i] >= 0) in_flight[k].push_back({c.ts[i], c.ts[i] + c.dur[i]});
+    model::StringId& n = name_of[c.name[i]];
+    if (n == UINT32_MAX) n = in.names.Intern(t.strings.Get(c.name[i]));
+    out.process.push_back(k);
+    out.name.push_back(n);
+    out.seq.push_back(c.seq[i]);
+    out.ts.push_back(c.ts[i]);
+    out.dur.push_back(c.dur[i]);
+    out.track.push_back(0);
+    out.end_track.push_back(0);
+    out.bytes.push_back(c.bytes[i]);
+    out.tensors.push_back(c.tensors[i]);
+  }
+  for (size_t k = 0; k < in.ranks.size(); ++k) {
+    in_flight[k] = Merge(std::move(in_flight[k]));
+    for (auto& iv : in_flight[k]) in.ranks[k].in_flight_ns += iv.second - iv.first;
+  }
+  // Steps and phases per rank: every rank's windows broken down in one pass.
+  std::vector<std::vector<size_t>> steps_of = StepsByProcess(t);
+  std::vector<StepWindow> windows;
+  std::vector<size_t> first(in.ranks.size() + 1, 0);
+  for (size_t k = 0; k < in.ranks.size(); ++k) {
+    RankComms& r = in.ranks[k];
+    const std::vector<size_t>& steps = steps_of[r.process];
+    r.steps = steps.size();
+    std::vector<int64_t> durs;
+    for (size_t j = steps.size() > 4 ? 1 : 0; j < steps.size(); ++j) durs.push_back(t.slices.dur[steps[j]]);
+    r.step_p50 = Median(durs);
+    first[k] = windows.size();
+    PhaseWindows(t, steps, &windows);
+  }
+  first[in.ranks.size()] = windows.size();
+  if (!windows.empty()) {
+    std::vector<std::vector<HostInterval>> timelines;
+    BreakdownWindows(t, windows, &timelines);
+    for (size_t k = 0; k < in.ranks.size(); ++k)
+      RankPhases(timelines, first[k], first[k + 1] - first[k], in_flight[k], &in.ranks[k]);
+  }
+  return in;
+}
+
+void AppendCommsInput(CommsInput* in, const CommsInput& more, const model::ClockMap& clock) {
+  const uint32_t base = static_cast<uint32_t>(in->ranks.size());
+  in->ranks.insert(in->ranks.end(), more.ranks.begin(), more.ranks.end());
+  std::vector<model::StringId> name_of(more.names.size(), UINT32_MAX);
+  const model::CollectiveTable& c = more.collectives;
+  model::CollectiveTable& out = in->collectives;
+  for (size_t i = 0; i < c.size(); ++i) {
+    model::StringId& n = name_of[c.name[i]];
+    if (n == UINT32_MAX) n = in->names.Intern(more.names.Get(c.name[i]));
+    out.process.push_back(base + c.process[i]);
+    out.name.push_back(n);
+    out.seq.push_back(c.seq[i]);
+    out.ts.push_back(clock.Time(c.ts[i]));
+    out.dur.push_back(clock.Duration(c.dur[i]));
+    out.track.push_back(0);
+    out.end_track.push_back(0);
+    out.bytes.push_back(c.bytes[i]);
+    out.tensors.push_back(c.tensors[i]);
+  }
+}
+
+CommsSummary AnalyzeComms(const model::Trace& t) { return CombineComms(CommsInputOf(t)); }
+
+CommsSummary CombineComms(const CommsInput& in) {
+  CommsSummary s;
+  const model::CollectiveTable& c = in.collectives;
+  if (in.ranks.size() < 2 || c.size() == 0) return s;
+  // By rank, then pid.
+  std::vector<size_t> order(in.ranks.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&in](size_t x, size_t y) {
+    const RankComms& a = in.ranks[x];
+    const RankComms& b = in.ranks[y];
     if ((a.rank < 0) != (b.rank < 0)) return a.rank >= 0;
     if (a.rank != b.rank) return a.rank < b.rank;
-    return t.processes[a.process].pid < t.processes[b.process].pid;
+    return a.pid < b.pid;
   });
-  std::vector<size_t> index_of(t.processes.size(), 0);  // process -> its index in ranks
-  for (size_t k = 0; k < s.ranks.size(); ++k) index_of[s.ranks[k].process] = k;
+  std::vector<size_t> index_of(in.ranks.size(), 0);  // input index -> its index in s.ranks
+  for (size_t k = 0; k < order.size(); ++k) {
+    s.ranks.push_back(in.ranks[order[k]]);
+    index_of[order[k]] = k;
+  }
 
-  // Per rank: its rows, their totals and in-flight time.
-  std::vector<Intervals> in_flight(s.ranks.size());
+  // Totals by kind and by size.
   std::map<model::StringId, CollectiveKind> kinds;
   std::map<int, SizeBucket> sizes;
   for (size_t i = 0; i < c.size(); ++i) {
-    RankComms& r = s.ranks[index_of[c.process[i]]];
-    ++r.collectives;
-    r.bytes += c.bytes[i];
+    if (c.process[i] >= in.ranks.size()) return {};  // not an input CommsInputOf built
     CollectiveKind& k = kinds[c.name[i]];
     ++k.count;
     k.bytes += c.bytes[i];
     if (c.dur[i] >= 0) {
       k.total_ns += c.dur[i];
-      in_flight[index_of[c.process[i]]].push_back({c.ts[i], c.ts[i] + c.dur[i]});
       int bucket = 0;
       for (int64_t b = c.bytes[i]; b >= 1024 && bucket < 16; b >>= 2) ++bucket;
       SizeBucket& sb = sizes[bucket];
@@ -145,10 +226,6 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
       sb.bytes += c.bytes[i];
       sb.ns += c.dur[i];
     }
-  }
-  for (size_t k = 0; k < s.ranks.size(); ++k) {
-    in_flight[k] = Merge(std::move(in_flight[k]));
-    for (auto& iv : in_flight[k]) s.ranks[k].in_flight_ns += iv.second - iv.first;
   }
 
   // Instances: the same collective on every rank (collective_match.h).
@@ -189,7 +266,7 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
       std::map<model::StringId, bool> p2p;  // a send and its recv share a number
       for (size_t i = 0; i < c.size(); ++i) {
         auto [it, added] = p2p.emplace(c.name[i], false);
-        if (added) it->second = IsPointToPoint(t.strings.Get(c.name[i]));
+        if (added) it->second = IsPointToPoint(in.names.Get(c.name[i]));
         if (it->second) continue;
         model::StringId& f = first[c.seq[i]];
         if (f == UINT32_MAX) f = c.name[i];
@@ -204,7 +281,7 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
     for (auto& iv : Merge(std::move(lates[k]))) s.ranks[k].late_ns += iv.second - iv.first;
   }
   for (auto& [name, k] : kinds) {
-    k.name = std::string(t.strings.Get(name));
+    k.name = std::string(in.names.Get(name));
     auto it = skews.find(name);
     if (it != skews.end()) {
       k.skew_p50 = Median(it->second);
@@ -212,31 +289,10 @@ CommsSummary AnalyzeComms(const model::Trace& t) {
     }
     s.kinds.push_back(k);
   }
-  std::sort(s.kinds.begin(), s.kinds.end(),
-            [](const CollectiveKind& a, const CollectiveKind& b) { return a.total_ns > b.total_ns; });
+  std::sort(s.kinds.begin(), s.kinds.end(), [](const CollectiveKind& a, const CollectiveKind& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
   for (auto& [bucket, sb] : sizes) s.sizes.push_back(sb);
-
-  // Steps and phases per rank: every rank's windows broken down in one pass.
-  std::vector<std::vector<size_t>> steps_of = StepsByProcess(t);
-  std::vector<StepWindow> windows;
-  std::vector<size_t> first(s.ranks.size() + 1, 0);
-  for (size_t k = 0; k < s.ranks.size(); ++k) {
-    RankComms& r = s.ranks[k];
-    const std::vector<size_t>& steps = steps_of[r.process];
-    r.steps = steps.size();
-    std::vector<int64_t> durs;
-    for (size_t j = steps.size() > 4 ? 1 : 0; j < steps.size(); ++j) durs.push_back(t.slices.dur[steps[j]]);
-    r.step_p50 = Median(durs);
-    first[k] = windows.size();
-    PhaseWindows(t, steps, &windows);
-  }
-  first[s.ranks.size()] = windows.size();
-  if (!windows.empty()) {
-    std::vector<std::vector<HostInterval>> timelines;
-    BreakdownWindows(t, windows, &timelines);
-    for (size_t k = 0; k < s.ranks.size(); ++k)
-      RankPhases(timelines, first[k], first[k + 1] - first[k], in_flight[k], &s.ranks[k]);
-  }
 
   // The straggler: last to arrive at most matched collectives, by a margin
   // that is not noise (a rank that is last by microseconds makes no one wait).

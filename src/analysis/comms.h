@@ -13,20 +13,28 @@
 //    other ranks', the time spent waiting in collectives set apart);
 //  - collectives by kind and bandwidth by message size.
 // Pure functions over the model; one pass over the collectives, sorted once.
+// In two halves, so that a job's ranks can be analysed where their traces are
+// and only the small part crosses the network (job/): what each rank's own
+// trace says (CommsInputOf: its steps, their parts, its collectives' rows)
+// and what the ranks say together (CombineComms: matching, waits, the
+// straggler).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analysis/findings.h"
 #include "analysis/step_breakdown.h"
+#include "model/append.h"
 #include "model/trace.h"
 
 namespace strata::analysis {
 
 struct RankComms {
-  uint32_t process = 0;
+  uint32_t process = 0;     // in the trace it came from (in a CommsInput: the index of the rank's own input)
   int64_t rank = -1;        // the launcher's rank (-1: not known; `label` names the pid)
+  int64_t pid = 0;
   std::string label;        // "rank 2 (pid 1234)"
   size_t steps = 0;         // its steps (kStep slices of its threads)
   int64_t step_p50 = 0;     // ns, warm-up step left out
@@ -77,8 +85,30 @@ struct CommsSummary {
   bool empty() const { return ranks.size() < 2; }
 };
 
-// Empty (fewer than two ranks) when the trace has no collectives of two or
-// more processes.
+// What the ranks' own traces say: per rank (a process with collectives) its
+// steps, their parts, its collectives' count, bytes and time in flight (the
+// fields CombineComms does not set), and every collective row, whose
+// `process` is the rank's index in `ranks`; times on the trace's clock.
+struct CommsInput {
+  std::vector<RankComms> ranks;
+  model::CollectiveTable collectives;  // track and end_track unused
+  model::StringPool names;             // of collectives.name
+};
+CommsInput CommsInputOf(const model::Trace& t);
+// Appends `more` (the input of another trace) to `in`, its times mapped onto
+// `in`'s clock by `clock`.
+void AppendCommsInput(CommsInput* in, const CommsInput& more, const model::ClockMap& clock = {});
+// The analysis across ranks. Empty (fewer than two ranks) when the input has
+// no collectives of two or more ranks.
+CommsSummary CombineComms(const CommsInput& in);
+
+// CombineComms(CommsInputOf(t)).
 CommsSummary AnalyzeComms(const model::Trace& t);
+
+// The findings the communication gives (rules_comms.cc): the straggler, and
+// collectives every rank waits for where no rank is one (none where `out`
+// already has a communication or straggler finding).
+void StragglerFinding(const CommsSummary& s, std::vector<Finding>* out);
+void ExposedCollectivesFinding(const CommsSummary& s, std::vector<Finding>* out);
 
 }  // namespace strata::analysis

@@ -39,8 +39,7 @@ std::string PhaseAdvice(const std::string& phase) {
 
 }  // namespace
 
-void RankStraggler(FindingsContext& c, std::vector<Finding>* out) {
-  const CommsSummary s = AnalyzeComms(c.t);
+void StragglerFinding(const CommsSummary& s, std::vector<Finding>* out) {
   if (s.straggler < 0) return;
   const RankComms& w = s.ranks[static_cast<size_t>(s.straggler)];
   double step = static_cast<double>(w.step_p50);
@@ -89,12 +88,11 @@ void RankStraggler(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
-void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out) {
+void ExposedCollectivesFinding(const CommsSummary& s, std::vector<Finding>* out) {
   // The device rule (findings.cc, Communication) has it from the critical
   // path where communication kernels ran; a straggler explains the waits.
   for (const Finding& f : *out)
     if (f.category == "communication" || f.category == "straggler") return;
-  const CommsSummary s = AnalyzeComms(c.t);
   if (s.empty() || s.straggler >= 0) return;
   // Per rank: the share of its step its thread waits, off CPU or in a
   // synchronization, while a collective of its is in flight.
@@ -151,6 +149,14 @@ void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out) {
               "comm hook), all-reduce less often (gradient accumulation with no_sync()), overlap them with the backward "
               "pass (bucket_cap_mb, gradient_as_bucket_view), or use a faster backend and interconnect (NCCL on GPUs).";
   out->push_back(std::move(f));
+}
+
+void RankStraggler(FindingsContext& c, std::vector<Finding>* out) { StragglerFinding(AnalyzeComms(c.t), out); }
+
+void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out) {
+  for (const Finding& f : *out)
+    if (f.category == "communication" || f.category == "straggler") return;
+  ExposedCollectivesFinding(AnalyzeComms(c.t), out);
 }
 
 }  // namespace strata::analysis

@@ -23,6 +23,7 @@ void AddFlamegraphCommand(CLI::App& app);  // flamegraph_cmd.cc
 void AddIndexCommand(CLI::App& app);       // index_cmd.cc
 void AddViewCommand(CLI::App& app);        // view_cmd.cc
 void AddMergeCommand(CLI::App& app);       // merge_cmd.cc
+void AddSummarizeCommand(CLI::App& app);   // job_cmd.cc
 
 // Locations of strata's own files next to the running binary.
 struct InstallPaths {

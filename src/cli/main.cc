@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
   AddFlamegraphCommand(app);
   AddIndexCommand(app);
   AddMergeCommand(app);
+  AddSummarizeCommand(app);
   AddViewCommand(app);
   DescribeRecord(app);
   for (CLI::App* sub : app.get_subcommands({})) sub->group("Commands");

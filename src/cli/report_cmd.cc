@@ -9,6 +9,7 @@
 #include "base/progress.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/job_plan.h"
 #include "importers/load.h"
 #include "report/stored_report.h"
 #include "report/html_report.h"
@@ -19,7 +20,11 @@ namespace strata::cli {
 namespace {
 
 struct ReportArgs {
-  std::string trace;
+  std::vector<std::string> traces;
+  std::string trace;  // the one trace, when one is given
+  std::string cluster;
+  std::string worker_strata;
+  size_t jobs = 0;
   bool json = false;
   std::string html;
   std::string output;
@@ -65,7 +70,36 @@ report::ReportOptions OptionsOf(const ReportArgs& a) {
   return opt;
 }
 
-int RunReport(const ReportArgs& a) {
+// Several traces (a job's ranks and hosts) or --cluster: the job's report
+// from its members' summaries (job_cmd.cc).
+int RunJob(const ReportArgs& a) {
+  for (auto [set, name] : std::initializer_list<std::pair<bool, const char*>>{
+           {!a.html.empty(), "--html"}, {!a.flamegraph.empty(), "--flamegraph"}, {a.full, "--full"},
+           {a.hta, "--hta-compat"}, {a.batch_size > 0, "--batch-size"}})
+    if (set) {
+      PrintError(std::string(name) + " is for one trace: report each member on its own for it");
+      return kExitUsage;
+    }
+  JobReportArgs j;
+  j.traces = a.traces;
+  j.cluster = a.cluster;
+  j.worker_strata = a.worker_strata;
+  j.jobs = a.jobs;
+  j.top = a.top;
+  j.json = a.json;
+  j.output = a.output;
+  j.force = a.force;
+  if (int rc = CheckOutputPath(j.output, j.force); rc != kExitOk) return rc;
+  return RunJobReport(j);
+}
+
+int RunReport(ReportArgs& a) {
+  if (a.traces.size() > 1 || !a.cluster.empty() || a.jobs) return RunJob(a);
+  if (!a.worker_strata.empty()) {
+    PrintError("--worker-strata is for a job's report on a cluster (--cluster)");
+    return kExitUsage;
+  }
+  a.trace = a.traces.front();
   // Refuse before the (long) analysis rather than after it.
   for (const std::string* p : {&a.html, &a.output, &a.flamegraph})
     if (int rc = CheckOutputPath(*p, a.force); rc != kExitOk) return rc;
@@ -137,8 +171,17 @@ void AddReportCommand(CLI::App& app) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report", "Summarize a trace: steps, GPU time breakdown, kernels, launches, transfers, ops, spans, counters");
-  cmd->add_option("trace", args->trace, "a strata trace directory, or a PyTorch-profiler trace (.json, .json.gz)")
+  cmd->add_option("traces", args->traces,
+                  "a strata trace directory, or a PyTorch-profiler trace (.json, .json.gz); several: a job's ranks "
+                  "and hosts, reported together")
       ->required();
+  cmd->add_option("--cluster", args->cluster,
+                  "Summarize each trace as a task on this Dask scheduler's workers (tcp://HOST:8786), where the traces "
+                  "are; the client combines the summaries (needs Python with `distributed`: STRATA_DASK_PYTHON)");
+  cmd->add_option("-j,--jobs", args->jobs, "A job's report (of one merged trace too) on local cores: traces summarized at a time (default: the cores)")
+      ->check(CLI::Range(size_t{1}, size_t{1024}));
+  cmd->add_option("--worker-strata", args->worker_strata,
+                  "With --cluster: the strata binary on the workers (default: this one's path)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text (a summary; --full for every row)");
   cmd->add_option("--html", args->html, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("-o,--output", args->output, "Write the text or JSON report to this file instead of standard output");
@@ -162,14 +205,17 @@ void AddReportCommand(CLI::App& app) {
                   "Idle gaps between kernels shorter than this are 'kernel wait'")
       ->capture_default_str();
   cmd->add_option("--flamegraph", args->flamegraph, "Also write the CPU samples as folded stacks to FILE (- for stdout only)");
-  SetCommandHelp(cmd, "strata report [OPTIONS] TRACE",
+  SetCommandHelp(cmd, "strata report [OPTIONS] TRACE\nstrata report [OPTIONS] [--cluster tcp://HOST:8786] TRACE TRACE...",
                  "  strata report mytrace                        the summary as text\n"
                  "  strata report mytrace --json -o r.json       as JSON: the top 20 rows of each table, step statistics\n"
                  "  strata report mytrace --json --full          every row, every step, every critical-path segment\n"
                  "  strata report mytrace --what-if              each finding's fix as a what-if: the predicted step\n"
                  "  strata report mytrace --html report.html     one self-contained page with charts\n"
                  "  strata report rank0.pt.trace.json.gz --hta-compat --batch-size 32\n"
-                 "                                               a PyTorch-profiler trace, GPU figures as HTA computes them");
+                 "                                               a PyTorch-profiler trace, GPU figures as HTA computes them\n"
+                 "  strata report node*/trace                    a job: clocks, ranks, stragglers, each member's top finding\n"
+                 "  strata report --cluster tcp://sched:8786 node*/trace\n"
+                 "                                               the same, each trace summarized on a Dask worker");
   cmd->callback([args]() { throw CLI::RuntimeError(RunReport(*args)); });
 }
 

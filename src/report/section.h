@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/comms.h"
+#include "analysis/findings.h"
 #include "analysis/framework.h"
 #include "analysis/options.h"
 #include "model/trace.h"
@@ -78,6 +80,12 @@ std::unique_ptr<Section> MakeOsSection();
 
 // Ranks and their collectives (comms_section.cc).
 std::unique_ptr<Section> MakeCommsSection();
+// Its text and JSON ("ranks"; null when there are fewer than two ranks), and
+// the findings section's (findings_section.cc), for the job report too.
+void CommsText(const analysis::CommsSummary& s, const ReportOptions& opt, std::string& out);
+nlohmann::json CommsJson(const analysis::CommsSummary& s, const ReportOptions& opt);
+void FindingsText(const std::vector<analysis::Finding>& findings, const ReportOptions& opt, std::string& out);
+nlohmann::json FindingsJson(const std::vector<analysis::Finding>& findings);
 
 // Framework-level sections (framework_sections.cc).
 std::unique_ptr<Section> MakeTrainingSection();

@@ -1,0 +1,117 @@
+// A job member's summary (job/summary.h) written and read back, bad ones
+// refused with a reason; the job's analysis from summaries (job/combine.h)
+// as the analysis of the same ranks in one model.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/comms.h"
+#include "job/combine.h"
+#include "job/summary.h"
+
+namespace strata {
+namespace {
+
+// Two ranks in one trace: rank 1 enters every all-reduce 3 ms after rank 0.
+model::Trace TwoRanks(int64_t shift, int64_t first_rank) {
+  model::Trace t;
+  for (int64_t r = 0; r < 2; ++r) {
+    model::Process p;
+    p.pid = 100 + first_rank + r;
+    p.rank = first_rank + r;
+    t.processes.push_back(p);
+  }
+  const model::StringId ar = t.strings.Intern("gloo:all_reduce");
+  for (uint32_t p = 0; p < 2; ++p)
+    for (uint64_t k = 0; k < 20; ++k) {
+      int64_t begin = shift + static_cast<int64_t>(k) * 10'000'000 + (p == 1 ? 3'000'000 : 0);
+      int64_t end = shift + static_cast<int64_t>(k) * 10'000'000 + 3'500'000;
+      t.collectives.process.push_back(p);
+      t.collectives.name.push_back(ar);
+      t.collectives.seq.push_back(k);
+      t.collectives.ts.push_back(begin);
+      t.collectives.dur.push_back(end - begin);
+      t.collectives.track.push_back(0);
+      t.collectives.end_track.push_back(0);
+      t.collectives.bytes.push_back(4096);
+      t.collectives.tensors.push_back(1);
+    }
+  t.manifest_json = R"({"host": {"hostname": "n1", "boot_id": "b", "time_namespace": "t"}})";
+  return t;
+}
+
+TEST(JobSummary, RoundTripsAndRefusesBadOnes) {
+  model::Trace t = TwoRanks(0, 0);
+  job::MemberSummary s = job::Summarize(t, "n1/trace", nlohmann::json{{"findings", nlohmann::json::array()}});
+  EXPECT_EQ(s.clock_key, "n1 b t");
+  EXPECT_EQ(s.ranks, (std::vector<int64_t>{0, 1}));
+  ASSERT_EQ(s.comms.ranks.size(), 2u);
+  EXPECT_EQ(s.comms.collectives.size(), 40u);
+  std::string text = job::SummaryJson(s);
+  auto back = job::ParseSummary(text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(job::SummaryJson(*back), text);
+  EXPECT_EQ(back->comms.ranks[1].label, s.comms.ranks[1].label);
+
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string bad = text;
+    size_t at = bad.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at == std::string::npos) return std::string();
+    bad.replace(at, from.size(), to);
+    auto r = job::ParseSummary(bad);
+    EXPECT_FALSE(r.ok()) << "accepted with " << to;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(refused("strata-member-summary", "other").find("format"), std::string::npos);
+  EXPECT_NE(refused("\"version\":1", "\"version\":9").find("version 9"), std::string::npos);
+  EXPECT_NE(refused("\"rank\":[0,", "\"rank\":[7,").find("no rank"), std::string::npos);
+  EXPECT_NE(refused("\"ts\":[0,", "\"ts\":[\"0\",").find("not integers"), std::string::npos);
+  EXPECT_NE(refused("\"ts\":[0,", "\"ts\":[").find("unequal"), std::string::npos);
+  EXPECT_NE(refused("\"ts\":[0,", "\"ts\":[4611686018427387904,").find("out of range"), std::string::npos);
+  EXPECT_FALSE(job::ParseSummary(text.substr(0, text.size() / 2)).ok());
+  EXPECT_FALSE(job::ParseSummary("").ok());
+}
+
+// One host's ranks 0-1 and another's 2-3 (its clock 7 s ahead, the wall
+// clocks not knowing): the job's analysis finds the offset from the
+// collectives, and its figures are those of the four ranks in one model.
+TEST(JobSummary, TheJobFromSummariesIsTheJobInOneModel) {
+  model::Trace a = TwoRanks(0, 0);
+  model::Trace b = TwoRanks(7'000'000'000, 2);
+  b.manifest_json = R"({"host": {"hostname": "n2", "boot_id": "c", "time_namespace": "t"}})";
+  std::vector<job::MemberSummary> members;
+  members.push_back(job::Summarize(a, "a", nullptr));
+  members.push_back(job::Summarize(b, "b", nullptr));
+  job::JobAnalysis j = job::AnalyzeJob(members);
+  ASSERT_EQ(j.clocks.clocks.size(), 2u);
+  EXPECT_EQ(j.clocks.clocks[1].method, "communication");
+  // Every all-reduce ends at 3.5 ms on both; ranks 1 and 3 enter at 3 ms.
+  EXPECT_NEAR(static_cast<double>(j.clocks.clocks[1].map.offset_ns), -7e9, 3.5e6);
+  EXPECT_EQ(j.clocks.check.violated, 0u);
+  ASSERT_EQ(j.comms.ranks.size(), 4u);
+  EXPECT_EQ(j.comms.matched, 20u);
+  EXPECT_EQ(j.comms.ranks[2].rank, 2);
+
+  // The same four ranks in one model, on one clock.
+  model::Trace one = TwoRanks(0, 0);
+  model::Trace two = TwoRanks(0, 2);
+  model::ClockMap id;
+  model::Trace all;
+  model::AppendTrace(&all, one, id, "a");
+  model::AppendTrace(&all, two, id, "b");
+  all.Finalize();
+  analysis::CommsSummary direct = analysis::AnalyzeComms(all);
+  ASSERT_EQ(direct.ranks.size(), 4u);
+  EXPECT_EQ(direct.matched, j.comms.matched);
+  EXPECT_EQ(direct.kinds.size(), j.comms.kinds.size());
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(direct.ranks[k].label, j.comms.ranks[k].label);
+    EXPECT_EQ(direct.ranks[k].collectives, j.comms.ranks[k].collectives);
+    EXPECT_EQ(direct.ranks[k].last_arrivals, j.comms.ranks[k].last_arrivals);
+  }
+}
+
+}  // namespace
+}  // namespace strata
