@@ -430,17 +430,38 @@ TEST(Mpi, PingPongAndAllreduceOnFourRanks) {
   EXPECT_EQ(count["mpi:barrier"], 4u * 4);
   EXPECT_EQ(count["mpi:send"], 4u * 40);
   EXPECT_EQ(count["mpi:recv"], 4u * 40);
+  EXPECT_EQ(count["mpi:isend"], 4u * 40);
+  EXPECT_EQ(count["mpi:irecv"], 4u * 40);
+  // A nonblocking receive's row lasts until MPI_Waitall completed it: past
+  // the end of its MPI_Irecv call.
+  {
+    std::vector<int64_t> call_ends, row_ends;
+    for (size_t i = 0; i < t.slices.size(); ++i)
+      if (t.strings.Get(t.slices.name[i]) == "mpi.irecv") call_ends.push_back(t.slices.ts[i] + t.slices.dur[i]);
+    for (size_t i = 0; i < t.collectives.size(); ++i)
+      if (t.strings.Get(t.collectives.name[i]) == "mpi:irecv") {
+        ASSERT_GE(t.collectives.dur[i], 0) << "an irecv whose request never completed";
+        row_ends.push_back(t.collectives.ts[i] + t.collectives.dur[i]);
+      }
+    std::sort(call_ends.begin(), call_ends.end());
+    std::sort(row_ends.begin(), row_ends.end());
+    ASSERT_EQ(call_ends.size(), row_ends.size());
+    size_t later = 0;
+    for (size_t i = 0; i < row_ends.size(); ++i) later += row_ends[i] > call_ends[i];
+    EXPECT_GE(later, row_ends.size() * 9 / 10);
+  }
   for (const auto& k : s.kinds) {
     if (k.name == "mpi:allreduce") {
       EXPECT_EQ(k.bytes, int64_t{4} * 40 * (65536 * 4 + 8));
     }
   }
-  // Messages with their peers: rank r and r ^ 1 exchange one each way per iteration.
   std::vector<analysis::MessageEnd> sends, receives;
   analysis::CollectMessages(t, 0, &sends, &receives);
-  ASSERT_EQ(sends.size(), 4u * 40);
-  ASSERT_EQ(receives.size(), 4u * 40);
-  for (const auto& m : sends) EXPECT_EQ(m.to, m.from ^ 1);
+  // Messages with their peers: the ping-pong's (r and r ^ 1, one each way)
+  // and the ring's (r to r + 1), each iteration.
+  ASSERT_EQ(sends.size(), 4u * 40 * 2);
+  ASSERT_EQ(receives.size(), 4u * 40 * 2);
+  for (const auto& m : sends) EXPECT_TRUE(m.to == (m.from ^ 1) || m.to == (m.from + 1) % 4) << m.from << "->" << m.to;
   // Each (from, to)'s n-th send began before its n-th receive returned (one clock).
   auto key = [](const analysis::MessageEnd& m) { return std::tie(m.from, m.to, m.order); };
   std::sort(sends.begin(), sends.end(), [&](auto& a, auto& b) { return key(a) < key(b); });

@@ -233,22 +233,24 @@ void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageE
                         isend = t.strings.Find("torch.distributed.isend"),
                         recv = t.strings.Find("torch.distributed.recv"),
                         irecv = t.strings.Find("torch.distributed.irecv"), mpi_send = t.strings.Find("mpi.send"),
-                        mpi_isend = t.strings.Find("mpi.isend"), mpi_recv = t.strings.Find("mpi.recv");
+                        mpi_isend = t.strings.Find("mpi.isend"), mpi_recv = t.strings.Find("mpi.recv"),
+                        mpi_irecv = t.strings.Find("mpi.irecv");
   constexpr model::StringId kNo = model::StringPool::kNotFound;
   if (send == kNo && isend == kNo && recv == kNo && irecv == kNo && mpi_send == kNo && mpi_isend == kNo &&
-      mpi_recv == kNo)
+      mpi_recv == kNo && mpi_irecv == kNo)
     return;
   struct Recv {
     int64_t ts, end;
     uint64_t peer;
     bool blocking;
   };
-  std::vector<std::vector<Recv>> recvs_of(t.processes.size());
+  // Per process: torch's receives, and MPI's nonblocking ones.
+  std::vector<std::vector<Recv>> recvs_of(t.processes.size()), mpi_irecvs_of(t.processes.size());
   const model::SliceTable& s = t.slices;
   for (size_t i = 0; i < s.size(); ++i) {
     const model::StringId n = s.name[i];
     if (n == kNo || (n != send && n != isend && n != recv && n != irecv && n != mpi_send && n != mpi_isend &&
-                     n != mpi_recv))
+                     n != mpi_recv && n != mpi_irecv))
       continue;
     if (s.kind[i] != model::SliceKind::kSpan || s.track[i] >= t.tracks.size()) continue;
     const uint32_t p = t.tracks[s.track[i]].process;
@@ -259,33 +261,46 @@ void CollectMessages(const model::Trace& t, uint32_t clock, std::vector<MessageE
       // A blocking MPI_Recv has its data when it returns.
       if (s.arg[i] < kAnyPeer)
         receives->push_back({static_cast<int64_t>(s.arg[i]), t.processes[p].rank, clock, s.ts[i], s.ts[i] + s.dur[i]});
+    } else if (n == mpi_irecv) {
+      mpi_irecvs_of[p].push_back({s.ts[i], s.ts[i] + s.dur[i], s.arg[i], false});
     } else {
       recvs_of[p].push_back({s.ts[i], s.ts[i] + s.dur[i], s.arg[i], n == recv});
     }
   }
   // Each receive's arrival: its backend work's completion (works are made in
-  // call order), where the process has one work per receive call.
-  std::vector<std::vector<std::pair<uint64_t, int64_t>>> works_of(t.processes.size());  // (seq, completion)
+  // call order), where the process has one work per receive call: gloo's
+  // recv works for torch's, the mpi:irecv rows (which end when the request
+  // completes) for MPI_Irecv's.
+  std::vector<std::vector<std::pair<uint64_t, int64_t>>> works_of(t.processes.size()),
+      mpi_works_of(t.processes.size());  // (seq, completion)
   const model::CollectiveTable& c = t.collectives;
-  for (size_t i = 0; i < c.size(); ++i)
-    if (c.process[i] < works_of.size() && !recvs_of[c.process[i]].empty() &&
-        t.strings.Get(c.name[i]).find("recv") != std::string_view::npos &&
-        t.strings.Get(c.name[i]).rfind("mpi:", 0) != 0)
-      works_of[c.process[i]].push_back({c.seq[i], c.dur[i] >= 0 ? c.ts[i] + c.dur[i] : -1});
-  for (uint32_t p = 0; p < recvs_of.size(); ++p) {
-    std::vector<Recv>& r = recvs_of[p];
-    if (r.empty()) continue;
-    std::sort(r.begin(), r.end(), [](const Recv& a, const Recv& b) { return a.ts < b.ts; });
-    std::vector<std::pair<uint64_t, int64_t>>& w = works_of[p];
-    std::sort(w.begin(), w.end());
-    const bool by_work = w.size() == r.size();
-    for (size_t k = 0; k < r.size(); ++k) {
-      if (r[k].peer >= kAnyPeer) continue;
-      int64_t arrived = by_work ? w[k].second : r[k].blocking ? r[k].end : -1;
-      if (arrived < 0) continue;
-      receives->push_back({static_cast<int64_t>(r[k].peer), t.processes[p].rank, clock, r[k].ts, arrived});
-    }
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (c.process[i] >= works_of.size()) continue;
+    const std::string_view name = t.strings.Get(c.name[i]);
+    const int64_t done = c.dur[i] >= 0 ? c.ts[i] + c.dur[i] : -1;
+    if (!mpi_irecvs_of[c.process[i]].empty() && name == "mpi:irecv")
+      mpi_works_of[c.process[i]].push_back({c.seq[i], done});
+    else if (!recvs_of[c.process[i]].empty() && name.find("recv") != std::string_view::npos && name.rfind("mpi:", 0) != 0)
+      works_of[c.process[i]].push_back({c.seq[i], done});
   }
+  auto pair_up = [&](std::vector<std::vector<Recv>>& spans_of, std::vector<std::vector<std::pair<uint64_t, int64_t>>>& rows_of) {
+    for (uint32_t p = 0; p < spans_of.size(); ++p) {
+      std::vector<Recv>& r = spans_of[p];
+      if (r.empty()) continue;
+      std::sort(r.begin(), r.end(), [](const Recv& a, const Recv& b) { return a.ts < b.ts; });
+      std::vector<std::pair<uint64_t, int64_t>>& w = rows_of[p];
+      std::sort(w.begin(), w.end());
+      const bool by_work = w.size() == r.size();
+      for (size_t k = 0; k < r.size(); ++k) {
+        if (r[k].peer >= kAnyPeer) continue;
+        int64_t arrived = by_work ? w[k].second : r[k].blocking ? r[k].end : -1;
+        if (arrived < 0) continue;
+        receives->push_back({static_cast<int64_t>(r[k].peer), t.processes[p].rank, clock, r[k].ts, arrived});
+      }
+    }
+  };
+  pair_up(recvs_of, works_of);
+  pair_up(mpi_irecvs_of, mpi_works_of);
 }
 
 std::vector<HappenedBefore> MessagePairs(std::vector<MessageEnd> sends, std::vector<MessageEnd> receives) {

@@ -68,8 +68,10 @@ std::vector<HappenedBefore> CollectivePairs(const model::CollectiveTable& c, con
 
 // One end of a point-to-point message as its rank saw it: a send when it was
 // issued (the torch.distributed.send/isend span's begin, which the Python hook
-// records with the peer's rank: python/strata/_torch.py), a receive when its
-// data had arrived (its recv work's completion; a blocking recv's span end).
+// records with the peer's rank: python/strata/_torch.py; MPI's mpi.send and
+// mpi.isend spans, collectors/mpi), a receive when its data had arrived (its
+// recv work's completion; a blocking recv's span end; an MPI_Irecv's row end,
+// when its request completed).
 struct MessageEnd {
   int64_t from = -1, to = -1;  // global ranks
   uint32_t clock = 0;

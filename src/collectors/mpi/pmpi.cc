@@ -11,10 +11,13 @@
 //    which MPI requires every rank of a communicator to keep, and the bytes it
 //    contributes), like torch.distributed's works: Trace::collectives;
 //  - point-to-point (MPI_Send, Ssend, Isend, Recv, Irecv): a comm row and a
-//    span "mpi.send" / "mpi.isend" / "mpi.recv" / "mpi.irecv" whose argument is
+//    span around the call, "mpi.send" / "mpi.isend" / "mpi.recv" / "mpi.irecv",
+//    whose argument is
 //    the peer's rank in MPI_COMM_WORLD (2^63 when unknown: MPI_ANY_SOURCE, or a
 //    communicator that is not MPI_COMM_WORLD), which `strata merge` pairs to
-//    bound the clocks of the hosts.
+//    bound the clocks of the hosts. A nonblocking call's row ends when its
+//    request completes (MPI_Wait, Waitall, Waitany, Waitsome, Test, Testall,
+//    Testany, Testsome): an irecv's row ends when its data is there.
 // The types are Open MPI's (the ABI it was compiled against, mpi.h from
 // libopenmpi-dev). In a process of another MPI (MPICH's integer handles), the
 // wrappers only forward: Open MPI's ompi_mpi_comm_world must be present.
@@ -28,6 +31,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "format/schema.h"
 #include "recorder/hot.h"
@@ -138,6 +144,67 @@ P2p P2pBegin(const char* span_name, uint32_t comm_name, uint64_t peer, uint64_t 
 void P2pEnd(const P2p& p) {
   End(p.comm);
   if (p.span) strata_span_end_();
+}
+
+// Nonblocking calls' rows, open until their request completes. Bounded: past
+// kMaxPending open requests a call's row ends with the call, and how many did
+// is reported with the collector's state at exit.
+constexpr size_t kMaxPending = size_t{1} << 20;
+std::mutex g_pending_mu;
+// (never destroyed: requests may complete during the process's exit)
+auto* g_pending = new std::unordered_map<MPI_Request, Comm>();
+std::atomic<size_t> g_pending_count{0};
+std::atomic<uint64_t> g_untracked{0};
+
+// A nonblocking call returned: its row stays open until `req` completes.
+void Pending(const P2p& p, int rc, MPI_Request* req) {
+  bool kept = false;
+  if (p.comm.on && rc == MPI_SUCCESS && req) {
+    std::lock_guard<std::mutex> l(g_pending_mu);
+    if (g_pending->size() < kMaxPending) {
+      (*g_pending)[*req] = p.comm;
+      g_pending_count.store(g_pending->size(), std::memory_order_relaxed);
+      kept = true;
+    }
+  }
+  if (!kept) {
+    if (p.comm.on && rc == MPI_SUCCESS && req && g_untracked.fetch_add(1, std::memory_order_relaxed) == 0)
+      strata_report_collector("mpi", "recorded",
+                              "MPI collectives and point-to-point calls (PMPI); over a million requests open at once: "
+                              "later nonblocking calls' rows end with the call, not at their completion");
+    End(p.comm);
+  }
+  if (p.span) strata_span_end_();
+}
+
+// `r` completed (it was a handle before the call that completed it).
+void Completed(MPI_Request r) {
+  Comm c;
+  {
+    std::lock_guard<std::mutex> l(g_pending_mu);
+    auto it = g_pending->find(r);
+    if (it == g_pending->end()) return;
+    c = it->second;
+    g_pending->erase(it);
+    g_pending_count.store(g_pending->size(), std::memory_order_relaxed);
+  }
+  End(c);
+}
+
+// `r` will not be seen to complete (MPI_Request_free): its row stays open.
+void Forget(MPI_Request r) {
+  std::lock_guard<std::mutex> l(g_pending_mu);
+  g_pending->erase(r);
+  g_pending_count.store(g_pending->size(), std::memory_order_relaxed);
+}
+
+bool AnyPending() { return g_pending_count.load(std::memory_order_relaxed) > 0; }
+
+// The handles of an array of requests before a call completes some of them
+// (the call overwrites them with MPI_REQUEST_NULL).
+std::vector<MPI_Request> Handles(int n, const MPI_Request* reqs) {
+  if (n <= 0 || !reqs || !AnyPending()) return {};
+  return std::vector<MPI_Request>(reqs, reqs + n);
 }
 
 #define STRATA_NAME(var, text)          \
@@ -260,7 +327,7 @@ int MPI_Isend(const void* buf, int count, MPI_Datatype t, int dest, int tag, MPI
   STRATA_NAME(name, "mpi:isend");
   P2p p = P2pBegin("mpi.isend", name, WorldPeer(dest, comm), Recording() ? Bytes(count, t) : 0);
   int rc = next(buf, count, t, dest, tag, comm, req);
-  P2pEnd(p);
+  Pending(p, rc, req);
   return rc;
 }
 
@@ -278,8 +345,87 @@ int MPI_Irecv(void* buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm c
   STRATA_NAME(name, "mpi:irecv");
   P2p p = P2pBegin("mpi.irecv", name, WorldPeer(src, comm), Recording() ? Bytes(count, t) : 0);
   int rc = next(buf, count, t, src, tag, comm, req);
-  P2pEnd(p);
+  Pending(p, rc, req);
   return rc;
+}
+
+// --- completion of nonblocking calls ----------------------------------------------
+
+int MPI_Wait(MPI_Request* req, MPI_Status* status) {
+  static auto next = Next<int (*)(MPI_Request*, MPI_Status*)>("PMPI_Wait");
+  MPI_Request r = req && AnyPending() ? *req : nullptr;
+  int rc = next(req, status);
+  if (r && rc == MPI_SUCCESS) Completed(r);
+  return rc;
+}
+
+int MPI_Test(MPI_Request* req, int* flag, MPI_Status* status) {
+  static auto next = Next<int (*)(MPI_Request*, int*, MPI_Status*)>("PMPI_Test");
+  MPI_Request r = req && AnyPending() ? *req : nullptr;
+  int rc = next(req, flag, status);
+  if (r && rc == MPI_SUCCESS && flag && *flag) Completed(r);
+  return rc;
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
+  static auto next = Next<int (*)(int, MPI_Request*, MPI_Status*)>("PMPI_Waitall");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, statuses);
+  if (rc == MPI_SUCCESS)
+    for (MPI_Request r : h) Completed(r);
+  return rc;
+}
+
+int MPI_Testall(int n, MPI_Request reqs[], int* flag, MPI_Status statuses[]) {
+  static auto next = Next<int (*)(int, MPI_Request*, int*, MPI_Status*)>("PMPI_Testall");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, flag, statuses);
+  if (rc == MPI_SUCCESS && flag && *flag)
+    for (MPI_Request r : h) Completed(r);
+  return rc;
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int* index, MPI_Status* status) {
+  static auto next = Next<int (*)(int, MPI_Request*, int*, MPI_Status*)>("PMPI_Waitany");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, index, status);
+  if (rc == MPI_SUCCESS && index && *index >= 0 && static_cast<size_t>(*index) < h.size()) Completed(h[*index]);
+  return rc;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int* index, int* flag, MPI_Status* status) {
+  static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Testany");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, index, flag, status);
+  if (rc == MPI_SUCCESS && flag && *flag && index && *index >= 0 && static_cast<size_t>(*index) < h.size())
+    Completed(h[*index]);
+  return rc;
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]) {
+  static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Waitsome");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, outcount, indices, statuses);
+  if (rc == MPI_SUCCESS && outcount && indices)
+    for (int k = 0; k < *outcount; ++k)
+      if (indices[k] >= 0 && static_cast<size_t>(indices[k]) < h.size()) Completed(h[indices[k]]);
+  return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]) {
+  static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Testsome");
+  std::vector<MPI_Request> h = Handles(n, reqs);
+  int rc = next(n, reqs, outcount, indices, statuses);
+  if (rc == MPI_SUCCESS && outcount && indices)
+    for (int k = 0; k < *outcount; ++k)
+      if (indices[k] >= 0 && static_cast<size_t>(indices[k]) < h.size()) Completed(h[indices[k]]);
+  return rc;
+}
+
+int MPI_Request_free(MPI_Request* req) {
+  static auto next = Next<int (*)(MPI_Request*)>("PMPI_Request_free");
+  if (req && AnyPending()) Forget(*req);
+  return next(req);
 }
 
 }  // extern "C"
