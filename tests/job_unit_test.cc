@@ -113,5 +113,57 @@ TEST(JobSummary, TheJobFromSummariesIsTheJobInOneModel) {
   }
 }
 
+// Two hosts whose ranks meet only at broadcasts (which bound no clock): rank 3
+// is last at each by 5 ms. With no wall clock either, that cannot be told
+// from clock error and no straggler is named; with the wall clocks (10 ms
+// assumed error each) it still cannot; by 50 ms it can.
+TEST(JobSummary, AStragglerIsNamedOnlyWhereTheClocksAreKnownBetterThanItsMargin) {
+  auto job = [](int64_t late, bool wall) {
+    std::vector<job::MemberSummary> members;
+    for (int64_t host = 0; host < 2; ++host) {
+      model::Trace t;
+      for (int64_t r = 0; r < 2; ++r) {
+        model::Process p;
+        p.pid = 100 + 2 * host + r;
+        p.rank = 2 * host + r;
+        t.processes.push_back(p);
+      }
+      const model::StringId bc = t.strings.Intern("gloo:broadcast");
+      for (uint32_t p = 0; p < 2; ++p)
+        for (uint64_t k = 0; k < 20; ++k) {
+          int64_t begin = static_cast<int64_t>(k) * 100'000'000 + (host == 1 && p == 1 ? late : 0);
+          t.collectives.process.push_back(p);
+          t.collectives.name.push_back(bc);
+          t.collectives.seq.push_back(k);
+          t.collectives.ts.push_back(begin);
+          t.collectives.dur.push_back(1'000'000);
+          t.collectives.track.push_back(0);
+          t.collectives.end_track.push_back(0);
+          t.collectives.bytes.push_back(4096);
+          t.collectives.tensors.push_back(1);
+        }
+      t.manifest_json = "{\"host\": {\"hostname\": \"n" + std::to_string(host) + "\", \"boot_id\": \"b\"}}";
+      if (wall) t.clock_offset_ns = 1'700'000'000'000'000'000;
+      members.push_back(job::Summarize(t, "n" + std::to_string(host), nullptr));
+      for (analysis::RankComms& r : members.back().comms.ranks) r.steps = 20, r.step_p50 = 100'000'000;
+    }
+    return job::AnalyzeJob(members);
+  };
+  job::JobAnalysis none = job(5'000'000, false);
+  EXPECT_LT(none.comms.straggler, 0);
+  EXPECT_NE(none.straggler_withheld.find("not synchronized"), std::string::npos) << none.straggler_withheld;
+  EXPECT_TRUE(none.findings.empty());
+  job::JobAnalysis close = job(5'000'000, true);
+  EXPECT_LT(close.comms.straggler, 0);
+  EXPECT_NE(close.straggler_withheld.find("within the clocks' uncertainty"), std::string::npos)
+      << close.straggler_withheld;
+  job::JobAnalysis far = job(50'000'000, true);
+  ASSERT_GE(far.comms.straggler, 0) << far.straggler_withheld;
+  EXPECT_EQ(far.comms.ranks[static_cast<size_t>(far.comms.straggler)].rank, 3);
+  EXPECT_TRUE(far.straggler_withheld.empty());
+  ASSERT_FALSE(far.findings.empty());
+  EXPECT_EQ(far.findings[0].category, "straggler");
+}
+
 }  // namespace
 }  // namespace strata

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "analysis/clock_sync.h"
@@ -27,10 +28,18 @@ struct JobClocks {
 };
 JobClocks SynchronizeMembers(const std::vector<MemberSummary>& members);
 
+// How far apart two hosts' wall clocks may be taken to be where nothing
+// better bounds them (NTP-disciplined hosts on one network: a few ms).
+inline constexpr int64_t kWallClockErrorNs = 10'000'000;
+
 struct JobAnalysis {
   JobClocks clocks;
   analysis::CommsSummary comms;           // on the reference clock
   std::vector<analysis::Finding> findings;  // straggler, communication
+  // Why no straggler is named where one rank arrived last at most
+  // collectives: its clock is not known well enough against the others'
+  // (its margin is inside their uncertainty). Empty otherwise.
+  std::string straggler_withheld;
 };
 JobAnalysis AnalyzeJob(const std::vector<MemberSummary>& members);
 

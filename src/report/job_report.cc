@@ -123,6 +123,7 @@ std::string JobReportText(const std::vector<job::MemberSummary>& members, const 
   }
   out += "\n";
   CommsText(a.comms, opt, out);
+  if (!a.straggler_withheld.empty()) out += "  straggler: none named: " + a.straggler_withheld + "\n";
   if (!a.comms.empty()) out += "\n";
   if (a.findings.empty()) {
     out += a.comms.empty() ? "Findings across ranks: none (no collectives of two or more ranks)\n"
@@ -172,7 +173,8 @@ json JobReportJson(const std::vector<job::MemberSummary>& members, const job::Jo
                {{"bounds", check.pairs},
                 {"from_collectives", a.clocks.collective_bounds},
                 {"violated", check.violated},
-                {"worst_ns", check.worst_ns}}}}},
+                {"worst_ns", check.worst_ns}}},
+              {"straggler_withheld", a.straggler_withheld.empty() ? json(nullptr) : json(a.straggler_withheld)}}},
             {"ranks", CommsJson(a.comms, opt)},
             {"findings", FindingsJson(a.findings)}};
   return j;
