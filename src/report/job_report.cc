@@ -45,6 +45,13 @@ double Number(const json& j, std::initializer_list<const char*> path) {
   const json& v = At(j, path);
   return v.is_number() ? v.get<double>() : 0;
 }
+// A member's steps: all of them (the report's "steps"), else those its
+// framework section counted.
+const json& StepsOf(const json& report, const char* key) {
+  const json& all = At(report, {"steps", key});
+  return all.is_null() ? At(report, {"framework", "steps", key}) : all;
+}
+
 std::string TopFinding(const json& report, double* gain) {
   const json& f = At(report, {"findings"});
   *gain = 0;
@@ -116,8 +123,8 @@ std::string JobReportText(const std::vector<job::MemberSummary>& members, const 
     std::string top = TopFinding(m.report, &gain);
     double rate = Number(m.report, {"framework", "steps", "samples_per_s"});
     out += fmt::format("  {:<32} {:<12} {:<6} {:>6} {:>10} {:>12}  {}\n", Truncate(m.path, 32), Truncate(m.host, 12),
-                       Ranks(m.ranks), static_cast<int64_t>(Number(m.report, {"framework", "steps", "count"})),
-                       HumanDuration(Number(m.report, {"framework", "steps", "p50_ns"})),
+                       Ranks(m.ranks), StepsOf(m.report, "count").is_number() ? StepsOf(m.report, "count").get<int64_t>() : 0,
+                       HumanDuration(StepsOf(m.report, "p50_ns").is_number() ? StepsOf(m.report, "p50_ns").get<double>() : 0),
                        rate > 0 ? fmt::format("{:.1f}", rate) : "-",
                        top.empty() ? "-" : fmt::format("{} ({:.1f}%)", Truncate(top, 90), gain));
   }
@@ -145,8 +152,8 @@ json JobReportJson(const std::vector<job::MemberSummary>& members, const job::Jo
                   {"clock", a.clocks.clock_of_member[i]},
                   {"ranks", m.ranks},
                   {"events", m.events},
-                  {"steps", At(m.report, {"framework", "steps", "count"})},
-                  {"step_p50_ns", At(m.report, {"framework", "steps", "p50_ns"})},
+                  {"steps", StepsOf(m.report, "count")},
+                  {"step_p50_ns", StepsOf(m.report, "p50_ns")},
                   {"samples_per_s", At(m.report, {"framework", "steps", "samples_per_s"})},
                   {"report", m.report}});
   }
