@@ -203,6 +203,11 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
       if (o.cuda_api != "callbacks") accel_env.emplace_back("STRATA_CUDA_API", o.cuda_api);
     }
   }
+  // NCCL's tasks (collectors/nccl): NCCL loads its profiler plugin from
+  // NCCL_PROFILER_PLUGIN; the user's own plugin wins.
+  const char* user_nccl_plugin = ::secure_getenv("NCCL_PROFILER_PLUGIN");
+  if ((!user_nccl_plugin || !*user_nccl_plugin) && PathExists(paths.lib_dir + "/libstrata_nccl.so"))
+    accel_env.emplace_back("NCCL_PROFILER_PLUGIN", paths.lib_dir + "/libstrata_nccl.so");
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     if (kv.rfind("LD_PRELOAD=", 0) == 0) {

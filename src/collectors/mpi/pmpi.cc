@@ -65,7 +65,7 @@ bool Recording() {
                               "the program's MPI is not Open MPI: its calls run unrecorded (libstrata_mpi is built "
                               "against Open MPI's mpi.h)");
     else
-      strata_report_collector("mpi", "recorded", "MPI collectives and point-to-point calls (PMPI)");
+      strata_report_collector("mpi", "ok", "MPI collectives and point-to-point calls (PMPI)");
   }
   return u == 1 && strata::recorder::LoadState() != strata::recorder::kOff;
 }
@@ -169,7 +169,7 @@ void Pending(const P2p& p, int rc, MPI_Request* req) {
   }
   if (!kept) {
     if (p.comm.on && rc == MPI_SUCCESS && req && g_untracked.fetch_add(1, std::memory_order_relaxed) == 0)
-      strata_report_collector("mpi", "recorded",
+      strata_report_collector("mpi", "partial",
                               "MPI collectives and point-to-point calls (PMPI); over a million requests open at once: "
                               "later nonblocking calls' rows end with the call, not at their completion");
     End(p.comm);
