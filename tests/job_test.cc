@@ -59,8 +59,8 @@ const Job& TwoNodes() {
       script += testing::StrataBin() + " record -q --force -o " + j->dir + "/node" + std::to_string(node) + " -- " +
                 testing::kPython + " " + Program("launch_ranks.py") + " --nnodes 2 --node-rank " +
                 std::to_string(node) + " --master-port " + port + " 2 " + Program("ddp_train.py") + " > " + j->dir +
-                "/node" + std::to_string(node) + ".log 2>&1 & ";
-    script += "wait %1; a=$?; wait %2; b=$?; exit $((a | b))";
+                "/node" + std::to_string(node) + ".log 2>&1 & p" + std::to_string(node) + "=$!; ";
+    script += "wait $p0; a=$?; wait $p1; b=$?; exit $((a | b))";
     auto r = testing::RunCommand({"bash", "-c", script}, {{"SLOW_RANK", "3"}, {"SLOW_KIND", "input"}, {"ITERS", "24"}},
                                  300);
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err << ReadAll(j->dir + "/node0.log") << ReadAll(j->dir + "/node1.log");

@@ -165,5 +165,56 @@ TEST(JobSummary, AStragglerIsNamedOnlyWhereTheClocksAreKnownBetterThanItsMargin)
   EXPECT_EQ(far.findings[0].category, "straggler");
 }
 
+// Two ranks on one clock whose traces hold different subsets of the job's
+// all-reduces (rank 0's begins one earlier, rank 1's misses one in the
+// middle, as sampled traces do): matched by occurrence, the n-th of each are
+// never inside together; matched by time, the common ones are, with their
+// real skew (1 ms).
+TEST(CollectiveMatch, TracesOfDifferentSubsetsAreMatchedByTime) {
+  model::Trace t;
+  for (int64_t r = 0; r < 2; ++r) {
+    model::Process p;
+    p.pid = 10 + r;
+    p.rank = r;
+    t.processes.push_back(p);
+  }
+  const model::StringId ar = t.strings.Intern("nccl:all_reduce");
+  auto add = [&](uint32_t p, uint64_t seq, int64_t begin, int64_t end) {
+    t.collectives.process.push_back(p);
+    t.collectives.name.push_back(ar);
+    t.collectives.seq.push_back(seq);
+    t.collectives.ts.push_back(begin);
+    t.collectives.dur.push_back(end - begin);
+    t.collectives.track.push_back(0);
+    t.collectives.end_track.push_back(0);
+    t.collectives.bytes.push_back(1 << 20);
+    t.collectives.tensors.push_back(1);
+  };
+  uint64_t seq0 = 0, seq1 = 0;
+  for (int64_t k = 0; k < 12; ++k) {
+    const int64_t at = k * 50'000'000;
+    add(0, seq0++, at, at + 10'000'000);
+    if (k != 0 && k != 6) add(1, seq1++, at + 1'000'000, at + 10'000'000);
+  }
+  analysis::CommsSummary s = analysis::AnalyzeComms(t);
+  EXPECT_EQ(s.matched_by, "time");
+  EXPECT_GT(s.apart * 5, s.checked);
+  EXPECT_EQ(s.matched, 10u);
+  EXPECT_EQ(s.partial, 2u);
+  ASSERT_EQ(s.kinds.size(), 1u);
+  EXPECT_EQ(s.kinds[0].skew_p50, 1'000'000);
+  EXPECT_EQ(s.kinds[0].skew_max, 1'000'000);
+  // With the clocks not known to agree, occurrences are all there is.
+  analysis::CommsInput in = analysis::CommsInputOf(t);
+  in.clock_tolerance_ns = -1;
+  analysis::CommsSummary by_occurrence = analysis::CombineComms(in);
+  EXPECT_EQ(by_occurrence.matched_by, "occurrence");
+  EXPECT_EQ(by_occurrence.matched, 10u);
+  EXPECT_GT(by_occurrence.kinds[0].skew_max, 40'000'000);
+  // Complete traces stay matched by occurrence.
+  model::Trace whole = TwoRanks(0, 0);
+  EXPECT_EQ(analysis::AnalyzeComms(whole).matched_by, "occurrence");
+}
+
 }  // namespace
 }  // namespace strata

@@ -346,6 +346,14 @@ TEST(Merge, SampledNcclRanksFromThePyTorchProfiler) {
     if (e.size() == 2 && std::llabs(e[0] - e[1]) < 1'000'000) ++together;
   std::cout << together << " of " << ends.size() << " matched NCCL collectives end within 1 ms of each other\n";
   EXPECT_GE(together, 4);
+  // The ranks analysis sees that the n-th collectives do not correspond (the
+  // traces hold different samples) and matches them by time: the kernels that
+  // are in both traces line up, their ranks entering them tens of ms apart at
+  // most (by occurrence, the skew was up to 231 ms).
+  analysis::CommsSummary s = analysis::AnalyzeComms(t);
+  EXPECT_EQ(s.matched_by, "time") << s.apart << " of " << s.checked << " apart";
+  EXPECT_GE(s.matched, 5u);
+  for (const auto& k : s.kinds) EXPECT_LT(k.skew_max, 25'000'000) << k.name;
 }
 
 }  // namespace

@@ -29,6 +29,24 @@ struct CollectiveInstances {
 
 CollectiveInstances MatchCollectives(const model::CollectiveTable& c);
 
+// The same collective on every rank by time, for ranks on one time base whose
+// traces hold different subsets of the job's collectives (sampled windows,
+// filtered traces: HTA's trace_filter), where occurrences do not correspond:
+// rows of one name whose intervals all overlap (every rank inside it at one
+// moment, as a synchronizing collective has them), one per process, taken in
+// begin order. Instances ordered by (name, first begin).
+CollectiveInstances MatchCollectivesByTime(const model::CollectiveTable& c);
+
+// Of the synchronizing instances entered by all `processes`, how many had
+// their ranks never all inside at once: the last begin after the first end
+// by more than `tolerance_ns` (occurrences matched wrongly, or clocks apart).
+struct MatchCheck {
+  size_t checked = 0;
+  size_t apart = 0;
+};
+MatchCheck CheckInstances(const CollectiveInstances& inst, const model::CollectiveTable& c,
+                          const model::StringPool& names, size_t processes, int64_t tolerance_ns);
+
 // Whether every participant's completion needs every participant to have
 // begun (all-reduce, all-gather, reduce-scatter, all-to-all, barrier): the
 // collectives whose ends bound every rank's clock against every other's.

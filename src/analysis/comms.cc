@@ -228,8 +228,18 @@ CommsSummary CombineComms(const CommsInput& in) {
     }
   }
 
-  // Instances: the same collective on every rank (collective_match.h).
-  const CollectiveInstances inst = MatchCollectives(c);
+  // Instances: the same collective on every rank (collective_match.h), by
+  // occurrence; by time where occurrences do not correspond.
+  CollectiveInstances inst = MatchCollectives(c);
+  if (in.clock_tolerance_ns >= 0) {
+    const MatchCheck check = CheckInstances(inst, c, in.names, in.ranks.size(), in.clock_tolerance_ns);
+    s.checked = check.checked;
+    s.apart = check.apart;
+    if (check.checked >= 2 && check.apart * 5 > check.checked) {
+      inst = MatchCollectivesByTime(c);
+      s.matched_by = "time";
+    }
+  }
   std::map<model::StringId, std::vector<int64_t>> skews;
   std::vector<std::pair<int64_t, size_t>> arrivals;  // (begin, rank index)
   std::vector<Intervals> waits(s.ranks.size()), lates(s.ranks.size());

@@ -74,6 +74,13 @@ struct CommsSummary {
   uint64_t matched = 0;     // entered by every rank
   uint64_t partial = 0;     // by some ranks only
   uint64_t mismatched = 0;  // sequence numbers whose works' names differ across ranks (begun in another order)
+  // How instances were found: "occurrence" (a rank's n-th of a name is every
+  // other's n-th), or "time" (where more than a fifth of the synchronizing
+  // instances so found had their ranks never all inside at once: traces of
+  // different subsets of the collectives, as sampled ones are; `apart` of
+  // `checked` were).
+  std::string matched_by = "occurrence";
+  uint64_t apart = 0, checked = 0;
   // The straggler (index into ranks, -1: none), the part of its steps that
   // makes it late, and by how much (per step, against the others' median).
   int straggler = -1;
@@ -93,6 +100,10 @@ struct CommsInput {
   std::vector<RankComms> ranks;
   model::CollectiveTable collectives;  // track and end_track unused
   model::StringPool names;             // of collectives.name
+  // How far apart the ranks' clocks may be (ns): an instance whose ranks were
+  // never all inside at once by more than this was matched wrongly. -1: the
+  // clocks are not known to agree; instances are matched by occurrence only.
+  int64_t clock_tolerance_ns = 1'000'000;
 };
 CommsInput CommsInputOf(const model::Trace& t);
 // Appends `more` (the input of another trace) to `in`, its times mapped onto

@@ -74,29 +74,34 @@ JobAnalysis AnalyzeJob(const std::vector<MemberSummary>& members) {
   for (size_t m = 0; m < members.size(); ++m) {
     analysis::AppendCommsInput(&all, members[m].comms, a.clocks.clocks[a.clocks.clock_of_member[m]].map);
   }
+  // How well the ranks' clocks agree: the two worst clocks' uncertainties
+  // (the wall clocks' assumed error where communication did not bound them).
+  std::vector<bool> used(a.clocks.clocks.size(), false);
+  for (size_t m = 0; m < members.size(); ++m)
+    if (!members[m].comms.ranks.empty()) used[a.clocks.clock_of_member[m]] = true;
+  std::vector<int64_t> unc;
+  bool unknown = false;
+  for (size_t k = 0; k < used.size(); ++k) {
+    if (!used[k]) continue;
+    const importers::MergeClock& c = a.clocks.clocks[k];
+    if (c.uncertainty_ns >= 0) unc.push_back(c.uncertainty_ns);
+    else if (a.clocks.wall_known[k] && a.clocks.wall_known[a.clocks.reference]) unc.push_back(kWallClockErrorNs);
+    else unknown = true;
+  }
+  std::sort(unc.rbegin(), unc.rend());
+  const int64_t bound = unc.size() >= 2 ? unc[0] + unc[1] : unc.empty() ? 0 : unc[0];
+  const bool several = unc.size() + (unknown ? 1 : 0) >= 2;
+  // Instances are checked against the clocks (matched by time where their
+  // occurrences do not correspond), unless nothing says how far apart they are.
+  all.clock_tolerance_ns = unknown ? -1 : std::max<int64_t>(1'000'000, bound);
   a.comms = analysis::CombineComms(all);
   // Who arrives last is measured across clocks: it holds only where they are
   // known better than the straggler's margin (its lateness per collective it
-  // was last at). Bound: the two worst clocks' uncertainties (the wall
-  // clocks' assumed error where communication did not bound them).
+  // was last at).
   if (a.comms.straggler >= 0) {
-    std::vector<bool> used(a.clocks.clocks.size(), false);
-    for (size_t m = 0; m < members.size(); ++m)
-      if (!members[m].comms.ranks.empty()) used[a.clocks.clock_of_member[m]] = true;
-    std::vector<int64_t> unc;
-    bool unknown = false;
-    for (size_t k = 0; k < used.size(); ++k) {
-      if (!used[k]) continue;
-      const importers::MergeClock& c = a.clocks.clocks[k];
-      if (c.uncertainty_ns >= 0) unc.push_back(c.uncertainty_ns);
-      else if (a.clocks.wall_known[k] && a.clocks.wall_known[a.clocks.reference]) unc.push_back(kWallClockErrorNs);
-      else unknown = true;
-    }
-    std::sort(unc.rbegin(), unc.rend());
-    const int64_t bound = unc.size() >= 2 ? unc[0] + unc[1] : unc.empty() ? 0 : unc[0];
     const analysis::RankComms& w = a.comms.ranks[static_cast<size_t>(a.comms.straggler)];
     const int64_t margin = w.late_ns / static_cast<int64_t>(std::max<uint64_t>(1, w.last_arrivals));
-    if (unc.size() + (unknown ? 1 : 0) >= 2 && (unknown || margin <= bound)) {
+    if (several && (unknown || margin <= bound)) {
       a.straggler_withheld =
           unknown ? fmt::format("{} arrives last at {} of {} collectives, but the clocks of the hosts are not "
                                 "synchronized (no communication bounds that agree, no wall clock): who waits for whom "

@@ -26,6 +26,10 @@ void CommsText(const analysis::CommsSummary& s, const ReportOptions& opt, std::s
   out += fmt::format("Ranks: {}   collectives {} ({} on every rank, {} on some; {} begun in another order on some "
                      "ranks)\n",
                      s.ranks.size(), s.instances, s.matched, s.partial, s.mismatched);
+  if (s.matched_by == "time")
+    out += fmt::format("  matched by time: the ranks' n-th collectives of a name were never all inside at once in {} "
+                       "of {} cases (traces of different subsets of the job's collectives, as sampled ones are)\n",
+                       s.apart, s.checked);
   out += fmt::format("  {:<24} {:>6} {:>10} {:>7} {:>10} {:>11} {:>11} {:>9} {:>11}\n", "rank", "steps", "step p50",
                      "colls", "bytes", "in flight", "waited", "last", "late");
   out += fmt::format("  {:<24} {:>6} {:>10} {:>7} {:>10} {:>11} {:>11} {:>9} {:>11}\n", "", "", "", "", "",
@@ -115,13 +119,14 @@ json CommsJson(const analysis::CommsSummary& s, const ReportOptions& opt) {
                  {"last_arrival_share", s.late_share}};
   }
   return {{"ranks", ranks},
-                {"collectives", kinds},
-                {"sizes", sizes},
-                {"instances", s.instances},
-                {"matched", s.matched},
-                {"partial", s.partial},
-                {"mismatched", s.mismatched},
-                {"straggler", straggler}};
+          {"collectives", kinds},
+          {"sizes", sizes},
+          {"instances", s.instances},
+          {"matched", s.matched},
+          {"partial", s.partial},
+          {"mismatched", s.mismatched},
+          {"matched_by", s.matched_by},
+          {"straggler", straggler}};
 }
 
 namespace {
