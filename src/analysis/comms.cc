@@ -118,22 +118,28 @@ CommsInput CommsInputOf(const model::Trace& t) {
   std::vector<Intervals> in_flight(in.ranks.size());
   std::vector<model::StringId> name_of(t.strings.size(), UINT32_MAX);
   model::CollectiveTable& out = in.collectives;
+  // Times, durations and sizes no real collective has (a damaged trace's) are
+  // clamped, so that the sums and differences below stay in range.
+  constexpr int64_t kMaxTime = int64_t{1} << 61, kMaxAmount = int64_t{1} << 50;
   for (size_t i = 0; i < c.size(); ++i) {
     const uint32_t k = index_of[c.process[i]];
     RankComms& r = in.ranks[k];
+    const int64_t ts = std::clamp(c.ts[i], -kMaxTime, kMaxTime);
+    const int64_t dur = c.dur[i] < 0 ? -1 : std::min(c.dur[i], kMaxAmount);
+    const int64_t bytes = std::clamp<int64_t>(c.bytes[i], 0, kMaxAmount);
     ++r.collectives;
-    r.bytes += c.bytes[i];
-    if (c.dur[i] >= 0) in_flight[k].push_back({c.ts[i], c.ts[i] + c.dur[i]});
+    r.bytes += bytes;
+    if (dur >= 0) in_flight[k].push_back({ts, ts + dur});
     model::StringId& n = name_of[c.name[i]];
     if (n == UINT32_MAX) n = in.names.Intern(t.strings.Get(c.name[i]));
     out.process.push_back(k);
     out.name.push_back(n);
     out.seq.push_back(c.seq[i]);
-    out.ts.push_back(c.ts[i]);
-    out.dur.push_back(c.dur[i]);
+    out.ts.push_back(ts);
+    out.dur.push_back(dur);
     out.track.push_back(0);
     out.end_track.push_back(0);
-    out.bytes.push_back(c.bytes[i]);
+    out.bytes.push_back(bytes);
     out.tensors.push_back(c.tensors[i]);
   }
   for (size_t k = 0; k < in.ranks.size(); ++k) {

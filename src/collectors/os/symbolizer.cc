@@ -130,10 +130,12 @@ bool ElfSymbols::ReadElf(Elf* e, bool want_loads) {
     is_exec_ = eh.e_type == ET_EXEC;
     size_t n = 0;
     elf_getphdrnum(e, &n);
-    for (size_t i = 0; i < n; ++i) {
+    // A corrupt header can claim billions of entries (e_phnum = PN_XNUM and
+    // a count in section 0): the table ends where the first one cannot be read.
+    for (size_t i = 0; i < n && i < (size_t{1} << 16); ++i) {
       GElf_Phdr ph;
-      if (gelf_getphdr(e, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD)
-        loads_.push_back({ph.p_offset, ph.p_filesz, ph.p_vaddr});
+      if (!gelf_getphdr(e, static_cast<int>(i), &ph)) break;
+      if (ph.p_type == PT_LOAD) loads_.push_back({ph.p_offset, ph.p_filesz, ph.p_vaddr});
     }
     build_id_ = ElfBuildId(e);
   }
