@@ -158,20 +158,7 @@ json JobReportJson(const std::vector<job::MemberSummary>& members, const job::Jo
                   {"report", m.report}});
   }
   json clocks = json::array();
-  for (const importers::MergeClock& c : a.clocks.clocks)
-    clocks.push_back({{"host", c.host},
-                      {"key", c.key},
-                      {"reference", c.reference},
-                      {"offset_ns", c.map.offset_ns},
-                      {"drift", c.map.drift},
-                      {"center_ns", c.map.center_ns},
-                      {"method", c.method},
-                      {"uncertainty_ns", c.uncertainty_ns},
-                      {"wall_offset_ns", c.wall_offset_ns},
-                      {"constraints", c.constraints},
-                      {"via", c.via},
-                      {"violation_ns", c.violation_ns},
-                      {"dropped", c.dropped}});
+  for (const importers::MergeClock& c : a.clocks.clocks) clocks.push_back(importers::MergeClockJson(c));
   const analysis::OrderCheck& check = a.clocks.check;
   json j = {{"job",
              {{"members", ms},

@@ -21,22 +21,25 @@ bool IsMergedTraceDir(const std::string& path) {
   return IsDirectory(path) && PathExists((std::filesystem::path(path) / kMergeFile).string());
 }
 
+json MergeClockJson(const MergeClock& c) {
+  return {{"host", c.host},
+          {"key", c.key},
+          {"reference", c.reference},
+          {"offset_ns", c.map.offset_ns},
+          {"drift", c.map.drift},
+          {"center_ns", c.map.center_ns},
+          {"method", c.method},
+          {"uncertainty_ns", c.uncertainty_ns},
+          {"wall_offset_ns", c.wall_offset_ns},
+          {"constraints", c.constraints},
+          {"via", c.via},
+          {"violation_ns", c.violation_ns},
+          {"dropped", c.dropped}};
+}
+
 std::string MergePlanJson(const MergePlan& plan) {
   json clocks = json::array();
-  for (const MergeClock& c : plan.clocks)
-    clocks.push_back({{"host", c.host},
-                      {"key", c.key},
-                      {"reference", c.reference},
-                      {"offset_ns", c.map.offset_ns},
-                      {"drift", c.map.drift},
-                      {"center_ns", c.map.center_ns},
-                      {"method", c.method},
-                      {"uncertainty_ns", c.uncertainty_ns},
-                      {"wall_offset_ns", c.wall_offset_ns},
-                      {"constraints", c.constraints},
-                      {"via", c.via},
-                      {"violation_ns", c.violation_ns},
-                      {"dropped", c.dropped}});
+  for (const MergeClock& c : plan.clocks) clocks.push_back(MergeClockJson(c));
   json members = json::array();
   for (const MergeMember& m : plan.members)
     members.push_back({{"path", m.path}, {"clock", m.clock}, {"host", m.host}, {"ranks", m.ranks}});

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 #include "importers/load_options.h"
 #include "model/append.h"
@@ -55,6 +57,8 @@ bool IsMergedTraceDir(const std::string& path);
 StatusOr<MergePlan> ReadMergePlan(const std::string& dir);
 // The plan's text (parsing it back gives the same plan), and writing it into `dir`.
 std::string MergePlanJson(const MergePlan& plan);
+// One clock as the plan (and the job report) writes it.
+nlohmann::json MergeClockJson(const MergeClock& c);
 StatusOr<MergePlan> ParseMergePlan(const std::string& text);
 Status WriteMergePlan(const std::string& dir, const MergePlan& plan);
 // A member's path as the merged directory `dir` names it, resolved.
