@@ -5,8 +5,6 @@
 // distributed cluster (python/strata/cluster.py), then the summaries combined
 // on the client (job/combine.h) and reported (report/job_report.h). The
 // client never holds a member's model: its memory is the summaries'.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +23,7 @@
 
 #include "base/files.h"
 #include "base/units.h"
+#include "cli/child.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/job_plan.h"
@@ -34,8 +33,6 @@
 #include "report/job_report.h"
 #include "report/report.h"
 #include "report/stored_report.h"
-
-extern char** environ;
 
 namespace strata::cli {
 namespace {
@@ -69,45 +66,6 @@ int RunSummarize(const SummarizeArgs& a) {
   }
   std::string out = job::SummaryJson(job::Summarize(*t, a.trace, std::move(rep)));
   return a.output.empty() || a.output == "-" ? WriteStdout(out) : WriteOutput(a.output, out, true);
-}
-
-std::string SelfExe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "strata";
-}
-
-// Starts argv with stdout and stderr to `log` (stdout to `out` when given).
-pid_t Start(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  for (const auto& kv : extra_env) {
-    std::string key = kv.substr(0, kv.find('='));
-    std::erase_if(env, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
-    env.push_back(kv);
-  }
-  std::vector<std::string> av = argv;
-  std::vector<char*> a, e;
-  for (auto& s : av) a.push_back(s.data());
-  a.push_back(nullptr);
-  for (auto& s : env) e.push_back(s.data());
-  e.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, a[0], &fa, nullptr, a.data(), e.data());
-  posix_spawn_file_actions_destroy(&fa);
-  return rc == 0 ? pid : -1;
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return 1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
 // The last line of a log (what a failed child said).
@@ -181,7 +139,7 @@ int RunJobReport(const JobReportArgs& a) {
         std::vector<std::string> argv = {self, "summarize"};
         argv.insert(argv.end(), extra.begin(), extra.end());
         argv.insert(argv.end(), {"-o", fmt::format("{}/member-{}.json", dir, next), abs[next]});
-        pid_t pid = Start(argv, {}, fmt::format("{}/member-{}.log", dir, next));
+        pid_t pid = StartChild(argv, {}, fmt::format("{}/member-{}.log", dir, next));
         if (pid < 0) {
           PrintError("cannot run " + self);
           return kExitOutput;
@@ -199,7 +157,7 @@ int RunJobReport(const JobReportArgs& a) {
       if (it == running.end()) continue;
       size_t k = it->second;
       running.erase(it);
-      int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      int rc = ExitCode(status);
       if (rc != 0 && !failed) {
         failed = rc;
         why = given[k] + ": " + LastLine(fmt::format("{}/member-{}.log", dir, k));
@@ -225,12 +183,12 @@ int RunJobReport(const JobReportArgs& a) {
     std::string pythonpath = paths.python_dir;
     if (const char* pp = ::getenv("PYTHONPATH"); pp && *pp) pythonpath += std::string(":") + pp;
     const std::string log = dir + "/cluster.log";
-    pid_t pid = Start(argv, {"PYTHONPATH=" + pythonpath}, log);
+    pid_t pid = StartChild(argv, {"PYTHONPATH=" + pythonpath}, log);
     if (pid < 0) {
       PrintError("cannot run " + argv[0] + " for the Dask path (set STRATA_DASK_PYTHON to a Python with `distributed`)");
       return kExitUsage;
     }
-    if (int rc = Wait(pid); rc != 0) {
+    if (int rc = WaitChild(pid); rc != 0) {
       std::string line = LastLine(log);
       PrintError(line.empty() ? fmt::format("the Dask client exited with {}", rc) : line);
       return kExitFailure;

@@ -6,7 +6,6 @@
 // throughput saturates. Each run is an ordinary trace in DIR/name=value/; the
 // summary is DIR/sweep.json, which `strata report DIR` shows again.
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,12 +24,12 @@
 #include "analysis/summary.h"
 #include "analysis/sweep.h"
 #include "base/files.h"
+#include "cli/child.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "report/sweep_report.h"
 #include "importers/load.h"
 
-extern char** environ;
 
 namespace strata::cli {
 namespace {
@@ -50,42 +49,6 @@ std::string Substitute(std::string arg, const std::string& name, const std::stri
   for (size_t pos = arg.find(key); pos != std::string::npos; pos = arg.find(key, pos + value.size()))
     arg.replace(pos, key.size(), value);
   return arg;
-}
-
-// Runs argv with extra environment; its stdout and stderr go to `log`.
-int Spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const std::string& log) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
-  for (const auto& kv : extra_env) {
-    std::string key = kv.substr(0, kv.find('='));
-    std::erase_if(env, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
-    env.push_back(kv);
-  }
-  std::vector<char*> a, e;
-  std::vector<std::string> av = argv;
-  for (auto& s : av) a.push_back(s.data());
-  a.push_back(nullptr);
-  for (auto& s : env) e.push_back(s.data());
-  e.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid;
-  int rc = posix_spawn(&pid, a[0], &fa, nullptr, a.data(), e.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return 127;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-}
-
-std::string SelfExe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "strata";
 }
 
 int RunSweep(SweepArgs a) {
@@ -167,7 +130,8 @@ int RunSweep(SweepArgs a) {
     if (a.env) env.push_back(upper + "=" + v);
     std::fprintf(stderr, "strata sweep: %s=%s\n", name.c_str(), v.c_str());
     std::string log = dir + ".log";
-    p.exit_status = Spawn(argv, env, log);
+    const pid_t pid = StartChild(argv, env, log);
+    p.exit_status = pid < 0 ? 127 : WaitChild(pid);
     auto trace = OpenTraceForCommand(dir);
     if (p.exit_status != 0)
       p.error = "the command exited with status " + std::to_string(p.exit_status) + " (output in " + log + ")";
