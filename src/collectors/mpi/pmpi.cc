@@ -207,6 +207,16 @@ std::vector<MPI_Request> Handles(int n, const MPI_Request* reqs) {
   return std::vector<MPI_Request>(reqs, reqs + n);
 }
 
+// Of the handles `h` a call had, the one it completed (at `index`), or those it
+// did (`count` of them at `indices`): MPI_Waitany/Testany, Waitsome/Testsome.
+void CompletedAt(const std::vector<MPI_Request>& h, const int* index) {
+  if (index && *index >= 0 && static_cast<size_t>(*index) < h.size()) Completed(h[static_cast<size_t>(*index)]);
+}
+void CompletedSome(const std::vector<MPI_Request>& h, const int* count, const int* indices) {
+  if (!count || !indices) return;
+  for (int k = 0; k < *count; ++k) CompletedAt(h, indices + k);
+}
+
 #define STRATA_NAME(var, text)          \
   static const uint32_t var = [] {      \
     return Name(text);                  \
@@ -389,7 +399,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int* index, MPI_Status* status) {
   static auto next = Next<int (*)(int, MPI_Request*, int*, MPI_Status*)>("PMPI_Waitany");
   std::vector<MPI_Request> h = Handles(n, reqs);
   int rc = next(n, reqs, index, status);
-  if (rc == MPI_SUCCESS && index && *index >= 0 && static_cast<size_t>(*index) < h.size()) Completed(h[*index]);
+  if (rc == MPI_SUCCESS) CompletedAt(h, index);
   return rc;
 }
 
@@ -397,8 +407,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int* index, int* flag, MPI_Status* st
   static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Testany");
   std::vector<MPI_Request> h = Handles(n, reqs);
   int rc = next(n, reqs, index, flag, status);
-  if (rc == MPI_SUCCESS && flag && *flag && index && *index >= 0 && static_cast<size_t>(*index) < h.size())
-    Completed(h[*index]);
+  if (rc == MPI_SUCCESS && flag && *flag) CompletedAt(h, index);
   return rc;
 }
 
@@ -406,9 +415,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int* outcount, int indices[], MPI_St
   static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Waitsome");
   std::vector<MPI_Request> h = Handles(n, reqs);
   int rc = next(n, reqs, outcount, indices, statuses);
-  if (rc == MPI_SUCCESS && outcount && indices)
-    for (int k = 0; k < *outcount; ++k)
-      if (indices[k] >= 0 && static_cast<size_t>(indices[k]) < h.size()) Completed(h[indices[k]]);
+  if (rc == MPI_SUCCESS) CompletedSome(h, outcount, indices);
   return rc;
 }
 
@@ -416,9 +423,7 @@ int MPI_Testsome(int n, MPI_Request reqs[], int* outcount, int indices[], MPI_St
   static auto next = Next<int (*)(int, MPI_Request*, int*, int*, MPI_Status*)>("PMPI_Testsome");
   std::vector<MPI_Request> h = Handles(n, reqs);
   int rc = next(n, reqs, outcount, indices, statuses);
-  if (rc == MPI_SUCCESS && outcount && indices)
-    for (int k = 0; k < *outcount; ++k)
-      if (indices[k] >= 0 && static_cast<size_t>(indices[k]) < h.size()) Completed(h[indices[k]]);
+  if (rc == MPI_SUCCESS) CompletedSome(h, outcount, indices);
   return rc;
 }
 
