@@ -39,6 +39,19 @@ venv DASK "Dask distributed" "import distributed" "distributed==2026.8.0"
 # Playwright for Python: the browser tests of `strata view` (ctest ui_view_browser)
 # drive Debian's Chromium with it (about 200 MB).
 venv UI "Playwright" "import playwright.sync_api" "playwright==1.65.2"
+# Disk: the three builds take about 8 GB (RelWithDebInfo), 16 GB (ASan: each of
+# the ~90 test binaries links the instrumented libraries) and 2 GB (fuzz). A run
+# that cannot fit them says so now rather than when a link fails half-way.
+need_gb=8
+if [ "${STRATA_SKIP_SANITIZERS:-0}" != "1" ]; then need_gb=$(( need_gb + 16 )); fi
+if [ "${STRATA_SKIP_FUZZ:-0}" != "1" ]; then need_gb=$(( need_gb + 2 )); fi
+have_kb=$(df -Pk . | awk 'NR==2 {print $4}')
+used_kb=$(du -sk build build-asan build-fuzz 2>/dev/null | awk '{s+=$1} END {print s+0}')
+if [ $(( (have_kb + used_kb) / 1048576 )) -lt "$need_gb" ]; then
+  echo "strata: the tests' builds need about ${need_gb} GB of disk; $(( have_kb / 1048576 )) GB free beside $PWD" \
+       "(and $(( used_kb / 1048576 )) GB in its build folders): free some, or set STRATA_SKIP_SANITIZERS=1 (16 GB less)" >&2
+  exit 4
+fi
 start=$(date +%s)
 # Each step's time, so that a slow CI run says which part grew.
 step_start=$start
