@@ -160,13 +160,14 @@ class Builder {
     if (!k_dims) return;
     model::StringId k_types = t_.strings.Find("Input type");
     model::StringId k_concrete = t_.strings.Find("Concrete Inputs");
+    model::ArgCursor arg(t_.args);
     for (uint32_t s = 0; s < sl.size(); ++s) {
       if (sl.kind[s] != SliceKind::kOp || est_of_[s] >= 0) continue;
-      int32_t a = t_.FindArg(s, k_dims);
+      int32_t a = arg.Find(s, k_dims);
       if (a < 0 || !t_.args.str[static_cast<size_t>(a)]) continue;
-      int32_t ta = k_types ? t_.FindArg(s, k_types) : model::kNone;
+      int32_t ta = k_types ? arg.Find(s, k_types) : model::kNone;
       if (ta < 0 || !t_.args.str[static_cast<size_t>(ta)]) continue;
-      int32_t ca = k_concrete ? t_.FindArg(s, k_concrete) : model::kNone;
+      int32_t ca = k_concrete ? arg.Find(s, k_concrete) : model::kNone;
       // An op with the same name and inputs as an earlier one (every step
       // repeats them) costs the same: parsed once. (Not a convolution whose
       // geometry comes from the ops after it.)

@@ -249,6 +249,29 @@ struct ArgTable {
   }
 };
 
+// The args of slices asked in increasing slice order (a pass over the slices):
+// one forward walk of the sorted rows instead of a binary search per lookup.
+class ArgCursor {
+ public:
+  explicit ArgCursor(const ArgTable& a) : a_(a) {}
+  // Row of `key` among the args of `slice`, or kNone. `slice` never decreases
+  // from one call to the next.
+  int32_t Find(uint32_t slice, StringId key) {
+    if (slice != at_) {
+      while (pos_ < a_.size() && a_.slice[pos_] < slice) ++pos_;
+      at_ = slice;
+    }
+    for (size_t i = pos_; i < a_.size() && a_.slice[i] == slice; ++i)
+      if (a_.key[i] == key) return static_cast<int32_t>(i);
+    return kNone;
+  }
+
+ private:
+  const ArgTable& a_;
+  size_t pos_ = 0;
+  uint32_t at_ = UINT32_MAX;
+};
+
 // Which allocator a memory event comes from. A framework's caching allocator
 // (PyTorch's, through strata's observer or the profiler's "[memory]" events)
 // hands out blocks of the memory it got from the accelerator runtime
