@@ -159,6 +159,58 @@ TEST(FindingsOs, StragglerFindsThePeriodAndWhatTheSlowStepsDo) {
   EXPECT_NEAR(f.estimated_gain_pct, 100.0 * 3 * (6 * kMs - (kMs + 1000)) / total, 0.01);
 }
 
+// The step thread's Python stacks say which of the program's functions the
+// slow steps run: validate() on every 10th step, never otherwise; not the
+// loop's own frame (<module>, in every sample) nor what validate() calls
+// (forward, in every step).
+TEST(FindingsOs, StragglerNamesThePythonFunctionTheSlowStepsRun) {
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  auto frame = [&](const char* fn, const char* file, uint64_t first_line) {
+    t.frames.function.push_back(t.strings.Intern(fn));
+    t.frames.module.push_back(t.strings.Intern(file));
+    t.frames.kind.push_back(model::FrameKind::kPython);
+    t.frames.pc.push_back(first_line);
+    t.frames.line.push_back(static_cast<uint32_t>(first_line + 2));
+    return static_cast<uint32_t>(t.frames.size() - 1);
+  };
+  auto callsite = [&](int32_t parent, uint32_t fr) {
+    t.callsites.parent.push_back(parent);
+    t.callsites.frame.push_back(fr);
+    t.callsites.depth.push_back(parent < 0 ? 0 : static_cast<uint16_t>(t.callsites.depth[static_cast<size_t>(parent)] + 1));
+    return static_cast<int32_t>(t.callsites.size() - 1);
+  };
+  const int32_t loop = callsite(model::kNone, frame("<module>", "/src/train.py", 1));
+  const int32_t fwd = callsite(loop, frame("forward", "/src/model.py", 20));
+  const int32_t val = callsite(loop, frame("validate", "/src/train.py", 9));
+  const int32_t val_fwd = callsite(val, frame("forward", "/src/model.py", 20));
+  model::StringId step = t.strings.Intern("step");
+  int64_t at = 0;
+  for (uint64_t i = 0; i < 30; ++i) {
+    const bool slow = i > 0 && i % 10 == 0;
+    const int64_t d = slow ? 5 * kMs : kMs;
+    t.slices.Add(at, d, 0, step, SliceKind::kStep, i);
+    // A sample every 0.1 ms: the loop's forward for the first 1 ms, then validate's.
+    for (int64_t k = 0; k < d / (kMs / 10); ++k) {
+      t.cpu_samples.ts.push_back(at + k * (kMs / 10) + 1);
+      t.cpu_samples.track.push_back(0);
+      t.cpu_samples.cpu.push_back(0);
+      t.cpu_samples.callsite.push_back(k < 10 ? fwd : val_fwd);
+    }
+    at += d;
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(std::find(f->involved.begin(), f->involved.end(), "validate (train.py:9)"), f->involved.end())
+      << f->evidence;
+  EXPECT_DOUBLE_EQ(Metric(*f, "slow_function_sample_share"), 0.8);  // 40 of the slow steps' 50 samples
+  EXPECT_NE(f->suggestion.find("'validate (train.py:9)' is the candidate"), std::string::npos) << f->suggestion;
+  EXPECT_EQ(f->evidence.find("forward"), std::string::npos) << f->evidence;
+}
+
 TEST(FindingsOs, StragglerProcessDoesMoreWorkPerStep) {
   // Three processes in lockstep: equal step times, process 3 on CPU 3x as long.
   model::Trace t;

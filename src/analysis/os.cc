@@ -40,16 +40,6 @@ int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return std::ma
 
 bool IsIoCategory(const std::string& c) { return c == "io" || c == "poll"; }
 
-// A Python function as a whole: its name and where it starts (frame labels
-// carry the line being executed).
-std::string FunctionLabel(const model::Trace& t, uint32_t frame) {
-  if (t.frames.kind[frame] != model::FrameKind::kPython || t.frames.pc[frame] == 0) return "";
-  std::string m = Str(t, t.frames.module[frame]);
-  auto slash = m.rfind('/');
-  return Str(t, t.frames.function[frame]) + " (" + (slash == std::string::npos ? m : m.substr(slash + 1)) + ":" +
-         std::to_string(t.frames.pc[frame]) + ")";
-}
-
 std::string FrameLabel(const model::Trace& t, uint32_t frame) {
   std::string f = Str(t, t.frames.function[frame]);
   std::string m = Str(t, t.frames.module[frame]);
@@ -94,6 +84,15 @@ std::string WaitCategory(const std::string& f) {
 }
 
 }  // namespace
+
+std::string FunctionLabel(const model::Trace& t, uint32_t frame) {
+  if (t.frames.kind[frame] != model::FrameKind::kPython || t.frames.pc[frame] == 0) return "";
+  std::string m = Str(t, t.frames.module[frame]);
+  auto slash = m.rfind('/');
+  return Str(t, t.frames.function[frame]) + " (" + (slash == std::string::npos ? m : m.substr(slash + 1)) + ":" +
+         std::to_string(t.frames.pc[frame]) + ")";
+}
+
 
 std::string SyscallCategory(std::string_view n) {
   static const std::unordered_map<std::string_view, const char*> kMap = {

@@ -30,6 +30,10 @@ std::string SyscallCategory(std::string_view name);
 bool IsStrataThread(const model::Trace& t, uint32_t track);
 // A frame of the read/write path (libc wrappers, the kernel's entry points).
 bool IsIoFrame(std::string_view function);
+// A Python frame's function as a whole: "validate (train.py:12)", its name and
+// the line it starts at (frame labels carry the line being executed); "" for
+// other frames.
+std::string FunctionLabel(const model::Trace& t, uint32_t frame);
 
 struct ThreadOs {
   uint32_t track = 0;

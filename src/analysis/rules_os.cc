@@ -8,6 +8,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
@@ -267,6 +268,76 @@ uint64_t Periodicity(const std::vector<uint64_t>& numbers, uint64_t first, uint6
   return best_n >= 3 && best_n * 5 >= numbers.size() * 3 ? best : 0;
 }
 
+// The Python code that slow steps run more than the other steps: per Python
+// function (its name and first line, whatever line it is at), the step
+// thread's CPU samples with it on the stack, in the slow steps and in the
+// others. Candidates are not the loop itself (on the stack in at most half the
+// other steps' samples), are on it at least 3x as often per slow step as per
+// other step (a checkpoint every 8th step that is slow only at times counts),
+// are in a fifth of the slow steps' samples and account for half or more of
+// their extra samples. Of those, the one with the most extra samples, the
+// outermost among equals: the program's own call (validate(),
+// save_checkpoint()) rather than what it calls.
+struct SlowCode {
+  std::string function;  // FunctionLabel; "" when the samples name none
+  double slow_share = 0, typical_share = 0;
+};
+SlowCode SlowStepsCode(const model::Trace& t, const std::vector<FindingsContext::Window>& windows,
+                       const std::vector<bool>& is_slow, double n_slow, double n_typ) {
+  const auto& cs = t.cpu_samples;
+  SlowCode out;
+  if (cs.size() == 0 || n_slow <= 0 || n_typ <= 0) return out;
+  struct Counts {
+    double n[2] = {0, 0};  // [slow?] samples with the function on the stack
+    uint16_t depth = 0;
+    uint32_t frame = 0;
+  };
+  using Key = std::tuple<model::StringId, model::StringId, uint64_t>;  // function, module, first line
+  std::map<Key, Counts> by;
+  double samples[2] = {0, 0};
+  std::vector<Key> seen;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const auto& w = windows[i];
+    if (w.track == UINT32_MAX) continue;
+    const int slow = is_slow[i] ? 1 : 0;
+    RowsIn(cs, TrackRows(cs, w.track), w.start, w.end, [&](size_t r) {
+      if (cs.ts[r] < w.start) return;
+      samples[slow] += 1;
+      seen.clear();
+      for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
+        uint32_t fr = t.callsites.frame[static_cast<size_t>(k)];
+        if (t.frames.kind[fr] != model::FrameKind::kPython || t.frames.pc[fr] == 0) continue;
+        Key key{t.frames.function[fr], t.frames.module[fr], t.frames.pc[fr]};
+        if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;  // recursion: once a sample
+        seen.push_back(key);
+        Counts& e = by[key];
+        e.n[slow] += 1;
+        e.depth = t.callsites.depth[static_cast<size_t>(k)];
+        e.frame = fr;
+      }
+    });
+  }
+  if (samples[1] < 10) return out;
+  const double extra_all = samples[1] / n_slow - samples[0] / n_typ;
+  const Counts* best = nullptr;
+  double best_extra = 0;
+  for (const auto& [key, e] : by) {
+    double slow_share = e.n[1] / samples[1], typ_share = samples[0] > 0 ? e.n[0] / samples[0] : 0;
+    double slow_rate = e.n[1] / n_slow, typ_rate = e.n[0] / n_typ, extra = slow_rate - typ_rate;
+    if (typ_share > 0.5 || slow_share < 0.2 || slow_rate < 3 * typ_rate) continue;
+    if (extra_all > 0 && extra < 0.5 * extra_all) continue;
+    if (!best || extra > 1.05 * best_extra || (extra >= best_extra / 1.05 && e.depth < best->depth)) {
+      best = &e;
+      best_extra = extra;
+    }
+  }
+  if (!best) return out;
+  out.function = FunctionLabel(t, best->frame);
+  out.slow_share = best->n[1] / samples[1];
+  out.typical_share = samples[0] > 0 ? best->n[0] / samples[0] : 0;
+  return out;
+}
+
 void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   if (!c.has_steps || c.steps < 8) return;
   const model::Trace& t = c.t;
@@ -340,6 +411,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
     });
   }
   double n_slow = static_cast<double>(slow.size()), n_typ = static_cast<double>(c.steps - slow.size());
+  const SlowCode code = SlowStepsCode(t, c.windows, is_slow, n_slow, n_typ);
   std::string top_child;
   double top_child_extra = 0;
   for (auto& [name, v] : child) {
@@ -390,6 +462,10 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   if (top_state >= 0 && top_state_extra > 0.3 * (slow_mean - p50))
     why += fmt::format(" The step's thread spends {} more {}{} in them.", Ms(top_state_extra), kState[top_state],
                        blocked_cause.empty() ? "" : " (mostly " + blocked_cause + ")");
+  if (!code.function.empty())
+    why += fmt::format(" The Python function {} is on the step thread's stack in {:.0f}% of its CPU samples in the slow "
+                       "steps and in {:.0f}% of the other steps' samples.",
+                       code.function, 100 * code.slow_share, 100 * code.typical_share);
   f.evidence = fmt::format("Steps {} take {} on average against a median of {} (p90/p50 {:.2f}); their time beyond the "
                            "median is {:.0f}% of all step time.{}",
                            list, Ms(slow_mean), Ms(p50), static_cast<double>(d.p90) / p50, pct, why);
@@ -397,8 +473,14 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
                {"period_steps", static_cast<double>(period)},
                {"p50_ns", p50},              {"p90_ns", static_cast<double>(d.p90)},
                {"slow_step_mean_ns", slow_mean}, {"excess_pct", pct}};
+  if (!code.function.empty()) f.metrics.emplace_back("slow_function_sample_share", code.slow_share);
   for (size_t k = 0; k < numbers.size() && k < 20; ++k) f.involved.push_back(fmt::format("step {}", numbers[k]));
   if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50)) f.involved.push_back(top_child);
+  if (!code.function.empty()) f.involved.push_back(code.function);
+  // The program's own call is the better lead than an op or module it runs.
+  std::string candidate = !code.function.empty()                                       ? code.function
+                          : !top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50) ? top_child
+                                                                                            : "";
   // A what-if on the sequence of steps, not on one step's graph: each slow
   // step at the median.
   f.estimated_gain_pct = pct;
@@ -411,7 +493,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
         "Find what the slow steps do that the others do not{} and take it off the step's path: move periodic work "
         "(checkpoints, logging, evaluation, garbage collection) to a background thread or do it less often, and "
         "balance the work per step.",
-        top_child.empty() ? "" : fmt::format(" ('{}' is the candidate)", top_child));
+        candidate.empty() ? "" : fmt::format(" ('{}' is the candidate)", candidate));
   out->push_back(std::move(f));
 }
 
