@@ -46,6 +46,7 @@ WORKLOADS = [
     ("scratch_buffers", ["--iters", "10", "--batch", "64", "--features", "512"], 64),
     ("grad_accumulation", ["--iters", "8", "--batch", "8", "--accum", "4"], 32),
     ("gan_two_optimizers", ["--iters", "10", "--batch", "64"], 64),
+    ("wgan_critic", ["--iters", "8", "--batch", "64"], 64),
     ("inference_loop", ["--iters", "10", "--batch", "8"], 8),
     ("transformer_lm", ["--iters", "8", "--batch", "8", "--seq", "32", "--d-model", "64", "--layers", "2"], 8),
     ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),

@@ -65,6 +65,7 @@ struct TorchState {
   std::vector<FoundStep> auto_steps;
   std::vector<OptimizerMark> optimizer_marks;
   std::vector<std::pair<uint32_t, int64_t>> partial_steps;  // (track, begin) of first found steps
+  std::map<uint32_t, size_t> optimizer_steps_per_step;       // track -> optimizer steps an iteration takes (> 1)
   std::vector<TierChange> tiers;
   std::map<uint32_t, int64_t> process_end;  // last event of any stream of the process
   uint32_t mode = UINT32_MAX;
@@ -463,7 +464,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& st = ctx.Ext<TorchState>();
     if (!st.step_name) st.step_name = ctx.trace().strings.Intern("step");
-    st.partial_steps = AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name);
+    st.partial_steps = AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name, &st.optimizer_steps_per_step);
   });
 
   // Every op slice, however it was closed, gets its OpTable row.
@@ -514,7 +515,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     AddSampleMarks(t, &st.batches);
     std::vector<std::pair<uint32_t, int64_t>> profiled;
     AddProfiledSteps(t, &profiled);
-    AttachStepSamples(t, st.batches, st.partial_steps, profiled);
+    AttachStepSamples(t, st.batches, st.partial_steps, profiled, st.optimizer_steps_per_step);
     if (st.unmatched_ends) ctx.Warn(std::to_string(st.unmatched_ends) + " framework op/scope/module ends had no matching begin");
     if (st.orphan_details) ctx.Warn(std::to_string(st.orphan_details) + " op details arrived with no op open");
     if (st.bad_ids) ctx.Warn(std::to_string(st.bad_ids) + " malformed tensor ids skipped");

@@ -140,13 +140,14 @@ bool ProfilerStepAt(const model::Trace& t, const std::vector<uint32_t>& slices, 
 }
 
 // Several optimizers stepping in each iteration (a GAN's discriminator and
-// generator) repeat with a period of their number: the smallest period P (up
-// to 4) with which at least 80% of the signatures after the first two periods
-// equal the one P before (the first steps differ: Adam creates its state
-// then), else 1, each optimizer step a step (one optimizer; gradient
+// generator; a WGAN's critic five times per generator step) repeat with a
+// period of their steps per iteration: the smallest period P (up to
+// `max_period`) with which at least 80% of the signatures after the first two
+// periods equal the one P before (the first steps differ: Adam creates its
+// state then), else 1, each optimizer step a step (one optimizer; gradient
 // accumulation; signatures that vary because ops were sampled).
-size_t Period(const std::vector<Signature>& sig) {
-  for (size_t p = 2; p <= 4; ++p) {
+size_t Period(const std::vector<Signature>& sig, size_t max_period) {
+  for (size_t p = 2; p <= max_period; ++p) {
     size_t same = 0, compared = 0;
     for (size_t k = 2 * p; k < sig.size(); ++k) {
       ++compared;
@@ -168,7 +169,8 @@ size_t Period(const std::vector<Signature>& sig) {
 
 std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
                                                         const std::vector<OptimizerMark>& marks,
-                                                        model::StringId step_name) {
+                                                        model::StringId step_name,
+                                                        std::map<uint32_t, size_t>* periods) {
   std::vector<std::pair<uint32_t, int64_t>> partial;
   model::Trace& t = ctx.trace();
   // A program that marks its steps says what a step is.
@@ -187,7 +189,12 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
   for (auto& [trk, v] : by_track) {
     std::sort(v.begin(), v.end(), [](const FoundStep* a, const FoundStep* b) { return a->end < b->end; });
     const std::vector<uint32_t>& slices = slices_of[trk];
-    size_t period = Period(Signatures(t, trk, slices, v, marks));
+    // Which optimizer ended each step is known where the observer marked it:
+    // periods up to 16 (a WGAN's n_critic of 5 gives 6). Told apart by the
+    // scope and its ops only (an older trace), up to 4.
+    const bool named = std::any_of(marks.begin(), marks.end(), [trk](const OptimizerMark& m) { return m.track == trk; });
+    size_t period = Period(Signatures(t, trk, slices, v, marks), named ? 16 : 4);
+    if (periods && period > 1) (*periods)[trk] = period;
     // The thread's other slices by begin: a step must not cross one (a
     // record_function or strata.scope opened between two iterations and closed
     // after later ones), or nesting breaks; such a step begins where it does.
@@ -217,12 +224,15 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
 
 void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
                        const std::vector<std::pair<uint32_t, int64_t>>& partial,
-                       const std::vector<std::pair<uint32_t, int64_t>>& profiled) {
+                       const std::vector<std::pair<uint32_t, int64_t>>& profiled,
+                       const std::map<uint32_t, size_t>& periods) {
   if (marks.empty() && partial.empty() && profiled.empty()) return;
   struct PerStep {
     uint64_t given = 0;
     bool any_given = false, training = false;
     std::map<std::pair<bool, model::StringId>, uint64_t> by_module;  // (training, root module) -> samples
+    std::map<std::pair<bool, model::StringId>, uint64_t> largest;    // ... -> largest single batch
+    bool several_optimizers = false;
   };
   std::map<int32_t, PerStep> steps;
   // Each thread's steps by begin: a mark's step is found by time (a step need
@@ -249,7 +259,10 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     } else if (root != kNone) {
       bool training = (b.flags & 2) != 0;
       ps.training |= training;
-      ps.by_module[{training, t.slices.name[static_cast<size_t>(root)]}] += b.samples;
+      const std::pair<bool, model::StringId> k{training, t.slices.name[static_cast<size_t>(root)]};
+      ps.by_module[k] += b.samples;
+      ps.largest[k] = std::max(ps.largest[k], b.samples);
+      ps.several_optimizers = periods.count(b.track) > 0;
     }
   }
   model::StringId key = t.strings.Intern("batch_size");
@@ -259,7 +272,7 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     if (ps.any_given) {
       n = ps.given;
     } else {
-      for (const auto& [k, v] : ps.by_module)
+      for (const auto& [k, v] : ps.several_optimizers ? ps.largest : ps.by_module)
         if (k.first == ps.training) n = n == 0 ? v : std::min(n, v);
     }
     if (n == 0) continue;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "importers/strata/decoder.h"
@@ -43,9 +44,12 @@ struct OptimizerMark {
 // Returns the (track, begin) of each thread's first found step: it begins at its
 // first activity, not where the loop's first iteration began (unknown), so it is
 // partial and the statistics leave it out (AttachStepSamples marks it).
+// `periods`, when given, gets the threads whose iterations take several
+// optimizer steps (a GAN's), with how many.
 std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
                                                         const std::vector<OptimizerMark>& marks,
-                                                        model::StringId step_name);
+                                                        model::StringId step_name,
+                                                        std::map<uint32_t, size_t>* periods = nullptr);
 
 struct BatchMark {
   uint32_t track = 0;
@@ -59,12 +63,17 @@ struct BatchMark {
 // program says, else those of the root forwards inside the step (training-mode
 // ones if any), summed per root module and the least of those sums taken (every
 // micro-batch of gradient accumulation counts; a GAN's discriminator, run on
-// real and on generated batches, does not count twice).
+// real and on generated batches, does not count twice). On threads whose
+// iterations take several optimizer steps (`periods`: a GAN's models each
+// updated in turn, a WGAN's critic five times per generator update), the
+// models run on the iteration's batch again and again: the least of the root
+// modules' largest single batches.
 // Also gives the partial first steps (AddFoundSteps) a "partial_step" argument of 1.
 // Gives the steps in `profiled` (a framework's profiler ran in them,
 // marker_steps.h AddProfiledSteps) a "profiled_step" argument of 1.
 void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
                        const std::vector<std::pair<uint32_t, int64_t>>& partial,
-                       const std::vector<std::pair<uint32_t, int64_t>>& profiled = {});
+                       const std::vector<std::pair<uint32_t, int64_t>>& profiled = {},
+                       const std::map<uint32_t, size_t>& periods = {});
 
 }  // namespace strata::importers::strata_ctf
