@@ -201,12 +201,39 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     std::vector<std::pair<int64_t, int64_t>> others;  // (ts, end)
     for (uint32_t i : slices) others.emplace_back(t.slices.ts[i], t.slices.end(i));
     std::sort(others.begin(), others.end());
+    // Where a DataLoader feeds the loop, an iteration begins at its fetch (the
+    // loop's head, `for batch in loader`), so what the program does after its
+    // optimizer step (logging, a checkpoint, an evaluation over another loader)
+    // stays in the step it belongs to. An iteration fetches as many batches as
+    // most iterations do between two optimizer steps (gradient accumulation:
+    // several): the boundary moves from an optimizer step's end to the first of
+    // the last that many fetches before the next one's. The last step ends with
+    // its optimizer step (a fetch after it may be another loader's, much later).
+    std::vector<int64_t> fetches, ends;
+    for (uint32_t i : slices)
+      if (t.strings.Get(t.slices.name[i]).starts_with("enumerate(DataLoader)#")) fetches.push_back(t.slices.ts[i]);
+    std::sort(fetches.begin(), fetches.end());
+    for (size_t k = period - 1; k < v.size(); k += period) ends.push_back(v[k]->end);
+    size_t per_iteration = 0;
+    if (!fetches.empty() && ends.size() >= 2) {
+      std::vector<size_t> counts;
+      for (size_t j = 0; j + 1 < ends.size(); ++j)
+        counts.push_back(static_cast<size_t>(std::lower_bound(fetches.begin(), fetches.end(), ends[j + 1]) -
+                                             std::lower_bound(fetches.begin(), fetches.end(), ends[j])));
+      std::nth_element(counts.begin(), counts.begin() + static_cast<ptrdiff_t>(counts.size() / 2), counts.end());
+      per_iteration = counts[counts.size() / 2];
+    }
+    auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
+      size_t hi = static_cast<size_t>(std::lower_bound(fetches.begin(), fetches.end(), ends[j + 1]) - fetches.begin());
+      if (per_iteration == 0 || hi < per_iteration || fetches[hi - per_iteration] < ends[j]) return ends[j];
+      return fetches[hi - per_iteration];
+    };
     int64_t begin = v[0]->ts;
     if (!ProfilerStepAt(t, slices, begin)) partial.emplace_back(trk, begin);
     uint64_t n = 0;
     for (size_t k = period - 1; k < v.size(); k += period) {
       const FoundStep& first = *v[k + 1 - period];
-      int64_t end = v[k]->end;
+      int64_t end = n + 1 < ends.size() ? loop_head(n) : v[k]->end;
       for (auto it = std::upper_bound(others.begin(), others.end(), std::make_pair(begin, INT64_MAX));
            it != others.end() && it->first < first.ts; ++it)
         if (it->second > end) begin = it->first;

@@ -9,7 +9,11 @@
 //  - the program's own marks (strata.step, torch.profiler's ProfilerStep#):
 //    not touched here;
 //  - the end of each optimizer.step() (the observer's auto_step_end): one step
-//    per optimizer step, so gradient accumulation gives one step per update;
+//    per optimizer step, so gradient accumulation gives one step per update
+//    (several optimizers stepping in turn, a GAN's: one step per round); where
+//    a DataLoader feeds the loop, the boundary moves on to the fetch that heads
+//    the next iteration, so work after the optimizer step (an evaluation, a
+//    checkpoint) stays in its iteration's step;
 //  - without any optimizer step, the end of each forward of the program's main
 //    root module (inference loops under no_grad).
 // The first step begins at its first activity (a DataLoader fetch, a root
