@@ -46,7 +46,10 @@ need_gb=8
 if [ "${STRATA_SKIP_SANITIZERS:-0}" != "1" ]; then need_gb=$(( need_gb + 16 )); fi
 if [ "${STRATA_SKIP_FUZZ:-0}" != "1" ]; then need_gb=$(( need_gb + 2 )); fi
 have_kb=$(df -Pk . | awk 'NR==2 {print $4}')
-used_kb=$(du -sk build build-asan build-fuzz 2>/dev/null | awk '{s+=$1} END {print s+0}')
+used_kb=0
+for d in build build-asan build-fuzz; do
+  if [ -d "$d" ]; then used_kb=$(( used_kb + $(du -sk "$d" | cut -f1) )); fi
+done
 if [ $(( (have_kb + used_kb) / 1048576 )) -lt "$need_gb" ]; then
   echo "strata: the tests' builds need about ${need_gb} GB of disk; $(( have_kb / 1048576 )) GB free beside $PWD" \
        "(and $(( used_kb / 1048576 )) GB in its build folders): free some, or set STRATA_SKIP_SANITIZERS=1 (16 GB less)" >&2
