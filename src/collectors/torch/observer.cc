@@ -311,6 +311,11 @@ void ApplyTier() {
 // previous step ends, then moved to the first activity (a later auto_step_begin
 // replaces an earlier one); a begin that no end follows (an eval loop, the end of
 // the program) is dropped by the importer.
+// The step the tiers follow (--ops-steps windows, sampled steps) changes where
+// the importer will put the boundary: at the optimizer step's end, or, on a
+// thread that fetches from a DataLoader, at the first activity after it (the
+// importer ends such steps at the fetch heading the next iteration, so work
+// after the optimizer step stays in its step).
 
 bool AutoStepsOff() { return recorder::ExplicitStepsUsed() || g->profiler_steps.load(std::memory_order_relaxed); }
 
@@ -378,7 +383,7 @@ void OptimizerStepEnded(ThreadState& ts) {
   ts.step_pending = true;
   ts.step_activity = false;
   EmitAutoStep(fmt_::kAutoStepBegin, ts.step);
-  StepBegins(ts, ts.step);
+  if (!ts.loader_fed) StepBegins(ts, ts.step);  // else at the next fetch (StepActivity)
 }
 
 void OnExplicitStep(uint64_t step, bool begin) {
@@ -496,6 +501,7 @@ std::unique_ptr<at::ObserverContext> OnScopeStart(const at::RecordFunction& fn) 
       StepBegins(ts, e->step);
     }
   } else if (e->flags & kNameDataLoader) {
+    ts.loader_fed = true;
     StepActivity(ts);
   }
   EmitName(fmt_::kScopeBegin, e->id);

@@ -47,6 +47,7 @@ struct ThreadState {
   bool step_pending = false;   // an auto_step_begin is out and its step not ended
   bool step_activity = false;  // ...and it was placed at the step's first activity
   uint64_t step = 0;           // the pending step's number
+  bool loader_fed = false;     // fetches batches from a DataLoader: an iteration begins at its fetch
 
   // Detail-tier scratch, reused per op.
   std::vector<ArgDesc> args;
