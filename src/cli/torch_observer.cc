@@ -203,6 +203,11 @@ TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPath
            std::to_string(st.st_mtim.tv_nsec);
   };
   std::string key = identity(libtorch) + "|" + identity(paths.lib_dir + "/libstrata.so") + "|" + STRATA_VERSION;
+  // ...and by the observer's sources, which change without libstrata.so (a
+  // rebuild of the observer alone must not reuse the build of the old one).
+  if (std::string src = SourceDir(paths); !src.empty())
+    for (const char* f : {"observer.cc", "observer.h", "memory.cc", "detail.cc", "comms.cc", "module_hooks.cc"})
+      key += "|" + identity(src + "/src/collectors/torch/" + f);
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>{}(key));
   std::string dir = CacheDir() + "/torch-observer/" + hex;
