@@ -15,7 +15,7 @@ def main():
     x = torch.randn(4096, 256)
     y = torch.randint(0, 10, (4096,))
     train = DataLoader(TensorDataset(x, y), batch_size=args.batch, shuffle=True, drop_last=True)
-    val = DataLoader(TensorDataset(x[:1536], y[:1536]), batch_size=256)
+    val = DataLoader(TensorDataset(x[:3072], y[:3072]), batch_size=256)
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     clock = IterClock(args)
@@ -33,7 +33,7 @@ def main():
                     for vx, vy in val:
                         correct += (model(vx).argmax(1) == vy).sum().item()
                 model.train()
-                print(f"iteration {it}: loss {loss.item():.4f} accuracy {correct / 1536:.3f}", flush=True)
+                print(f"iteration {it}: loss {loss.item():.4f} accuracy {correct / 3072:.3f}", flush=True)
             it += 1
             clock.tick(args.batch)
             if not clock.more():
