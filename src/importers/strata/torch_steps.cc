@@ -192,7 +192,8 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     // Which optimizer ended each step is known where the observer marked it:
     // periods up to 16 (a WGAN's n_critic of 5 gives 6). Told apart by the
     // scope and its ops only (an older trace), up to 4.
-    const bool named = std::any_of(marks.begin(), marks.end(), [trk](const OptimizerMark& m) { return m.track == trk; });
+    const uint32_t track = trk;  // (a structured binding: clang 14 does not capture one)
+    const bool named = std::any_of(marks.begin(), marks.end(), [track](const OptimizerMark& m) { return m.track == track; });
     size_t period = Period(Signatures(t, trk, slices, v, marks), named ? 16 : 4);
     if (periods && period > 1) (*periods)[trk] = period;
     // The thread's other slices by begin: a step must not cross one (a
