@@ -260,7 +260,6 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     bool any_given = false, training = false;
     std::map<std::pair<bool, model::StringId>, uint64_t> by_module;  // (training, root module) -> samples
     std::map<std::pair<bool, model::StringId>, uint64_t> largest;    // ... -> largest single batch
-    bool several_optimizers = false;
   };
   std::map<int32_t, PerStep> steps;
   // Each thread's steps by begin: a mark's step is found by time (a step need
@@ -290,7 +289,6 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
       const std::pair<bool, model::StringId> k{training, t.slices.name[static_cast<size_t>(root)]};
       ps.by_module[k] += b.samples;
       ps.largest[k] = std::max(ps.largest[k], b.samples);
-      ps.several_optimizers = periods.count(b.track) > 0;
     }
   }
   model::StringId key = t.strings.Intern("batch_size");
@@ -300,7 +298,8 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     if (ps.any_given) {
       n = ps.given;
     } else {
-      for (const auto& [k, v] : ps.several_optimizers ? ps.largest : ps.by_module)
+      const bool several_optimizers = periods.count(t.slices.track[static_cast<size_t>(s)]) > 0;
+      for (const auto& [k, v] : several_optimizers ? ps.largest : ps.by_module)
         if (k.first == ps.training) n = n == 0 ? v : std::min(n, v);
     }
     if (n == 0) continue;
