@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
   # libraries strata builds against
   libfmt-dev nlohmann-json3-dev libcli11-dev libsimdjson-dev zlib1g-dev
-  libprotobuf-dev protobuf-compiler libsqlite3-dev libisal-dev libbabeltrace2-dev libxxhash-dev
+  libprotobuf-dev protobuf-compiler libsqlite3-dev libisal-dev libbabeltrace2-dev libxxhash-dev libzstd-dev
   libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev babeltrace2 python3 python3-numpy python3-pip sqlite3

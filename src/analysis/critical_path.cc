@@ -468,8 +468,9 @@ std::vector<StepCriticalPath> ComputePaths(const model::Trace& t, const Critical
       }
     }
     if (best_n == 0) return out;
-    Walker w(t, opt, Ranges({{t.start_ns(), t.end_ns()}}));
-    out.push_back(w.Run(kNone, t.start_ns(), t.end_ns(), best));
+    auto [start, end] = t.span_ns();
+    Walker w(t, opt, Ranges({{start, end}}));
+    out.push_back(w.Run(kNone, start, end, best));
     return out;
   }
   std::vector<size_t> chosen = EvenlySpread(steps.size(), std::max<size_t>(1, std::min(opt.max_steps, opt.max_walked)));

@@ -458,7 +458,8 @@ LayersSummary Layers(const model::Trace& t) {
   out.step_ns = steps.total_ns;
   out.step_basis = "steps";
   if (out.step_ns <= 0) {
-    out.step_ns = std::max<int64_t>(0, SatSub(t.end_ns(), t.start_ns()));
+    auto [start, end] = t.span_ns();
+    out.step_ns = std::max<int64_t>(0, SatSub(end, start));
     out.step_basis = "trace";
   }
   bool any_ops_estimated = false;

@@ -451,7 +451,7 @@ class Builder {
     RooflinePoint p;
     p.level = RooflineLevel::kStep;
     p.name = windows.empty() ? "whole trace" : "step (mean)";
-    if (windows.empty()) windows.emplace_back(t_.start_ns(), t_.end_ns());
+    if (windows.empty()) windows.push_back(t_.span_ns());
     int64_t wall = 0;
     for (auto [a, b] : windows) wall += b - a;
     double flops = 0, bytes = 0;

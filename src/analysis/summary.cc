@@ -1,5 +1,6 @@
 #include "analysis/summary.h"
 
+#include <tuple>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -24,8 +25,7 @@ std::string ProcessLabel(const model::Trace& t, uint32_t process) {
 
 TraceOverview Overview(const model::Trace& t) {
   TraceOverview o;
-  o.start_ns = t.start_ns();
-  o.end_ns = t.end_ns();
+  std::tie(o.start_ns, o.end_ns) = t.span_ns();
   o.duration_ns = o.end_ns - o.start_ns;
   o.events = t.events_read;
   o.lost_events = t.events_lost;

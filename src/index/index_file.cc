@@ -5,10 +5,14 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -16,6 +20,8 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/parallel.h"
+#include "index/column_codec.h"
 
 namespace strata::index {
 namespace {
@@ -126,6 +132,9 @@ class Writer {
   void operator()(Ts&... vs) {
     (One(vs), ...);
   }
+  // Columns written from now on are compressed where that pays
+  // (column_codec.h); else raw, to be read in place.
+  void SetCompress(bool on) { compress_ = on; }
   // Where the next byte goes, from the start of the file (after an Align).
   uint64_t Offset() {
     Align();
@@ -189,7 +198,24 @@ class Writer {
         Count(s.size());
         Bytes(s.data(), s.size());
       }
-    } else if constexpr (IsVector<U>::value || IsColumn<U>::value) {
+    } else if constexpr (IsColumn<U>::value) {
+      using E = typename U::value_type;
+      Count(v.size());
+      // The encoding word goes first: compressed once the codec emits its
+      // first bytes, raw if it declines (it then has emitted nothing).
+      bool packed = compress_ && codec::EncodeColumn(v.data(), v.size(), sizeof(E), codec::DeltaFor<E>(),
+                                                     [this, started = false](const void* p, size_t n) mutable {
+                                                       if (!started) Count(static_cast<size_t>(codec::Encoding::kZstd));
+                                                       started = true;
+                                                       Bytes(p, n);
+                                                     });
+      if (!packed) {
+        Count(static_cast<size_t>(codec::Encoding::kRaw));
+        Align();
+        Bytes(v.data(), v.size() * sizeof(E));
+      }
+      Align();
+    } else if constexpr (IsVector<U>::value) {
       using E = typename U::value_type;
       Count(v.size());
       if constexpr (IsRaw<E>::value) {
@@ -216,8 +242,28 @@ class Writer {
   uint64_t offset_;  // of the payload in the file
   uint64_t written_ = 0;
   int err_ = 0;
+  bool compress_ = false;
   std::vector<char> buf_;
   XXH3_state_t* state_;
+};
+
+// Large decoded columns on 2 MiB pages where the kernel has them to give
+// (transparent huge pages in "madvise" mode, Debian's default): a fault per
+// 2 MiB instead of per 4 KiB while the decoder writes them.
+void AdviseHugePages(void* p, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 4 * kHuge) return;
+  uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
+  if (e > a) (void)::madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
+}
+
+// A compressed column's chunk, decoded once the whole layout has been read.
+struct DecodeJob {
+  codec::ChunkRef chunk;
+  size_t row_bytes;
+  void* column;
+  codec::UndeltaFn undelta;
 };
 
 // Reads the payload from memory; the first problem stops it.
@@ -234,6 +280,8 @@ class Reader {
   }
   bool ok() const { return ok_; }
   bool at_end() const { return p_ == end_; }
+  // The compressed columns' chunks, to decode (their columns are sized).
+  const std::vector<DecodeJob>& jobs() const { return jobs_; }
 
  private:
   size_t left() const { return static_cast<size_t>(end_ - p_); }
@@ -314,7 +362,21 @@ class Reader {
       }
     } else if constexpr (IsColumn<T>::value) {
       using E = typename T::value_type;
-      if (!Count(sizeof(E), &n)) return;
+      size_t encoding = 0;
+      if (!Count(0, &n) || !Count(0, &encoding)) return;
+      if (encoding == static_cast<size_t>(codec::Encoding::kZstd)) {
+        codec::Transform transform{};
+        std::vector<codec::ChunkRef> chunks;
+        if (!codec::ScanChunks(&p_, end_, n, sizeof(E), &transform, &chunks)) return void(ok_ = false);
+        codec::UndeltaFn undelta = transform == codec::Transform::kDelta ? codec::UndeltaFor<E>() : nullptr;
+        if (transform == codec::Transform::kDelta && undelta == nullptr) return void(ok_ = false);
+        v.resize_for_overwrite(n);
+        AdviseHugePages(v.data(), n * sizeof(E));
+        for (const auto& c : chunks) jobs_.push_back({c, sizeof(E), v.data(), undelta});
+        Align();
+        return;
+      }
+      if (encoding != static_cast<size_t>(codec::Encoding::kRaw)) return void(ok_ = false);
       Align();
       if (!ok_ || n > left() / sizeof(E)) return void(ok_ = false);
       if (owner_ && reinterpret_cast<uintptr_t>(p_) % alignof(E) == 0) {
@@ -345,8 +407,20 @@ class Reader {
   const uint8_t* end_;
   uint64_t offset_;
   std::shared_ptr<const void> owner_;
+  std::vector<DecodeJob> jobs_;
   bool ok_ = true;
 };
+
+// Decodes the compressed columns' chunks on every core; false if one is damaged.
+bool DecodeAll(const std::vector<DecodeJob>& jobs) {
+  std::atomic<bool> ok{true};
+  base::ParallelFor(jobs.size(), [&](size_t i) {
+    const DecodeJob& j = jobs[i];
+    if (ok.load(std::memory_order_relaxed) && !codec::DecodeChunk(j.chunk, j.row_bytes, j.column, j.undelta))
+      ok = false;
+  });
+  return ok;
+}
 
 }  // namespace
 
@@ -364,13 +438,19 @@ Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentK
   h.key_hi = key.hi;
   h.key_lo = key.lo;
   int err = WriteAll(fd, &h, sizeof h);  // rewritten with the payload's size and hash below
-  if (err == 0) {
+  if (err == 0) try {
     Writer w(fd, sizeof(Header));
+    w.SetCompress(true);
     w(const_cast<model::Trace&>(t));
     h.lod_offset = w.Offset();
     h.model_hash = w.EndSection();
+    w.SetCompress(false);  // a viewer maps the levels of detail and reads them in place
     w(const_cast<LodTable&>(lod));
     err = w.Finish(&h.payload_size, &h.lod_hash);
+  } catch (const std::bad_alloc&) {  // compressing: no partial index is left behind
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (err == 0 && ::pwrite(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) err = errno ? errno : EIO;
   if (::close(fd) != 0 && err == 0) err = errno;
@@ -410,10 +490,11 @@ StatusOr<model::Trace> Parse(const uint8_t* p, size_t n, const ContentKey* key, 
     Reader r(p + sizeof h, h.lod_offset - sizeof h, sizeof h, owner);
     r(t);
     if (!r.ok() || !r.at_end()) return Err(StatusCode::kCorrupt, "{}: damaged index (bad layout)", what);
+    if (!DecodeAll(r.jobs())) return Err(StatusCode::kCorrupt, "{}: damaged index (a column does not decode)", what);
   } else {
     Reader r(p + h.lod_offset, n - h.lod_offset, h.lod_offset, owner);
     r(*lod);
-    bool ok = r.ok() && r.at_end() && !lod->offsets.empty() && lod->offsets.back() == lod->size();
+    bool ok = r.ok() && r.at_end() && DecodeAll(r.jobs()) && !lod->offsets.empty() && lod->offsets.back() == lod->size();
     for (size_t i = 1; ok && i < lod->offsets.size(); ++i) ok = lod->offsets[i - 1] <= lod->offsets[i];
     if (!ok) return Err(StatusCode::kCorrupt, "{}: damaged index (bad levels of detail)", what);
   }
@@ -422,7 +503,16 @@ StatusOr<model::Trace> Parse(const uint8_t* p, size_t n, const ContentKey* key, 
 
 // The index at `path`, mapped: the model's columns and strings are views of
 // the mapping, which they keep alive.
-StatusOr<model::Trace> ParseMapped(const std::string& path, const ContentKey& key, LodTable* lod) {
+StatusOr<model::Trace> ParseMapped(const std::string& path, const ContentKey& key, LodTable* lod,
+                                   size_t spill_budget_bytes = 0) {
+  // Decoded columns past the budget go to files beside the index (unless a
+  // caller's scope already says where), as an import's would.
+  std::optional<model::ScopedColumnSpill> spill;
+  if (spill_budget_bytes > 0 && model::ColumnSpillDir().empty()) {
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    if (::access(dir.c_str(), W_OK) == 0) spill.emplace(dir, spill_budget_bytes);
+  }
   auto map = MappedFile::Open(path);
   if (!map.ok()) return map.status();
   auto owner = std::make_shared<MappedFile>(std::move(*map));
@@ -472,8 +562,8 @@ StatusOr<LodTable> ReadIndexLod(const std::string& path, const ContentKey& key) 
   return lod;
 }
 
-StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key) {
-  return ParseMapped(path, key, nullptr);
+StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key, size_t spill_budget_bytes) {
+  return ParseMapped(path, key, nullptr, spill_budget_bytes);
 }
 
 }  // namespace strata::index

@@ -5,10 +5,12 @@
 // Layout: an 80-byte header (magic "STRATAIX", format version, the content key
 // and the file-system signature of the trace it was built from, the payload's
 // size, and an XXH3 hash of each section), then the model's section: every
-// table column as a count and its raw little-endian rows, 8-byte aligned, in
-// the order the model declares them (model/columns.h), and the model's other
-// members field by field; then the levels of detail (lod.h), at an offset the
-// header gives, so a viewer reads (and hashes) them alone. Reading checks the
+// table column as a count, an encoding, and its rows (raw little-endian rows,
+// 8-byte aligned, read in place; or zstd chunks, decoded on every core when
+// the index is opened: column_codec.h), in the order the model declares them
+// (model/columns.h), and the model's other members field by field; then the
+// levels of detail (lod.h), raw, at an offset the header gives, so a viewer
+// maps them and reads (and hashes) them alone. Reading checks the
 // magic, the version, the key, the size and the hash of the section it reads
 // before it trusts a byte: a truncated, damaged or stale index is refused with
 // the reason, never half-read.
@@ -44,7 +46,9 @@ Status UpdateIndexSignature(const std::string& path, const StatSignature& sig);
 // Reads the index at `path` if it was built from the content `key` names.
 // kNotFound: no index there; kCorrupt: damaged or truncated; kUnsupported:
 // built by another strata or from other content (stale).
-StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key);
+// `spill_budget_bytes` > 0: decoded columns past that many bytes of heap go
+// to unlinked files beside the index (model/column.h), not anonymous memory.
+StatusOr<model::Trace> ReadIndexFile(const std::string& path, const ContentKey& key, size_t spill_budget_bytes = 0);
 
 // The levels of detail of the index at `path` (the model is not read), with
 // the same checks as ReadIndexFile.

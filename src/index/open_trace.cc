@@ -188,7 +188,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     for (const std::string& p : candidates) {
       auto h = ReadIndexHeader(p);
       if (!h.ok() || !h->sig.settled || !sig->settled || h->sig.hash != sig->hash) continue;
-      auto t = ReadIndexFile(p, h->key);
+      auto t = ReadIndexFile(p, h->key, io.column_budget_bytes);
       if (t.ok()) {
         found(t, p, h->key);
         u.by_signature = true;
@@ -199,7 +199,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     // Else by content.
     for (const std::string& p : candidates) {
       if (!PathExists(p) || !content_key()) continue;
-      auto t = ReadIndexFile(p, *key);
+      auto t = ReadIndexFile(p, *key, io.column_budget_bytes);
       if (t.ok()) {
         if (sig->settled) (void)UpdateIndexSignature(p, *sig);
         found(t, p, *key);
@@ -240,13 +240,8 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
       u.key = *key;
       RemoveResults(target);  // computed from the index replaced
       if (target == cached) PruneCache(Parent(cached), kCacheBudgetBytes);
-      // The analyses read the index in place, as every later command will:
-      // the imported model (its heap, its spilled columns) is given back.
-      auto mapped = ReadIndexFile(target, *key);
-      if (mapped.ok()) {
-        mapped->path = path;
-        return mapped;
-      }
+      // The imported model is what the index holds: the analyses read it
+      // (mapping the index back would decode its compressed columns again).
     }
   }
   return t;

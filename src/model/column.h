@@ -155,6 +155,16 @@ class Column {
     }
     size_ = n;
   }
+  // Makes the column `n` rows whose values are all unset, for a caller that
+  // writes every one of them next (the index's decoder): nothing is copied
+  // or filled first.
+  void resize_for_overwrite(size_t n) {
+    if (owner_ || n > cap_) {
+      Release();
+      if (n) Reallocate(n);
+    }
+    size_ = n;
+  }
   void clear() {
     if (owner_) Release();
     size_ = 0;

@@ -118,23 +118,30 @@ const char* CopyKindName(CopyKind k) {
   return "?";
 }
 
-int64_t Trace::start_ns() const {
-  int64_t m = INT64_MAX;
-  for (size_t i = 0; i < slices.size(); ++i) m = std::min(m, slices.ts[i]);
-  for (size_t i = 0; i < instants.size(); ++i) m = std::min(m, instants.ts[i]);
-  for (size_t i = 0; i < counters.size(); ++i) m = std::min(m, counters.ts[i]);
-  for (size_t i = 0; i < thread_states.size(); ++i) m = std::min(m, thread_states.ts[i]);
-  return m == INT64_MAX ? 0 : m;
+std::pair<int64_t, int64_t> Trace::span_ns() const {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  auto points = [&](const Column<int64_t>& ts) {
+    for (int64_t v : ts) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+  };
+  auto intervals = [&](const Column<int64_t>& ts, const Column<int64_t>& dur) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      lo = std::min(lo, ts[i]);
+      hi = std::max(hi, ts[i] + dur[i]);
+    }
+  };
+  intervals(slices.ts, slices.dur);
+  points(instants.ts);
+  points(counters.ts);
+  intervals(thread_states.ts, thread_states.dur);
+  if (lo == INT64_MAX) return {0, 0};
+  return {lo, hi};
 }
 
-int64_t Trace::end_ns() const {
-  int64_t m = INT64_MIN;
-  for (size_t i = 0; i < slices.size(); ++i) m = std::max(m, slices.ts[i] + slices.dur[i]);
-  for (size_t i = 0; i < instants.size(); ++i) m = std::max(m, instants.ts[i]);
-  for (size_t i = 0; i < counters.size(); ++i) m = std::max(m, counters.ts[i]);
-  for (size_t i = 0; i < thread_states.size(); ++i) m = std::max(m, thread_states.ts[i] + thread_states.dur[i]);
-  return m == INT64_MIN ? 0 : m;
-}
+int64_t Trace::start_ns() const { return span_ns().first; }
+int64_t Trace::end_ns() const { return span_ns().second; }
 
 namespace {
 

@@ -515,6 +515,10 @@ struct Trace {
   uint64_t damaged_bytes = 0;
   uint64_t damaged_events_estimate = 0;
 
+  // The first and last instants of the trace's slices, instants, counters and
+  // thread states ({0, 0} when it has none): one pass over them, so a caller
+  // that needs both asks once.
+  std::pair<int64_t, int64_t> span_ns() const;
   int64_t start_ns() const;
   int64_t end_ns() const;
 

@@ -1,5 +1,6 @@
 #include "server/api.h"
 
+#include <tuple>
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -53,8 +54,7 @@ void Api::AddOpened(std::string name, model::Trace t) {
   std::call_once(s.opened, [&] {
     s.trace = std::make_unique<model::Trace>(std::move(t));
     s.lod = index::BuildLod(*s.trace);
-    s.start_ns = s.trace->start_ns();
-    s.end_ns = s.trace->end_ns();
+    std::tie(s.start_ns, s.end_ns) = s.trace->span_ns();
   });
 }
 
@@ -81,8 +81,7 @@ Api::Served* Api::Open(size_t id, ApiResponse* error) {
     auto lod = s.use.path.empty() ? StatusOr<index::LodTable>(Status(StatusCode::kNotFound, ""))
                                   : index::ReadIndexLod(s.use.path, s.use.key);
     s.lod = lod.ok() ? std::move(lod).value() : index::BuildLod(*s.trace);
-    s.start_ns = s.trace->start_ns();
-    s.end_ns = s.trace->end_ns();
+    std::tie(s.start_ns, s.end_ns) = s.trace->span_ns();
   });
   if (!s.status.ok()) {
     *error = Error(422, s.path + ": " + s.status.message());
