@@ -324,6 +324,11 @@ TEST(LayersTorch, RecordedLayersAreTheProgramsModules) {
   EXPECT_EQ(s.layers[0].name, expected[0]);  // the root holds all the others
   EXPECT_EQ(s.total_ns, root->total_ns);
   EXPECT_TRUE(s.has_ops);
+  // An inference loop's steps are not called training steps.
+  auto text = testing::RunCommand({testing::StrataBin(), "report", dir});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Inference steps: "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("Training steps"), std::string::npos) << text.out;
   EXPECT_GT(root->cpu_ns, 0);
   EXPECT_LE(root->cpu_ns, root->total_ns);
   const analysis::LayerStats* conv = Find(s, expected[0] + ".0 (Conv2d)");

@@ -42,11 +42,28 @@ json& Framework(json& root) {
   return root["framework"];
 }
 
+// What the steps are, as far as the trace tells: training (backward ops or an
+// optimizer's step were recorded), inference (PyTorch ops without either),
+// else just steps. The string pool is scanned, not the slices: a name is
+// interned only when something used it.
+const char* StepsLabel(const model::Trace& t) {
+  bool backward = false, optimizer = false, torch_ops = false;
+  for (size_t i = 0; i < t.ops.size() && !backward; ++i) backward = t.ops.scope[i] == model::OpScope::kBackward;
+  for (size_t i = 1; i < t.strings.size() && !optimizer; ++i) {
+    std::string_view s = t.strings.Get(static_cast<model::StringId>(i));
+    optimizer = s.starts_with("Optimizer.step") || s.starts_with("Optimizer.zero_grad");
+    torch_ops = torch_ops || s.starts_with("aten::");
+  }
+  if (backward || optimizer) return "Training steps";
+  return torch_ops ? "Inference steps" : "Steps";
+}
+
 class TrainingSection : public Section {
  public:
   void Build(const model::Trace& t, const ReportOptions& ro) override {
     opt_ = FrameworkOptionsFor(t, ro);
     s_ = analysis::Training(t, opt_);
+    label_ = StepsLabel(t);
     b_ = analysis::BreakdownSteps(t, s_);
     if (b_.Pct(analysis::StepPart::kCompute) >= 50 && !b_.compute_ops.empty()) BoundingOps(t);
     if (!s_.steps.empty() && s_.steps.front().slice != model::kNone)
@@ -68,7 +85,7 @@ class TrainingSection : public Section {
   void RenderText(std::string& out, const ReportOptions& opt) const override {
     if (s_.steps.empty()) return;
     const auto& d = s_.duration;
-    out += fmt::format("Training steps: {} counted", d.count);
+    out += fmt::format("{}: {} counted", label_, d.count);
     size_t partial = 0, profiled = 0;
     for (const auto& st : s_.steps) {
       partial += st.partial;
@@ -264,6 +281,7 @@ class TrainingSection : public Section {
 
   analysis::FrameworkOptions opt_;
   analysis::TrainingSteps s_;
+  const char* label_ = "Steps";
   analysis::StepBreakdowns b_;
   std::vector<analysis::RooflinePoint> bounding_;
   std::string roof_;  // what bounding_'s percentages are of
