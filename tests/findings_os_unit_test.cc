@@ -233,5 +233,43 @@ TEST(FindingsOs, StragglerProcessDoesMoreWorkPerStep) {
   EXPECT_NEAR(f->estimated_gain_pct, 40, 0.01);
 }
 
+// Three ranks in lockstep, 12 steps each. `slow` lists (rank, step) pairs
+// that take 5 ms instead of 1 ms.
+model::Trace RanksWithSlowSteps(const std::vector<std::pair<int, uint64_t>>& slow) {
+  model::Trace t;
+  model::StringId step = t.strings.Intern("step");
+  for (int p = 0; p < 3; ++p) {
+    t.processes.push_back({.pid = 100 + p, .name = t.strings.Intern("worker")});
+    t.tracks.push_back({model::TrackKind::kThread, static_cast<uint32_t>(p), 100 + p, t.strings.Intern("main")});
+    int64_t at = 0;
+    for (uint64_t i = 0; i < 12; ++i) {
+      bool is_slow = std::find(slow.begin(), slow.end(), std::make_pair(p, i)) != slow.end();
+      int64_t d = is_slow ? 5 * kMs : kMs;
+      t.slices.Add(at, d, static_cast<uint32_t>(p), step, SliceKind::kStep, i);
+      at += d;
+    }
+  }
+  t.Finalize();
+  return t;
+}
+
+bool HasSlowStepsFinding(const std::vector<analysis::Finding>& fs) {
+  return std::any_of(fs.begin(), fs.end(), [](const analysis::Finding& f) {
+    return f.category == "straggler" && f.title.find("steps take") != std::string::npos;
+  });
+}
+
+TEST(FindingsOs, OneStepSlowOnEveryRankIsNoTail) {
+  // Step 7 slow on all three ranks: one slow iteration of the job (a hiccup
+  // the ranks waited out together), which once read as "3 of 36 steps".
+  EXPECT_FALSE(HasSlowStepsFinding(analysis::Diagnose(RanksWithSlowSteps({{0, 7}, {1, 7}, {2, 7}}))));
+  // Steps 3 and 9 slow on every rank: two slow iterations, a tail.
+  auto fs = analysis::Diagnose(RanksWithSlowSteps({{0, 3}, {1, 3}, {2, 3}, {0, 9}, {1, 9}, {2, 9}}));
+  ASSERT_TRUE(HasSlowStepsFinding(fs));
+  const analysis::Finding* f = Find(fs, "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("Steps 3, 9 take"), std::string::npos) << f->evidence;  // each step named once
+}
+
 }  // namespace
 }  // namespace strata

@@ -382,6 +382,11 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
     int32_t s = c.paths[i].step_slice;
     numbers.push_back(s == model::kNone ? i : t.slices.arg[static_cast<size_t>(s)]);
   }
+  // The same step slow on every rank of a job is one slow iteration (a
+  // hiccup all of them waited out), not a tail: two distinct steps at least.
+  std::sort(numbers.begin(), numbers.end());
+  numbers.erase(std::unique(numbers.begin(), numbers.end()), numbers.end());
+  if (numbers.size() < 2) return;
   std::vector<bool> is_slow(c.windows.size(), false);
   for (size_t i : slow) is_slow[i] = true;
   // What the slow steps do more of: the step's direct children by name, and
