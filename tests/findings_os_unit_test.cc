@@ -269,6 +269,14 @@ TEST(FindingsOs, OneStepSlowOnEveryRankIsNoTail) {
   const analysis::Finding* f = Find(fs, "straggler");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("Steps 3, 9 take"), std::string::npos) << f->evidence;  // each step named once
+  // Every third step slow on every rank: periodic across the ranks' interleaved steps.
+  std::vector<std::pair<int, uint64_t>> every3;
+  for (int p = 0; p < 3; ++p)
+    for (uint64_t i : {3, 6, 9}) every3.emplace_back(p, i);
+  auto periodic = analysis::Diagnose(RanksWithSlowSteps(every3));
+  const analysis::Finding* g = Find(periodic, "straggler");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->title.find("every 3rd step"), std::string::npos) << g->title;
 }
 
 }  // namespace

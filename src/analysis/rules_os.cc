@@ -338,6 +338,17 @@ SlowCode SlowStepsCode(const model::Trace& t, const std::vector<FindingsContext:
   return out;
 }
 
+// "2nd", "3rd", "10th", "12th", "21st".
+std::string Ordinal(uint64_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    if (n % 10 == 2) suffix = "nd";
+    if (n % 10 == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
 void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   if (!c.has_steps || c.steps < 8) return;
   const model::Trace& t = c.t;
@@ -460,7 +471,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   Finding f;
   f.category = "straggler";
   f.title = fmt::format("{} of {} steps take {:.1f}x the median step{}", slow.size(), c.steps, slow_mean / p50,
-                        period ? fmt::format(": every {}th step", period) : "");
+                        period ? fmt::format(": every {} step", Ordinal(period)) : "");
   std::string why;
   if (!top_child.empty() && top_child_extra > 0.3 * (slow_mean - p50))
     why += fmt::format(" In the slow steps, '{}' takes {} more than in the others.", top_child, Ms(top_child_extra));
