@@ -118,15 +118,21 @@ def main():
             box = page.locator("#canvas").bounding_box()
             page.mouse.move(box["x"] + 200 + (box["width"] - 200) / 2, box["y"] + 8)
             before = v["end"] - v["start"]
+            ticks = 0
             for _ in range(30):
                 n = page.evaluate("() => strataState.fetches")
                 page.mouse.wheel(0, -120)
+                ticks += 1
                 page.wait_for_function("n => strataState.fetches > n", arg=n, timeout=30000)
                 if page.evaluate("() => strataState.detail && strataState.drawnSlices > 0"):
                     break
             v2 = page.evaluate("() => strataState.view")
-            if not v2["end"] - v2["start"] < before / 2:
-                bad.append(f"the wheel did not zoom in: {before} -> {v2['end'] - v2['start']} ns")
+            # Each notch narrows the range to 0.8 of itself (app.js); how many
+            # notches it takes to reach drawn slices depends on the step's length.
+            want = before * 0.8 ** ticks
+            if not abs((v2["end"] - v2["start"]) - want) <= 0.02 * want:
+                bad.append(f"the wheel did not zoom in: {before} -> {v2['end'] - v2['start']} ns after {ticks} "
+                           f"notches (expected {want:.0f})")
             if not page.evaluate("() => strataState.detail && strataState.drawnSlices > 0"):
                 bad.append("zoomed in, no slices drawn")
             arrows = page.evaluate("() => strataState.drawnArrows")
