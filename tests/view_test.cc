@@ -591,5 +591,20 @@ TEST(ViewCommand, ServesUntilStoppedAndRefusesMissingTraces) {
   ::close(t.out);
 }
 
+// The HTTP transport is a module loaded by the first Bind (libstrata_http.so,
+// so that no other command pays for OpenSSL's set-up): without it, `view` says
+// so in one line and fails.
+TEST(ViewCommand, WithoutTheHttpModuleSaysSoInOneLine) {
+  std::string prefix = testing::TempDir("view_no_module");
+  std::filesystem::create_directories(prefix + "/bin");
+  std::string bin = prefix + "/bin/strata";
+  if (::link(testing::StrataBin().c_str(), bin.c_str()) != 0) GTEST_SKIP() << "cannot hard-link the binary here";
+  auto r = testing::RunCommand({bin, "view", "--port", "0", RecordedTrace()}, {{"STRATA_LIB_DIR", prefix}});
+  ::unlink(bin.c_str());
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("cannot load the HTTP server module"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace strata

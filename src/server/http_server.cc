@@ -1,15 +1,16 @@
 #include "server/http_server.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstring>
+#include <cstdlib>
+#include <mutex>
 
 #include <fmt/format.h>
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "server/http_backend.h"
 
 namespace strata::server {
 
@@ -21,18 +22,45 @@ extern const char kUiStyleCss[];
 
 namespace {
 
-constexpr size_t kMaxRequestBytes = 64 << 10;
+bool Exists(const std::string& p) { return ::access(p.c_str(), R_OK) == 0; }
 
-bool SameToken(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+// libstrata_http.so: where STRATA_LIB_DIR says, else beside the binary's
+// libraries (PREFIX/lib in a build tree, PREFIX/lib/strata installed).
+std::string ModulePath() {
+  const char* name = "libstrata_http.so";
+  if (const char* d = ::secure_getenv("STRATA_LIB_DIR"); d && *d) {
+    std::string p = fmt::format("{}/{}", d, name);
+    if (Exists(p)) return p;
+  }
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string bin = exe.substr(0, exe.rfind('/'));
+  std::string prefix = bin.substr(0, bin.rfind('/'));
+  for (const std::string& dir : {prefix + "/lib", prefix + "/lib/strata", bin})
+    if (Exists(dir + "/" + name)) return dir + "/" + name;
+  return prefix + "/lib/strata/" + name;
 }
 
-void SetError(httplib::Response& res, int status, const std::string& message) {
-  res.status = status;
-  res.set_content(nlohmann::json{{"error", message}}.dump() + "\n", "application/json");
+// The module's entry point, loaded once (never unloaded); null with `*why`.
+StrataHttpCreate LoadModule(std::string* why) {
+  static std::once_flag once;
+  static StrataHttpCreate create = nullptr;
+  static std::string error;
+  std::call_once(once, [] {
+    std::string path = ModulePath();
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      const char* e = ::dlerror();
+      error = fmt::format("cannot load the HTTP server module ({}; set STRATA_LIB_DIR to its directory)",
+                          e ? e : path);
+      return;
+    }
+    create = reinterpret_cast<StrataHttpCreate>(::dlsym(h, kStrataHttpEntry));
+    if (create == nullptr) error = fmt::format("{} has no {} (a module of another strata build?)", path, kStrataHttpEntry);
+  });
+  if (create == nullptr) *why = error;
+  return create;
 }
 
 }  // namespace
@@ -61,119 +89,48 @@ std::string RandomToken() {
 struct HttpServer::Impl {
   Api& api;
   ServerOptions opt;
-  httplib::Server svr;
-  int port = 0;
+  std::unique_ptr<HttpBackend> backend;  // from the module, on the first Bind
 
   Impl(Api& a, ServerOptions o) : api(a), opt(std::move(o)) {}
-
-  // Host header names this server (loopback binds: against DNS rebinding).
-  bool HostAllowed(const httplib::Request& req) const {
-    if (!IsLoopback(opt.host)) return true;
-    std::string host = req.get_header_value("Host");
-    for (const char* name : {"127.0.0.1", "localhost", "[::1]"})
-      if (host == fmt::format("{}:{}", name, port) || host == name) return true;
-    return host == fmt::format("{}:{}", opt.host, port);
-  }
-
-  bool Authorized(const httplib::Request& req) const {
-    if (opt.token.empty()) return true;
-    std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0 && SameToken(auth.substr(7), opt.token)) return true;
-    return req.has_param("token") && SameToken(req.get_param_value("token"), opt.token);
-  }
-
-  void Routes() {
-    svr.set_payload_max_length(kMaxRequestBytes);
-    svr.set_tcp_nodelay(true);  // (headers and body are two writes: no 40 ms delayed-ACK stall)
-    svr.set_read_timeout(10, 0);
-    svr.set_write_timeout(30, 0);
-    svr.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_header("Cache-Control", "no-store");
-      if (!HostAllowed(req)) {
-        SetError(res, 403, "unexpected Host header");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (!Authorized(req)) {
-        SetError(res, 401, "a token is required (Authorization: Bearer TOKEN, or ?token=)");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (req.method == "POST" && req.path == "/api/v1/record") {
-        // Against cross-site requests from a page elsewhere: a JSON body (a
-        // type a page cannot send without a CORS preflight, which is never
-        // granted) and, when the browser says where the page is from, this server.
-        if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
-          SetError(res, 415, "the body must be application/json");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        std::string origin = req.get_header_value("Origin");
-        if (!origin.empty() && origin != "http://" + req.get_header_value("Host")) {
-          SetError(res, 403, "a request from another origin");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-      } else if (req.method != "GET" && req.method != "HEAD") {
-        SetError(res, 405, "only GET (and POST /api/v1/record)");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    auto file = [this](const char* body, const char* type) {
-      return [body, type](const httplib::Request&, httplib::Response& res) {
-        res.set_header("Content-Security-Policy",
-                       "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:");
-        res.set_content(body, std::strlen(body), type);
-      };
-    };
-    svr.Get("/", file(kUiIndexHtml, "text/html; charset=utf-8"));
-    svr.Get("/index.html", file(kUiIndexHtml, "text/html; charset=utf-8"));
-    svr.Get("/app.js", file(kUiAppJs, "text/javascript; charset=utf-8"));
-    svr.Get("/views.js", file(kUiViewsJs, "text/javascript; charset=utf-8"));
-    svr.Get("/style.css", file(kUiStyleCss, "text/css; charset=utf-8"));
-    svr.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
-      std::multimap<std::string, std::string> params(req.params.begin(), req.params.end());
-      ApiResponse r = api.Handle("GET", req.path, params);
-      res.status = r.status;
-      res.set_content(r.body, r.content_type.c_str());
-    });
-    svr.Post("/api/v1/record", [this](const httplib::Request& req, httplib::Response& res) {
-      ApiResponse r = api.Handle("POST", req.path, {}, req.body);
-      res.status = r.status;
-      res.set_content(r.body, r.content_type.c_str());
-    });
-    svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-      if (res.body.empty()) {
-        SetError(res, res.status, res.status == 404 ? "not found" : fmt::format("HTTP {}", res.status));
-      }
-    });
-    svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-      SetError(res, 500, "internal error");
-    });
-  }
 };
 
-HttpServer::HttpServer(Api& api, ServerOptions opt) : impl_(std::make_unique<Impl>(api, std::move(opt))) {
-  impl_->Routes();
-}
+HttpServer::HttpServer(Api& api, ServerOptions opt) : impl_(std::make_unique<Impl>(api, std::move(opt))) {}
 
 HttpServer::~HttpServer() = default;
 
 StatusOr<int> HttpServer::Bind() {
-  std::string host = impl_->opt.host;
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  int port = impl_->opt.port;
-  if (port == 0) {
-    port = impl_->svr.bind_to_any_port(host);
-    if (port < 0) return Err(StatusCode::kUnavailable, "cannot listen on {}", impl_->opt.host);
-  } else if (!impl_->svr.bind_to_port(host, port)) {
-    return Err(StatusCode::kUnavailable, "cannot listen on {} port {} (in use, or not an address of this machine)",
-               impl_->opt.host, port);
+  if (!impl_->backend) {
+    std::string why;
+    StrataHttpCreate create = LoadModule(&why);
+    if (create == nullptr) return Err(StatusCode::kUnavailable, "{}", why);
+    HttpBackendConfig cfg;
+    cfg.host = impl_->opt.host;
+    cfg.token = impl_->opt.token;
+    cfg.index_html = kUiIndexHtml;
+    cfg.app_js = kUiAppJs;
+    cfg.views_js = kUiViewsJs;
+    cfg.style_css = kUiStyleCss;
+    Api* api = &impl_->api;
+    cfg.handle = [api](const std::string& method, const std::string& path,
+                       const std::multimap<std::string, std::string>& params, const std::string& body) {
+      ApiResponse r = api->Handle(method, path, params, body);
+      return HttpReply{r.status, std::move(r.body), std::move(r.content_type)};
+    };
+    impl_->backend.reset(create(&cfg));
+    if (!impl_->backend) return Err(StatusCode::kInternal, "the HTTP server module could not start");
   }
-  impl_->port = port;
+  std::string error;
+  int port = impl_->backend->Bind(impl_->opt.port, &error);
+  if (port < 0) return Err(StatusCode::kUnavailable, "{}", error);
   return port;
 }
 
-void HttpServer::Run() { impl_->svr.listen_after_bind(); }
+void HttpServer::Run() {
+  if (impl_->backend) impl_->backend->Run();
+}
 
-void HttpServer::Stop() { impl_->svr.stop(); }
+void HttpServer::Stop() {
+  if (impl_->backend) impl_->backend->Stop();
+}
 
 }  // namespace strata::server
