@@ -130,6 +130,14 @@ uint64_t BuildIdentity() {
   return id;
 }
 
+StatusOr<uint64_t> TraceBytes(const std::string& path) {
+  auto files = TraceFiles(path);
+  if (!files.ok()) return files.status();
+  uint64_t n = 0;
+  for (const TraceFile& f : *files) n += static_cast<uint64_t>(f.st.st_size);
+  return n;
+}
+
 StatusOr<ContentKey> KeyOfTrace(const std::string& path) {
   auto files = TraceFiles(path);
   if (!files.ok()) return files.status();

@@ -33,6 +33,8 @@ inline constexpr const char* kIndexSuffix = ".strata-index";
 // Hashes the trace at `path` (a regular file or a directory). Errors when it
 // cannot be read.
 StatusOr<ContentKey> KeyOfTrace(const std::string& path);
+// The bytes of the trace's files (those KeyOfTrace hashes).
+StatusOr<uint64_t> TraceBytes(const std::string& path);
 
 // What the file system says of the trace's files, hashed: every file's path,
 // inode, size, modification and change times. The change time cannot be set

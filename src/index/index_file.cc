@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -122,8 +123,9 @@ constexpr bool kIsTable = requires(T& t) { t.ForEachColumn([](const char*, auto&
 // Streams the payload to a file through a buffer, hashing as it goes.
 class Writer {
  public:
-  Writer(int fd, uint64_t offset) : fd_(fd), offset_(offset), state_(XXH3_createState()) {
-    buf_.reserve(1 << 20);
+  // `fd` < 0: counts the bytes a write would take, and writes nothing.
+  Writer(int fd, uint64_t offset) : fd_(fd), offset_(offset), state_(fd >= 0 ? XXH3_createState() : nullptr) {
+    if (fd_ >= 0) buf_.reserve(1 << 20);
     if (state_) XXH3_64bits_reset(state_);
   }
   ~Writer() { XXH3_freeState(state_); }
@@ -153,11 +155,15 @@ class Writer {
   int Finish(uint64_t* size, uint64_t* hash) {
     *hash = EndSection();
     *size = written_;
-    return state_ ? err_ : ENOMEM;
+    return state_ || fd_ < 0 ? err_ : ENOMEM;
   }
 
  private:
   void Bytes(const void* p, size_t n) {
+    if (fd_ < 0) {
+      written_ += n;
+      return;
+    }
     const char* c = static_cast<const char*>(p);
     while (n > 0) {
       size_t k = std::min(n, buf_.capacity() - buf_.size());
@@ -203,7 +209,7 @@ class Writer {
       Count(v.size());
       // The encoding word goes first: compressed once the codec emits its
       // first bytes, raw if it declines (it then has emitted nothing).
-      bool packed = compress_ && codec::EncodeColumn(v.data(), v.size(), sizeof(E), codec::DeltaFor<E>(),
+      bool packed = compress_ && codec::EncodeColumn(std::as_const(v).data(), v.size(), sizeof(E), codec::DeltaFor<E>(),
                                                      [this, started = false](const void* p, size_t n) mutable {
                                                        if (!started) Count(static_cast<size_t>(codec::Encoding::kZstd));
                                                        started = true;
@@ -212,7 +218,7 @@ class Writer {
       if (!packed) {
         Count(static_cast<size_t>(codec::Encoding::kRaw));
         Align();
-        Bytes(v.data(), v.size() * sizeof(E));
+        Bytes(std::as_const(v).data(), v.size() * sizeof(E));
       }
       Align();
     } else if constexpr (IsVector<U>::value) {
@@ -424,8 +430,17 @@ bool DecodeAll(const std::vector<DecodeJob>& jobs) {
 
 }  // namespace
 
+bool CompressIndexOf(const model::Trace& t, uint64_t trace_bytes) {
+  if (trace_bytes == 0) return true;
+  Writer count(-1, sizeof(Header));
+  count(const_cast<model::Trace&>(t));
+  uint64_t raw = 0, unused = 0;
+  count.Finish(&raw, &unused);
+  return static_cast<double>(raw) > kRawIndexShareOfTrace * static_cast<double>(trace_bytes);
+}
+
 Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
-                      const std::string& path) {
+                      const std::string& path, uint64_t trace_bytes) {
   std::string tmp = path + ".tmp";
   auto created = CreateTempFile(tmp);
   if (!created.ok()) return created.status();
@@ -440,7 +455,7 @@ Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentK
   int err = WriteAll(fd, &h, sizeof h);  // rewritten with the payload's size and hash below
   if (err == 0) try {
     Writer w(fd, sizeof(Header));
-    w.SetCompress(true);
+    w.SetCompress(CompressIndexOf(t, trace_bytes));
     w(const_cast<model::Trace&>(t));
     h.lod_offset = w.Offset();
     h.model_hash = w.EndSection();

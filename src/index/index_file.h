@@ -29,8 +29,18 @@ namespace strata::index {
 // sees a partial index), with the content key and the file-system signature
 // of the trace it came from.
 // `lod`: the levels of detail of its tracks (BuildLod), stored after the model.
+//
+// `trace_bytes`: the size of the trace's files. The model's columns are
+// stored as they are in memory, and read in place with nothing to decode, when
+// that takes at most kRawIndexShareOfTrace of the trace (a JSON trace's model
+// is about a quarter of its text); else compressed where that pays
+// (column_codec.h: a recorded CTF trace's model is 2-3x its packed events).
+// 0: compressed.
+inline constexpr double kRawIndexShareOfTrace = 0.5;
 Status WriteIndexFile(const model::Trace& t, const LodTable& lod, const ContentKey& key, const StatSignature& sig,
-                      const std::string& path);
+                      const std::string& path, uint64_t trace_bytes = 0);
+// Whether WriteIndexFile compresses the columns of `t` (for a trace of `trace_bytes`).
+bool CompressIndexOf(const model::Trace& t, uint64_t trace_bytes);
 
 // An index's header alone (80 bytes read): what it was built from.
 struct IndexHeader {

@@ -229,10 +229,12 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
   if (is_dir && DirectoryLocked(path)) return t;
   if (!target.empty()) {
     LodTable lod = BuildLod(*t);
-    Status w = WriteIndexFile(*t, lod, *key, *sig, target);
+    auto bytes = TraceBytes(path);
+    const uint64_t trace_bytes = bytes.ok() ? *bytes : 0;
+    Status w = WriteIndexFile(*t, lod, *key, *sig, target, trace_bytes);
     if (!w.ok() && target != cached && !cached.empty() && MakeDirs(Parent(cached)).ok()) {
       target = cached;  // EROFS and the like: the permission bits said yes, the OS no
-      w = WriteIndexFile(*t, lod, *key, *sig, target);
+      w = WriteIndexFile(*t, lod, *key, *sig, target, trace_bytes);
     }
     if (w.ok()) {
       u.written = true;
