@@ -196,6 +196,7 @@ class Walker {
     if (trk >= t_.track_slices.size()) return;
     auto [first, last] = t_.track_slices[trk];
     const auto& s = t_.slices;
+    out.reserve(2 * static_cast<size_t>(last - first));  // a piece before and inside each slice, at most
     std::vector<uint32_t> stack;
     int64_t cur = first < last ? s.ts[first] : 0;
     auto emit = [&](int64_t a, int64_t b, int32_t sl) {
@@ -508,16 +509,24 @@ std::vector<uint32_t> StepSlicesByTime(const model::Trace& t) {
   return steps;
 }
 
-std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
-  Memo* memo = Memo::Of(t);
-  if (memo == nullptr) return ComputePaths(t, opt);
-  // The paths of up to kMaxWalkedSteps steps once (the findings want them all);
-  // fewer are an evenly spread choice of them.
+std::shared_ptr<const std::vector<StepCriticalPath>> WalkedCriticalPaths(const model::Trace& t,
+                                                                        const CriticalPathOptions& opt) {
+  using Ptr = std::shared_ptr<const std::vector<StepCriticalPath>>;
   CriticalPathOptions all = opt;
   all.max_steps = opt.max_walked;
-  const auto& paths = memo->Get<std::vector<StepCriticalPath>>(
-      "critical_paths/" + std::to_string(opt.queue_gap_ns) + "/" + std::to_string(opt.max_walked),
-                                                        [&] { return ComputePaths(t, all); });
+  auto compute = [&]() -> Ptr { return std::make_shared<const std::vector<StepCriticalPath>>(ComputePaths(t, all)); };
+  Memo* memo = Memo::Of(t);
+  if (memo == nullptr) return compute();
+  return memo->Get<Ptr>("critical_paths/" + std::to_string(opt.queue_gap_ns) + "/" + std::to_string(opt.max_walked),
+                        compute);
+}
+
+std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt) {
+  if (Memo::Of(t) == nullptr) return ComputePaths(t, opt);
+  // The paths of up to kMaxWalkedSteps steps once (the findings want them all);
+  // fewer are an evenly spread choice of them.
+  auto shared = WalkedCriticalPaths(t, opt);
+  const auto& paths = *shared;
   if (paths.empty() || paths[0].step_slice == kNone) return paths;  // (the whole trace as one window)
   std::vector<size_t> chosen = EvenlySpread(paths.size(), std::max<size_t>(1, opt.max_steps));
   if (chosen.size() == paths.size()) return paths;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "model/trace.h"
@@ -83,6 +84,11 @@ struct CriticalPathOptions {
 // Critical paths of the trace's steps (or of the whole trace as one "step" when
 // there are none).
 std::vector<StepCriticalPath> CriticalPaths(const model::Trace& t, const CriticalPathOptions& opt = {});
+// The paths of every step CriticalPaths walks (up to opt.max_walked, evenly
+// spread; opt.max_steps is not applied), shared with every caller while a
+// Memo of `t` lives: not copied.
+std::shared_ptr<const std::vector<StepCriticalPath>> WalkedCriticalPaths(const model::Trace& t,
+                                                                        const CriticalPathOptions& opt = {});
 
 // The critical path of one step (`step_slice`: a step slice), walked alone: for
 // a question about one step (where an event sits on its step's path) without

@@ -218,7 +218,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   // (kMaxWalkedSteps), the share of the loops of the walked steps.
   auto on_path_of = [&c](const Loop& l, size_t window) {
     double on_path = 0;
-    for (const PathSegment& g : c.paths[window].segments)
+    for (const PathSegment& g : c.paths[window]->segments)
       if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
     return on_path;
   };

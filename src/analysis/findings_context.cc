@@ -78,8 +78,11 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
   };
   if (order.empty()) {
     // No steps: the whole trace is one window if it has a path.
-    paths = CriticalPaths(t, cpo);
-    for (const auto& p : paths) windows.push_back({p.start, p.end, UINT32_MAX});
+    walked_paths = std::make_shared<const std::vector<StepCriticalPath>>(CriticalPaths(t, cpo));
+    for (const auto& p : *walked_paths) {
+      paths.push_back(&p);
+      windows.push_back({p.start, p.end, UINT32_MAX});
+    }
     walked.assign(windows.size(), 1);
     measure();
   } else {
@@ -95,11 +98,11 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     walked.resize(kept.size());
     for (size_t j = 0; j < kept.size(); ++j) walked[j] = chosen[kept[j]];
     // The critical paths beside the breakdown and the replay's graphs.
-    std::vector<StepCriticalPath> walks;
     base::ParallelFor(2, [&](size_t job) {
-      if (job == 0) walks = CriticalPaths(t, cpo);
+      if (job == 0) walked_paths = WalkedCriticalPaths(t, cpo);
       else measure();
     });
+    const std::vector<StepCriticalPath>& walks = *walked_paths;
     // Aligned with the windows: a walked step's path, else its step alone.
     std::vector<size_t> walk_of(order.size(), SIZE_MAX);
     for (size_t k = 0, w = 0; k < order.size() && w < walks.size(); ++k)
@@ -108,14 +111,16 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
     for (size_t j = 0; j < kept.size(); ++j) {
       size_t wi = walk_of[kept[j]];
       if (walked[j] && wi < walks.size()) {
-        paths[j] = std::move(walks[wi]);
+        paths[j] = &walks[wi];
       } else {
         walked[j] = 0;
         uint32_t i = order[kept[j]];
-        paths[j].step_slice = static_cast<int32_t>(i);
-        paths[j].step = t.slices.arg[i];
-        paths[j].start = t.slices.ts[i];
-        paths[j].end = t.slices.end(i);
+        StepCriticalPath& p = unwalked_paths.emplace_back();
+        p.step_slice = static_cast<int32_t>(i);
+        p.step = t.slices.arg[i];
+        p.start = t.slices.ts[i];
+        p.end = t.slices.end(i);
+        paths[j] = &p;
       }
     }
   }
@@ -153,8 +158,8 @@ double FindingsContext::Pct(double per_step_ns) const { return step_ns > 0 ? 100
 
 int64_t FindingsContext::PathTime(const std::function<bool(const PathSegment&)>& pred) const {
   int64_t sum = 0;
-  for (const auto& p : paths)
-    for (const auto& s : p.segments)
+  for (const StepCriticalPath* p : paths)
+    for (const auto& s : p->segments)
       if (pred(s)) sum += s.end - s.start;
   if (walked_steps == 0 || walked_steps == paths.size()) return sum;
   return static_cast<int64_t>(static_cast<double>(sum) * static_cast<double>(paths.size()) /

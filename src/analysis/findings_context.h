@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -42,7 +43,8 @@ struct FindingsContext {
   // One per window. Only `walked` of them were walked (kMaxWalkedSteps,
   // evenly spread, are; the others carry their step but no segments), and only
   // those steps are replayed: sums over paths are scaled to all the windows.
-  std::vector<StepCriticalPath> paths;
+  // (Pointers into the memoized walks, not copies of them.)
+  std::vector<const StepCriticalPath*> paths;
   std::vector<uint8_t> walked;
   size_t walked_steps = 0;
   bool has_steps = false;
@@ -55,6 +57,9 @@ struct FindingsContext {
   StepBreakdowns breakdown;
   // The measured steps' dependency graphs, for the what-if of each finding.
   std::unique_ptr<Replay> replay;
+  // What `paths` point to: the walks (shared), the steps not walked (their bounds alone).
+  std::shared_ptr<const std::vector<StepCriticalPath>> walked_paths;
+  std::deque<StepCriticalPath> unwalked_paths;
   // Sets the finding's gain to what replaying the steps with the fix predicts
   // (and says so in its metrics); returns the replay's figures.
   ReplayResult Replayed(Finding* f, const ReplayFix& fix) const;

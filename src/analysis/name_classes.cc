@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "analysis/memo.h"
+#include "analysis/memory.h"
 #include "analysis/step_breakdown.h"
 
 namespace strata::analysis {
@@ -10,11 +11,11 @@ namespace {
 
 bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-std::shared_ptr<const std::vector<uint8_t>> Classify(const model::Trace& t) {
-  auto v = std::make_shared<std::vector<uint8_t>>(t.strings.size(), 0);
+std::shared_ptr<const std::vector<uint16_t>> Classify(const model::Trace& t) {
+  auto v = std::make_shared<std::vector<uint16_t>>(t.strings.size(), 0);
   for (size_t id = 1; id < t.strings.size(); ++id) {
     std::string_view n = t.strings.Get(static_cast<model::StringId>(id));
-    uint8_t c = 0;
+    uint16_t c = 0;
     if (IsDataLoadingName(n)) c |= kNameDataLoading;
     if (IsGraphRunName(n)) c |= kNameGraphRun;
     if (IsSyncName(n)) c |= kNameSync;
@@ -25,6 +26,7 @@ std::shared_ptr<const std::vector<uint8_t>> Classify(const model::Trace& t) {
         Contains(n, "signal_wait") || Contains(n, "cudaStreamWaitEvent"))
       c |= kNamePathWait;
     if (n.starts_with("autograd::engine::evaluate_function")) c |= kNameBackwardEngine;
+    if (IsAllocationOpName(n)) c |= kNameAllocationOp;
     (*v)[id] = c;
   }
   return v;
@@ -33,7 +35,7 @@ std::shared_ptr<const std::vector<uint8_t>> Classify(const model::Trace& t) {
 }  // namespace
 
 NameClasses::NameClasses(const model::Trace& t) {
-  using Ptr = std::shared_ptr<const std::vector<uint8_t>>;
+  using Ptr = std::shared_ptr<const std::vector<uint16_t>>;
   if (Memo* m = Memo::Of(t)) v_ = m->Get<Ptr>("name_classes", [&t] { return Classify(t); });
   else v_ = Classify(t);
 }

@@ -14,7 +14,7 @@
 
 namespace strata::analysis {
 
-enum NameClass : uint8_t {
+enum NameClass : uint16_t {
   kNameDataLoading = 1 << 0,  // IsDataLoadingName
   kNameGraphRun = 1 << 1,     // IsGraphRunName
   kNameSync = 1 << 2,         // IsSyncName
@@ -23,6 +23,7 @@ enum NameClass : uint8_t {
   kNameAllocation = 1 << 5,   // IsAllocationName
   kNamePathWait = 1 << 6,     // the critical path's waits: syncs, queue waits, signal waits
   kNameBackwardEngine = 1 << 7,  // autograd's engine running a backward node (autograd::engine::evaluate_function...)
+  kNameAllocationOp = 1 << 8,    // IsAllocationOpName (memory.h): aten::empty, zeros, ...
 };
 
 // Per StringId of `t`, its NameClass bits. Computed once per trace while an
@@ -30,7 +31,7 @@ enum NameClass : uint8_t {
 class NameClasses {
  public:
   explicit NameClasses(const model::Trace& t);
-  uint8_t operator[](model::StringId id) const { return id < v_->size() ? (*v_)[id] : 0; }
+  uint16_t operator[](model::StringId id) const { return id < v_->size() ? (*v_)[id] : 0; }
   bool Is(model::StringId id, NameClass c) const { return ((*this)[id] & c) != 0; }
   // Whether `slice` or a slice enclosing it is of class `c` (kNone: false):
   // inside data loading, inside a sync, ...
@@ -41,7 +42,7 @@ class NameClasses {
   }
 
  private:
-  std::shared_ptr<const std::vector<uint8_t>> v_;
+  std::shared_ptr<const std::vector<uint16_t>> v_;
 };
 
 }  // namespace strata::analysis

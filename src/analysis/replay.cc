@@ -104,6 +104,7 @@ Replay::Replay(const model::Trace& t, const std::vector<StepWindow>& windows,
     st.window = k;
     st.ts = w.ts;
     st.dur = w.dur;
+    st.pieces.reserve(timelines[k].size());
     for (const HostInterval& iv : timelines[k]) {
       ReplayPiece p;
       p.start = iv.start;

@@ -80,12 +80,12 @@ void AllocationOps(FindingsContext& c, std::vector<Finding>* out) {
     if (c.InSteps(static_cast<size_t>(s)) && !nc.Within(c.t, s, kNameDataLoading)) target[static_cast<size_t>(s)] = true;
   if (!have_memory) {
     for (size_t i = 0; i < sl.size(); ++i) {
-      if (sl.kind[i] != model::SliceKind::kOp || !IsAllocationOpName(c.Name(i)) || !c.InSteps(i) ||
+      if (sl.kind[i] != model::SliceKind::kOp || !nc.Is(sl.name[i], kNameAllocationOp) || !c.InSteps(i) ||
           nc.Within(c.t, static_cast<int32_t>(i), kNameDataLoading))
         continue;
       bool nested = false;
       for (int32_t p = sl.parent[i]; p != model::kNone; p = sl.parent[static_cast<size_t>(p)])
-        if (IsAllocationOpName(c.Name(static_cast<size_t>(p)))) nested = true;
+        if (nc.Is(sl.name[static_cast<size_t>(p)], kNameAllocationOp)) nested = true;
       if (!nested) target[i] = true;
     }
   }

@@ -390,7 +390,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
 
   std::vector<uint64_t> numbers;
   for (size_t i : slow) {
-    int32_t s = c.paths[i].step_slice;
+    int32_t s = c.paths[i]->step_slice;
     numbers.push_back(s == model::kNone ? i : t.slices.arg[static_cast<size_t>(s)]);
   }
   // The same step slow on every rank of a job is one slow iteration (a
@@ -406,7 +406,7 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   double os[2][3] = {{0, 0, 0}, {0, 0, 0}};                  // [slow?][running, runnable, blocked]
   std::map<std::string, double> blocked_in;                  // slow steps' blocking causes
   for (size_t i = 0; i < c.windows.size(); ++i) {
-    int32_t s = c.paths[i].step_slice;
+    int32_t s = c.paths[i]->step_slice;
     if (s == model::kNone) continue;
     size_t step = static_cast<size_t>(s);
     auto [first, last] = t.track_slices[t.slices.track[step]];
@@ -458,10 +458,10 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   for (size_t k = 0; k < numbers.size() && k < 12; ++k) list += (k ? ", " : "") + std::to_string(numbers[k]);
   if (numbers.size() > 12) list += fmt::format(" and {} more", numbers.size() - 12);
   uint64_t first_step = UINT64_MAX, last_step = 0;
-  for (const auto& p : c.paths)
-    if (p.step_slice != model::kNone) {
-      first_step = std::min(first_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
-      last_step = std::max(last_step, t.slices.arg[static_cast<size_t>(p.step_slice)]);
+  for (const StepCriticalPath* p : c.paths)
+    if (p->step_slice != model::kNone) {
+      first_step = std::min(first_step, t.slices.arg[static_cast<size_t>(p->step_slice)]);
+      last_step = std::max(last_step, t.slices.arg[static_cast<size_t>(p->step_slice)]);
     }
   uint64_t period = Periodicity(numbers, first_step, last_step);
   double slow_mean = 0;

@@ -39,7 +39,7 @@ StepPart PartOf(const model::Trace& t, const NameClasses& nc, size_t i, int pare
   if (parent_part == static_cast<int>(StepPart::kInput) || parent_part == static_cast<int>(StepPart::kSync) ||
       parent_part == static_cast<int>(StepPart::kCopy) || parent_part == static_cast<int>(StepPart::kAllocation))
     return static_cast<StepPart>(parent_part);
-  uint8_t c = nc[t.slices.name[i]];
+  uint16_t c = nc[t.slices.name[i]];
   SliceKind k = t.slices.kind[i];
   if (c & kNameDataLoading) return StepPart::kInput;
   // A graph the framework runs (a tf.function, a Keras step, Session.run): the
@@ -104,12 +104,13 @@ class StepSweep {
     const auto& s = t_.slices;
     if (track_ >= t_.track_slices.size()) {
       Uncovered(start, end, StepPart::kPython);
-      return out_;
+      return std::move(out_);
     }
     auto [first, last] = t_.track_slices[track_];
     auto b = s.ts.begin();
     size_t lo = static_cast<size_t>(std::lower_bound(b + first, b + last, start) - b);
     size_t hi = static_cast<size_t>(std::lower_bound(b + first, b + last, end) - b);
+    out_.reserve(2 * (hi - lo) + 8);  // a piece before and inside each slice, about
     struct Open {
       size_t slice;
       int64_t end;
@@ -149,7 +150,7 @@ class StepSweep {
     }
     close_until(end);
     if (cursor < end) Uncovered(cursor, end, StepPart::kPython);
-    return out_;
+    return std::move(out_);  // (left empty for the next Run)
   }
 
  private:
@@ -423,7 +424,7 @@ std::vector<uint8_t> HostCallFlags(const model::Trace& t) {
 }
 
 bool IsSyncSlice(const model::Trace& t, const NameClasses& nc, size_t i, const std::vector<uint8_t>& flags) {
-  uint8_t c = nc[t.slices.name[i]];
+  uint16_t c = nc[t.slices.name[i]];
   return (c & kNameSync) && (!(c & kNameDeviceRead) || (flags[i] & kCallsRuntime));
 }
 

@@ -6,6 +6,7 @@
 // exits 2, and each command's other failures have their own exit codes
 // (cli/exit_codes.h, README "Exit codes").
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/files.h"
+#include "base/parallel.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 
@@ -324,6 +326,15 @@ std::string CacheDir() {
 int main(int argc, char** argv) {
   using namespace strata::cli;
   strata::MappedFile::InstallGuard();  // a mapped index shortened under us: a one-line error
+  // The analyses allocate and free arrays of every size per section and per
+  // step: keep what was freed in the heap for the next (one heap for the few
+  // threads of a small machine) instead of handing it back to the kernel to
+  // fault in and zero again: a tenth of a report's CPU on the 274k-event
+  // replicate (BENCHMARKS.md). Set here, not through GLIBC_TUNABLES, which a
+  // traced program would inherit.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_ARENA_MAX, 1 + static_cast<int>(strata::base::WorkerThreads() / 8));
   CLI::App app{"strata: traces and profiles ML dataflow programs across the stack (OS, accelerator runtime, "
                "framework ops, model steps) with no change to the program.",
                "strata"};
