@@ -262,7 +262,7 @@ class Builder {
   }
 
   double NumArg(uint32_t s, model::StringId k) const {
-    if (!k) return NAN;
+    if (!k || k == model::StringPool::kNotFound) return NAN;  // (a key no arg has: no search per kernel)
     int32_t a = t_.FindArg(s, k);
     return a >= 0 ? t_.args.num[static_cast<size_t>(a)] : NAN;
   }
