@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/name_slots.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -135,11 +136,11 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
     counted_cost[r] = outermost;
   }
 
-  std::map<std::pair<int, model::StringId>, FrameworkOpStats> ops, modules;
+  NameSlots<FrameworkOpStats> ops(t.strings.size()), modules(t.strings.size());
   int64_t op_self_total = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s.kind[i] == SliceKind::kModule) {
-      FrameworkOpStats& m = modules[{0, s.name[i]}];
+      FrameworkOpStats& m = modules(0, s.name[i]);
       ++m.count;
       m.total_ns = SatAdd(m.total_ns, s.dur[i]);
       m.self_ns = SatAdd(m.self_ns, self[i]);
@@ -149,7 +150,7 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
     if (s.kind[i] != SliceKind::kOp) continue;
     int32_t r = t.OpRow(static_cast<uint32_t>(i));
     model::OpScope scope = r == kNone ? model::OpScope::kFunction : t.ops.scope[static_cast<size_t>(r)];
-    FrameworkOpStats& o = ops[{static_cast<int>(scope), s.name[i]}];
+    FrameworkOpStats& o = ops(static_cast<int>(scope), s.name[i]);
     ++o.count;
     ++out.ops;
     o.total_ns = SatAdd(o.total_ns, s.dur[i]);
@@ -174,17 +175,19 @@ FrameworkOpsSummary FrameworkOps(const model::Trace& t) {
       }
     }
   }
-  for (auto& [key, o] : ops) {
-    o.name = std::string(t.strings.Get(key.second));
-    o.scope = model::OpScopeName(static_cast<model::OpScope>(key.first));
+  for (auto& row : std::move(ops).Sorted()) {
+    FrameworkOpStats& o = row.value;
+    o.name = std::string(t.strings.Get(row.name));
+    o.scope = model::OpScopeName(static_cast<model::OpScope>(row.key));
     o.self_pct = op_self_total > 0 ? 100.0 * static_cast<double>(o.self_ns) / static_cast<double>(op_self_total) : 0;
     out.ops_by_name.push_back(std::move(o));
   }
   std::sort(out.ops_by_name.begin(), out.ops_by_name.end(), [](const FrameworkOpStats& a, const FrameworkOpStats& b) {
     return a.self_ns != b.self_ns ? a.self_ns > b.self_ns : a.name < b.name;
   });
-  for (auto& [key, m] : modules) {
-    m.name = std::string(t.strings.Get(key.second));
+  for (auto& row : std::move(modules).Sorted()) {
+    FrameworkOpStats& m = row.value;
+    m.name = std::string(t.strings.Get(row.name));
     m.scope = "module";
     out.modules.push_back(std::move(m));
   }

@@ -270,9 +270,16 @@ std::vector<OverlapState> KernelTypeTable(const GpuGroup& g) {
     int bit;
     int delta;
   };
-  model::Column<Edge> edges;
+  // Each type's edges come in time order (its work is sorted by start and its
+  // groups are disjoint): three runs merged, not a sort. (Edges at one instant
+  // may come in any order: the sweep below only adds time between instants.)
+  auto by_time = [](const Edge& a, const Edge& b) {
+    return a.t != b.t ? a.t < b.t : a.delta < b.delta;  // ends first: touching groups do not overlap
+  };
+  model::Column<Edge> runs[3];
   const WorkType types[3] = {WorkType::kCompute, WorkType::kCommunication, WorkType::kMemory};
   for (int k = 0; k < 3; ++k) {
+    model::Column<Edge>& edges = runs[k];
     int64_t gs = 0, ge = 0;
     bool any = false;
     for (const GpuWork& x : g.work) {
@@ -295,9 +302,11 @@ std::vector<OverlapState> KernelTypeTable(const GpuGroup& g) {
       edges.push_back({ge, 1 << k, -1});
     }
   }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.t != b.t ? a.t < b.t : a.delta < b.delta;  // ends first: touching groups do not overlap
-  });
+  model::Column<Edge> two, edges;
+  two.resize(runs[0].size() + runs[1].size());
+  std::merge(runs[0].begin(), runs[0].end(), runs[1].begin(), runs[1].end(), two.begin(), by_time);
+  edges.resize(two.size() + runs[2].size());
+  std::merge(two.begin(), two.end(), runs[2].begin(), runs[2].end(), edges.begin(), by_time);
   int64_t state_ns[8] = {};
   int mask = 0;
   int counts[3] = {};
@@ -393,8 +402,9 @@ std::vector<CounterSeriesOut> QueueLengthSeries(const model::Trace& t, const Gpu
   }
   std::vector<CounterSeriesOut> out;
   for (auto& [stream, pts] : by_stream) {
-    // At equal times the launch counts first.
-    std::stable_sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+    // At equal times the launch counts first. (Points equal in both are
+    // interchangeable: no stable sort needed.)
+    std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
       return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
     });
     CounterSeriesOut s;

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "analysis/memo.h"
+#include "analysis/name_slots.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -71,48 +72,23 @@ std::vector<SpanStats> SpanTable(const model::Trace& t) {
   const auto& s = t.slices;
   auto self_times = SharedSelfTimes(t);
   const model::Column<int64_t>& self = *self_times;
-  // Per (kind, name): a slot found through the name (a name is nearly always
-  // of one kind; the others go to a map), not a tree search per slice.
-  struct Slot {
-    int kind;
-    model::StringId name;
-    SpanStats st;
-  };
-  std::vector<Slot> slots;
-  std::vector<int32_t> first(t.strings.size(), -1);
-  std::map<std::pair<int, model::StringId>, int32_t> more;
+  NameSlots<SpanStats> by(t.strings.size());
   for (size_t i = 0; i < s.size(); ++i) {
     // Device activity (whatever its kind, e.g. an OpenCL map) has its own tables; steps have theirs.
     if (model::IsDeviceKind(s.kind[i]) || s.kind[i] == model::SliceKind::kStep ||
         t.tracks[s.track[i]].kind == model::TrackKind::kDeviceQueue)
       continue;
-    const int kind = static_cast<int>(s.kind[i]);
-    const model::StringId name = s.name[i];
-    int32_t& f = first[name];
-    int32_t k = f;
-    if (k < 0) {
-      k = f = static_cast<int32_t>(slots.size());
-      slots.push_back({kind, name, {}});
-    } else if (slots[static_cast<size_t>(k)].kind != kind) {
-      auto [it, fresh] = more.try_emplace({kind, name}, static_cast<int32_t>(slots.size()));
-      if (fresh) slots.push_back({kind, name, {}});
-      k = it->second;
-    }
-    SpanStats& st = slots[static_cast<size_t>(k)].st;
+    SpanStats& st = by(static_cast<int>(s.kind[i]), s.name[i]);
     st.count++;
     st.total_ns = SatAdd(st.total_ns, s.dur[i]);
     st.self_ns = SatAdd(st.self_ns, self[i]);
     st.max_ns = std::max(st.max_ns, s.dur[i]);
   }
-  // In (kind, name) order before the sort by time, as the rows always were.
-  std::sort(slots.begin(), slots.end(),
-            [](const Slot& a, const Slot& b) { return a.kind != b.kind ? a.kind < b.kind : a.name < b.name; });
   std::vector<SpanStats> out;
-  out.reserve(slots.size());
-  for (Slot& sl : slots) {
-    sl.st.kind = model::SliceKindName(static_cast<model::SliceKind>(sl.kind));
-    sl.st.name = std::string(t.strings.Get(sl.name));
-    out.push_back(std::move(sl.st));
+  for (auto& row : std::move(by).Sorted()) {
+    row.value.kind = model::SliceKindName(static_cast<model::SliceKind>(row.key));
+    row.value.name = std::string(t.strings.Get(row.name));
+    out.push_back(std::move(row.value));
   }
   std::sort(out.begin(), out.end(), [](const SpanStats& a, const SpanStats& b) {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
