@@ -84,6 +84,18 @@ class Walker {
         incoming_.push_back({static_cast<int32_t>(t_.device.slice[r]), t_.device.launch[r]});
     std::sort(incoming_.begin(), incoming_.end());
     incoming_.erase(std::unique(incoming_.begin(), incoming_.end()), incoming_.end());
+    // Where each slice's edges start, for the range of slices that have any
+    // (a walk asks at every step of the path; a binary search over all the
+    // edges was a tenth of the walk), unless that range is very large.
+    if (!incoming_.empty()) {
+      in_first_ = incoming_.front().first;
+      size_t range = static_cast<size_t>(incoming_.back().first - in_first_) + 1;
+      if (range <= kMaxDenseIncoming) {
+        in_start_.assign(range + 1, 0);
+        for (const auto& e : incoming_) ++in_start_[static_cast<size_t>(e.first - in_first_) + 1];
+        for (size_t k = 1; k <= range; ++k) in_start_[k] += in_start_[k - 1];
+      }
+    }
     pieces_.resize(t_.tracks.size());
     built_ = std::make_unique<std::once_flag[]>(t_.tracks.size());
     // Runtime calls that block until the device has done their work (an
@@ -180,6 +192,11 @@ class Walker {
   }
   // The slices `to` waited for (flows into it, the call that launched it).
   std::span<const std::pair<int32_t, int32_t>> Incoming(int32_t to) const {
+    if (!in_start_.empty()) {
+      if (to < in_first_ || static_cast<size_t>(to - in_first_) + 1 >= in_start_.size()) return {};
+      size_t k = static_cast<size_t>(to - in_first_);
+      return {incoming_.data() + in_start_[k], incoming_.data() + in_start_[k + 1]};
+    }
     auto lo = std::lower_bound(incoming_.begin(), incoming_.end(), std::make_pair(to, INT32_MIN));
     auto hi = lo;
     while (hi != incoming_.end() && hi->first == to) ++hi;
@@ -447,6 +464,9 @@ class Walker {
   Ranges ranges_;
   std::vector<uint32_t> blocking_;  // blocking runtime calls, sorted
   std::vector<std::pair<int32_t, int32_t>> incoming_;  // (to, from), sorted
+  static constexpr size_t kMaxDenseIncoming = size_t{16} << 20;  // slices (64 MiB of offsets)
+  int32_t in_first_ = 0;               // the first slice with an edge
+  std::vector<uint32_t> in_start_;     // incoming_ of slice in_first_ + k: [in_start_[k], in_start_[k + 1])
   std::vector<std::vector<Piece>> pieces_;
   std::unique_ptr<std::once_flag[]> built_;
 };
