@@ -20,14 +20,9 @@
 #include "index/lod.h"
 #include "index/open_trace.h"
 #include "model/trace.h"
+#include "server/http_backend.h"
 
 namespace strata::server {
-
-struct ApiResponse {
-  int status = 200;
-  std::string body;
-  std::string content_type = "application/json";
-};
 
 // Bounds on what one request may ask for.
 inline constexpr int kMaxPixels = 16384;            // viewport width

@@ -15,11 +15,18 @@
 
 namespace strata::server {
 
-struct HttpReply {
+// An answer of the REST API (api.h), as the transport sends it.
+struct ApiResponse {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
 };
+
+// True for 127.0.0.0/8, ::1 and "localhost" (both sides ask: a token is
+// required elsewhere, and the Host header is checked on loopback).
+inline bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 struct HttpBackendConfig {
   std::string host;   // as given (an IPv6 address may be in brackets)
@@ -30,7 +37,7 @@ struct HttpBackendConfig {
   const char* views_js = "";
   const char* style_css = "";
   // An API request: method ("GET" or "POST"), path, query parameters, body.
-  std::function<HttpReply(const std::string&, const std::string&, const std::multimap<std::string, std::string>&,
+  std::function<ApiResponse(const std::string&, const std::string&, const std::multimap<std::string, std::string>&,
                           const std::string&)>
       handle;
 };

@@ -14,10 +14,6 @@ namespace {
 
 constexpr size_t kMaxRequestBytes = 64 << 10;
 
-bool Loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 bool SameToken(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
@@ -56,7 +52,7 @@ class Backend final : public HttpBackend {
  private:
   // Host header names this server (loopback binds: against DNS rebinding).
   bool HostAllowed(const httplib::Request& req) const {
-    if (!Loopback(cfg_.host)) return true;
+    if (!IsLoopback(cfg_.host)) return true;
     std::string host = req.get_header_value("Host");
     for (const char* name : {"127.0.0.1", "localhost", "[::1]"})
       if (host == fmt::format("{}:{}", name, port_) || host == name) return true;
@@ -70,7 +66,7 @@ class Backend final : public HttpBackend {
     return req.has_param("token") && SameToken(req.get_param_value("token"), cfg_.token);
   }
 
-  static void Answer(const HttpReply& r, httplib::Response& res) {
+  static void Answer(const ApiResponse& r, httplib::Response& res) {
     res.status = r.status;
     res.set_content(r.body, r.content_type.c_str());
   }

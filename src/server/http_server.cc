@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/files.h"
 #include "server/http_backend.h"
 
 namespace strata::server {
@@ -32,9 +33,7 @@ std::string ModulePath() {
     std::string p = fmt::format("{}/{}", d, name);
     if (Exists(p)) return p;
   }
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string exe = SelfExePath();
   std::string bin = exe.substr(0, exe.rfind('/'));
   std::string prefix = bin.substr(0, bin.rfind('/'));
   for (const std::string& dir : {prefix + "/lib", prefix + "/lib/strata", bin})
@@ -64,10 +63,6 @@ StrataHttpCreate LoadModule(std::string* why) {
 }
 
 }  // namespace
-
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
 
 std::string RandomToken() {
   unsigned char b[16] = {};
@@ -112,10 +107,8 @@ StatusOr<int> HttpServer::Bind() {
     cfg.style_css = kUiStyleCss;
     Api* api = &impl_->api;
     cfg.handle = [api](const std::string& method, const std::string& path,
-                       const std::multimap<std::string, std::string>& params, const std::string& body) {
-      ApiResponse r = api->Handle(method, path, params, body);
-      return HttpReply{r.status, std::move(r.body), std::move(r.content_type)};
-    };
+                       const std::multimap<std::string, std::string>& params,
+                       const std::string& body) { return api->Handle(method, path, params, body); };
     impl_->backend.reset(create(&cfg));
     if (!impl_->backend) return Err(StatusCode::kInternal, "the HTTP server module could not start");
   }

@@ -25,8 +25,6 @@ struct ServerOptions {
   std::string token;  // required on every request when not empty
 };
 
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool IsLoopback(const std::string& host);
 // 32 hex digits from the system's random source.
 std::string RandomToken();
 
