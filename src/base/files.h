@@ -56,6 +56,8 @@ bool DirectoryLocked(const std::string& dir);
 StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 bool PathExists(const std::string& path);
 bool IsDirectory(const std::string& path);
+// This process's executable (/proc/self/exe), or "" when it cannot be read.
+std::string SelfExePath();
 // write(2) until done, retrying on EINTR. Returns errno on failure, 0 on success.
 int WriteAll(int fd, const void* data, size_t size);
 std::string JoinPath(std::string_view a, std::string_view b);

@@ -7,14 +7,15 @@
 
 #include <cerrno>
 
+#include "base/files.h"
+
 extern char** environ;
 
 namespace strata::cli {
 
 std::string SelfExe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "strata";
+  std::string exe = SelfExePath();
+  return exe.empty() ? "strata" : exe;
 }
 
 pid_t StartChild(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,

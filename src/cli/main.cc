@@ -301,9 +301,7 @@ std::string SuggestOption(const CLI::App& cmd, const std::string& typed) {
 
 InstallPaths FindInstallPaths() {
   InstallPaths p;
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  std::string exe = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string exe = strata::SelfExePath();
   p.bin_dir = exe.substr(0, exe.rfind('/'));
   std::string prefix = p.bin_dir.substr(0, p.bin_dir.rfind('/'));
   if (const char* l = ::secure_getenv("STRATA_LIB_DIR")) p.lib_dir = l;

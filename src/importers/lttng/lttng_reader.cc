@@ -7,6 +7,7 @@
 #include "importers/lttng/lttng_reader.h"
 
 #include "base/error.h"
+#include "base/files.h"
 
 #ifdef STRATA_HAVE_BABELTRACE2
 #include <babeltrace2/babeltrace.h>
@@ -553,13 +554,10 @@ struct Graph {
 // Where scripts/bundle.sh puts babeltrace2's plugins beside a relocated strata:
 // <bin>/../lib/deps/babeltrace2/plugins ("" when the executable cannot be read).
 std::string BundledPluginDir() {
-  char exe[4096];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) return "";
-  std::string_view path(exe, static_cast<size_t>(n));
+  std::string path = SelfExePath();
   size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos) return "";
-  return std::string(path.substr(0, slash)) + "/../lib/deps/babeltrace2/plugins";
+  if (slash == std::string::npos) return "";
+  return path.substr(0, slash) + "/../lib/deps/babeltrace2/plugins";
 }
 
 // A plugin found in the bundle's plugin directory, or BT_PLUGIN_FIND_STATUS_NOT_FOUND.
