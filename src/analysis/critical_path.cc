@@ -10,7 +10,6 @@
 
 #include "analysis/memo.h"
 #include "analysis/name_classes.h"
-#include "analysis/name_slots.h"
 #include "base/int_math.h"
 #include "base/parallel.h"
 
@@ -383,23 +382,27 @@ class Walker {
     // Summed by (what, id) first and named after: a pair of strings built and
     // compared per segment was most of a report's critical-path time.
     enum : int { kWaitIn = 0, kIdle = 1, kSlice = 2 };  // kSlice + the slice's kind
-    NameSlots<int64_t> by_id(std::max(t_.strings.size(), t_.tracks.size()));  // ids: names, or tracks (kIdle)
+    // (A hash of the few keys a path has: not an array over every name per step.)
+    std::unordered_map<uint64_t, int64_t> by_id;
+    auto at = [&by_id](int what, uint32_t id) -> int64_t& {
+      return by_id[static_cast<uint64_t>(what) << 32 | id];  // ids: names, or tracks (kIdle)
+    };
     std::vector<int32_t> on_path;  // the slices of the path's segments (sorted below)
     for (const PathSegment& g : out->segments) {
       if (g.type == SegmentType::kWait) {
-        if (g.slice != kNone) by_id(kWaitIn, s.name[static_cast<size_t>(g.slice)]) += g.end - g.start;
-        else by_id(kIdle, g.track) += g.end - g.start;
+        if (g.slice != kNone) at(kWaitIn, s.name[static_cast<size_t>(g.slice)]) += g.end - g.start;
+        else at(kIdle, g.track) += g.end - g.start;
       } else {
         auto i = static_cast<size_t>(g.slice);
-        by_id(kSlice + static_cast<int>(s.kind[i]), s.name[i]) += g.end - g.start;
+        at(kSlice + static_cast<int>(s.kind[i]), s.name[i]) += g.end - g.start;
         on_path.push_back(g.slice);
       }
     }
     std::map<std::pair<std::string, std::string>, int64_t> by;
-    for (const auto& row : std::move(by_id).Sorted()) {
-      const int what = row.key;
-      const uint32_t id = row.name;
-      const int64_t v = row.value;
+    // (Summed into `by` in any order: sums of whole nanoseconds.)
+    for (const auto& [key, v] : by_id) {
+      const int what = static_cast<int>(key >> 32);
+      const auto id = static_cast<uint32_t>(key);
       std::string kind, name;
       if (what == kWaitIn || what == kIdle) {
         kind = "wait";

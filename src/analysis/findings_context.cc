@@ -78,7 +78,7 @@ FindingsContext::FindingsContext(const model::Trace& trace, const DiagnosisOptio
   };
   if (order.empty()) {
     // No steps: the whole trace is one window if it has a path.
-    walked_paths = std::make_shared<const std::vector<StepCriticalPath>>(CriticalPaths(t, cpo));
+    walked_paths = WalkedCriticalPaths(t, cpo);
     for (const auto& p : *walked_paths) {
       paths.push_back(&p);
       windows.push_back({p.start, p.end, UINT32_MAX});

@@ -84,8 +84,10 @@ std::vector<SpanStats> SpanTable(const model::Trace& t) {
     st.self_ns = SatAdd(st.self_ns, self[i]);
     st.max_ns = std::max(st.max_ns, s.dur[i]);
   }
+  std::vector<NameSlots<SpanStats>::Row> rows = std::move(by).Sorted();
   std::vector<SpanStats> out;
-  for (auto& row : std::move(by).Sorted()) {
+  out.reserve(rows.size());
+  for (auto& row : rows) {
     row.value.kind = model::SliceKindName(static_cast<model::SliceKind>(row.key));
     row.value.name = std::string(t.strings.Get(row.name));
     out.push_back(std::move(row.value));
