@@ -293,6 +293,27 @@ void BuildWindows(LoadContext& ctx, TorchState& st) {
     }
     if (open_tier > 0 && end > open_ts) t.op_windows.push_back({p, open_ts, end - open_ts, open_tier == 2});
   }
+  // PyTorch picks an op's callbacks when the op is created and calls them just
+  // after: an op created before its window closed but preempted in between begins
+  // after the close. Its window ends at it, so that every recorded op lies in one.
+  std::map<uint32_t, std::pair<size_t, size_t>> of_process;  // [first, last) in op_windows
+  for (size_t w = 0; w < t.op_windows.size(); ++w) {
+    auto [it, inserted] = of_process.try_emplace(t.op_windows[w].process, w, w + 1);
+    if (!inserted) it->second.second = w + 1;
+  }
+  if (of_process.empty()) return;
+  const model::SliceTable& s = t.slices;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.kind[i] != model::SliceKind::kOp || s.track[i] >= t.tracks.size()) continue;
+    auto it = of_process.find(t.tracks[s.track[i]].process);
+    if (it == of_process.end()) continue;
+    auto first = t.op_windows.begin() + static_cast<std::ptrdiff_t>(it->second.first);
+    auto last = t.op_windows.begin() + static_cast<std::ptrdiff_t>(it->second.second);
+    auto next = std::upper_bound(first, last, s.ts[i], [](int64_t ts, const model::OpWindow& w) { return ts < w.ts; });
+    if (next == first) continue;
+    model::OpWindow& w = *(next - 1);
+    if (s.ts[i] > w.ts + w.dur) w.dur = s.ts[i] - w.ts;
+  }
 }
 
 
