@@ -69,7 +69,6 @@
 #include <torch/version.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +79,7 @@
 #include <unordered_set>
 
 #include "collectors/torch/observer.h"
+#include "collectors/torch/sampler.h"
 #include "format/control.h"
 #include "format/schema.h"
 #include "recorder/hot.h"
@@ -176,16 +176,7 @@ struct State {
   at::CallbackHandle enabled = 0;  // the one of the three that is enabled (0: none)
   bool scopes_allowed = true;      // strata_torch_set_scopes (benchmarks): tier 0 records no scopes either
   uint32_t tier = UINT32_MAX;  // applied: 0 no ops, 1 ops, 2 ops + detail
-  bool window_open = false;    // kSampled: inside a window
-  uint64_t window_end_ns = 0;  // a time window's planned end (no steps)
-  bool step_window = false;    // the open window is a sampled step
-  uint64_t window_begin_ns = 0;      // when the open window (either kind) opened
-  uint64_t next_window_ns = 0;  // earliest start of the next window, of either kind (the duty budget)
-  uint64_t last_step_ms = 0;   // last step boundary: steps drive the windows while recent
-  uint64_t last_boundary_ns = 0;
-  std::array<uint64_t, 8> step_gaps_ns{};  // the last boundary-to-boundary gaps (a ring)
-  uint32_t step_gap_next = 0;
-  uint64_t rng = 0;
+  OpSampler sampler;            // kSampled: the op windows
   std::atomic<int64_t> current_step{-1};
   std::atomic<bool> step_windows{false};  // settings.detail_first >= 0, readable without mu
   std::atomic<uint64_t> next_step{0};
@@ -254,7 +245,7 @@ uint32_t DesiredTierLocked() {
   if (step_window && (s.window_tiers & fmt_::kTierOps)) return 1;
   switch (s.mode) {
     case fmt_::OpsMode::kAll: return 1;
-    case fmt_::OpsMode::kSampled: return g->window_open ? 1 : 0;
+    case fmt_::OpsMode::kSampled: return g->sampler.open() ? 1 : 0;
     case fmt_::OpsMode::kOff: return 0;
   }
   return 1;
@@ -324,49 +315,13 @@ void ApplyTier() {
 
 bool AutoStepsOff() { return recorder::ExplicitStepsUsed() || g->profiler_steps.load(std::memory_order_relaxed); }
 
-uint64_t NextRandom();
-
-// --ops sampled: the duty budget. After a window of length d (a sampled step, or
-// a time window while no steps come) the next one, of either kind, opens no
-// sooner than d * (period/window - 1), jittered 0.5x..1.5x, so that recorded
-// time stays ~window/period of the run whatever the step length or however late
-// a loaded machine closes a window, and periodic patterns (an eval every 10
-// steps, the program's own step period) are not locked onto.
-void CloseWindowLocked(uint64_t now_ns) {
-  uint64_t d = std::max<uint64_t>(1, now_ns - g->window_begin_ns);
-  double ratio = static_cast<double>(g->settings.period_ms) / static_cast<double>(g->settings.window_ms) - 1.0;
-  double jitter = 0.5 + static_cast<double>(NextRandom() % 1001) / 1000.0;
-  g->next_window_ns = std::max(g->next_window_ns, now_ns + static_cast<uint64_t>(static_cast<double>(d) * ratio * jitter));
-  g->step_window = false;
-  g->window_open = false;
-}
-
-// A sampled step still open long after the recent steps' length (3x the longest
-// of the last 8 gaps between boundaries, and at least a window) is the one the
-// last boundary of a loop opened, that no step follows: the window closes there
-// rather than record the rest of the program. The time left before that.
-int64_t StepWindowLeftNsLocked(uint64_t now_ns) {
-  uint64_t longest = *std::max_element(g->step_gaps_ns.begin(), g->step_gaps_ns.end());
-  uint64_t limit = std::max<uint64_t>(3 * longest, uint64_t{g->settings.window_ms} * 1000000u);
-  return static_cast<int64_t>(g->window_begin_ns + limit) - static_cast<int64_t>(now_ns);
-}
-
-// With steps, a step boundary closes the sampled step, or the time window steps
-// take over from, and opens the next window if the budget allows.
+// --ops sampled with steps: the sampler (sampler.h) closes the sampled step, or
+// the time window steps take over from, and opens the next if its budget allows.
 void StepBoundary() {
   if (g->settings.mode != fmt_::OpsMode::kSampled) return;
   std::lock_guard<std::mutex> lk(g->mu);
   if (g->settings.mode != fmt_::OpsMode::kSampled) return;
-  uint64_t now_ns = recorder::NowNs();
-  g->last_step_ms = now_ns / 1000000;
-  if (g->last_boundary_ns) g->step_gaps_ns[g->step_gap_next++ % g->step_gaps_ns.size()] = now_ns - g->last_boundary_ns;
-  g->last_boundary_ns = now_ns;
-  if (g->window_open) CloseWindowLocked(now_ns);
-  if (now_ns >= g->next_window_ns) {
-    g->window_open = true;
-    g->step_window = true;
-    g->window_begin_ns = now_ns;
-  }
+  g->sampler.StepBoundary(recorder::NowNs());
   ApplyTierLocked();
 }
 
@@ -542,22 +497,12 @@ void OnScopeEnd(const at::RecordFunction& fn, at::ObserverContext*) {
 // Opens and closes the sampled windows, and picks up changes of the control
 // block (a supervisor switching tiers while the program runs).
 
-uint64_t NextRandom() {
-  uint64_t x = g->rng;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
-  g->rng = x;
-  return x;
-}
-
 void* ControlMain(void*) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   pthread_setname_np(pthread_self(), "strata-torch");
   while (!g->stop.load(std::memory_order_relaxed)) {
-    uint64_t now = MonoMs();
     uint64_t sleep_ms = 20;
     {
       std::lock_guard<std::mutex> lk(g->mu);
@@ -566,6 +511,7 @@ void* ControlMain(void*) {
         if (gen != g->generation) {
           g->generation = gen;
           g->settings = ReadSettings();
+          g->sampler.Configure(g->settings.window_ms, g->settings.period_ms);
           g->step_windows.store(g->settings.detail_first >= 0, std::memory_order_relaxed);
           g_memory_on.store(g->settings.memory, std::memory_order_relaxed);
           g->modules_on.store(g->settings.modules, std::memory_order_relaxed);
@@ -573,36 +519,12 @@ void* ControlMain(void*) {
           ApplyTierLocked();
         }
       }
-      // Steps drive the windows while they come; without steps, time does.
-      bool steps_recent = g->last_step_ms && now - g->last_step_ms < std::max<uint64_t>(1000, 4 * g->settings.period_ms);
-      if (g->settings.mode == fmt_::OpsMode::kSampled && (g->step_window || steps_recent)) {
-        sleep_ms = 20;
-        if (g->step_window) {
-          uint64_t now_ns = recorder::NowNs();
-          int64_t left = StepWindowLeftNsLocked(now_ns);
-          if (left <= 0) {
-            CloseWindowLocked(now_ns);
-            ApplyTierLocked();
-          } else {
-            sleep_ms = std::clamp<uint64_t>(static_cast<uint64_t>(left) / 1000000 + 1, 1, 20);
-          }
-        }
-      } else if (g->settings.mode == fmt_::OpsMode::kSampled) {
-        uint64_t now_ns = recorder::NowNs();
-        if (g->window_open && now_ns >= g->window_end_ns) {
-          CloseWindowLocked(now_ns);
-          ApplyTierLocked();
-        } else if (!g->window_open && now_ns >= g->next_window_ns) {
-          g->window_open = true;
-          g->window_begin_ns = now_ns;
-          g->window_end_ns = now_ns + uint64_t{g->settings.window_ms} * 1000000u;
-          ApplyTierLocked();
-        }
-        uint64_t next = g->window_open ? g->window_end_ns : g->next_window_ns;
-        sleep_ms = next > now_ns ? std::clamp<uint64_t>((next - now_ns + 999999) / 1000000, 1, 20) : 1;
-      } else if (g->window_open) {
-        g->window_open = false;
-        g->step_window = false;
+      if (g->settings.mode == fmt_::OpsMode::kSampled) {
+        bool was_open = g->sampler.open();
+        sleep_ms = std::clamp<uint64_t>((g->sampler.Tick(recorder::NowNs()) + 999999) / 1000000, 1, 20);
+        if (g->sampler.open() != was_open) ApplyTierLocked();
+      } else if (g->sampler.open()) {
+        g->sampler.Stop();
         ApplyTierLocked();
       }
     }
@@ -616,12 +538,9 @@ void StartControlThread() {
   g->stop.store(false);
   {
     std::lock_guard<std::mutex> lk(g->mu);
-    g->rng = (MonoMs() * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid()) ^ 0x5DEECE66Dull;
-    // The first window comes 0.5..1.5 periods in, not at once: the first steps
-    // of a run (warm-up: allocator growth, kernel selection) are not typical and
-    // would weigh heavily in a handful of samples.
-    uint64_t period_ns = uint64_t{g->settings.period_ms} * 1000000u;
-    g->next_window_ns = recorder::NowNs() + period_ns / 2 + NextRandom() % (period_ns + 1);
+    g->sampler.Configure(g->settings.window_ms, g->settings.period_ms);
+    g->sampler.Start(recorder::NowNs(),
+                     (MonoMs() * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid()) ^ 0x5DEECE66Dull);
   }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
