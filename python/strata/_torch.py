@@ -24,6 +24,8 @@ import json
 import os
 import threading
 
+from strata import _loop_head
+
 _lib = None
 _torch = None
 _tls = threading.local()
@@ -135,6 +137,7 @@ def step_samples(n):
 # mark is added around that wrapper. Never raises into the program.
 
 _optimizers = {}  # id(optimizer) -> number, in the order they first step
+_loop_head_on = False  # the observer takes loop heads (_loop_head.py)
 
 
 def _optimizer_step(opt, *unused):
@@ -147,14 +150,27 @@ def _optimizer_step(opt, *unused):
         pass
 
 
+def _optimizer_step_done(*unused):
+    if _loop_head_on:
+        _loop_head.arm(_lib.strata_torch_loop_head)
+
+
 def _mark_optimizer_steps(torch):
+    global _loop_head_on
     if not hasattr(_lib, "strata_torch_optimizer_step"):
         return
     try:
         import importlib
+        if hasattr(_lib, "strata_torch_loop_head") and os.environ.get("STRATA_TORCH_LOOP_HEAD", "1") != "0":
+            _lib.strata_torch_loop_head.argtypes = [ctypes.c_uint32]
+            _lib.strata_torch_loop_head.restype = None
+            _loop_head.skip_dir(os.path.dirname(os.path.abspath(torch.__file__)))
+            _loop_head_on = True
         optim = importlib.import_module("torch.optim.optimizer")
         if hasattr(optim, "register_optimizer_step_pre_hook"):
             optim.register_optimizer_step_pre_hook(_optimizer_step)
+            if hasattr(optim, "register_optimizer_step_post_hook"):
+                optim.register_optimizer_step_post_hook(_optimizer_step_done)
             return
         base = torch.optim.Optimizer
         real_hook = getattr(base, "_hook_for_profile", None)
@@ -168,7 +184,9 @@ def _mark_optimizer_steps(torch):
             if step is not None and not getattr(step, "_strata_marked", False):
                 def marked(opt, *args, **kwargs):
                     _optimizer_step(opt)
-                    return step(opt, *args, **kwargs)
+                    out = step(opt, *args, **kwargs)
+                    _optimizer_step_done()
+                    return out
                 for attr in ("hooked", "__doc__", "__name__", "__qualname__", "__wrapped__"):
                     if hasattr(step, attr):
                         try:

@@ -48,6 +48,11 @@
 //                                                 --batch-size); flags 2 = training mode
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
+//   loop_head      {u32 what}                     after an optimizer step, what = 0: the loop that
+//                                                 called it takes its next iteration (its
+//                                                 `for`/`while` line, seen from Python): where the
+//                                                 step ends; 1: the Python side stopped looking,
+//                                                 the iteration still running here
 //   comm_begin     {u32 name, u64 seq, u64 bytes, u32 tensors}
 //                                                 a collective or point-to-point op's work begins
 //                                                 ("gloo:all_reduce", "nccl:all_reduce"; gloo: on
@@ -86,6 +91,7 @@ constexpr F kStep[] = {{"step", T::kU64}};
 constexpr F kModuleBatchFields[] = {{"samples", T::kU64}, {"flags", T::kU32}};
 constexpr F kOptimizer[] = {{"optimizer", T::kU32}};
 constexpr F kSite[] = {{"site", T::kU32}};
+constexpr F kLoopHeadFields[] = {{"what", T::kU32}};
 constexpr F kCommBeginFields[] = {{"name", T::kU32}, {"seq", T::kU64}, {"bytes", T::kU64}, {"tensors", T::kU32}};
 constexpr F kCommEndFields[] = {{"name", T::kU32}, {"seq", T::kU64}};
 
@@ -116,6 +122,7 @@ constexpr EventSpec kThreadEvents[] = {
     {kSiteEnd, "site_end", {}},
     {kCommBegin, "comm_begin", kCommBeginFields},
     {kCommEnd, "comm_end", kCommEndFields},
+    {kLoopHead, "loop_head", kLoopHeadFields},
 };
 
 constexpr EventSet kSets[] = {{kThreadStream, kThreadEvents}};

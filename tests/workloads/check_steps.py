@@ -42,13 +42,14 @@ NOT_CAUSES = {"dispatch_overhead", "input_pipeline", "memory_allocation"}
 
 # Programs that evaluate in some iterations (they print "iteration N: ..." for
 # those): each such iteration (not the first or last: the first step begins at
-# its first activity, the last ends with its optimizer step, so runs end on an
+# its first activity, the last ends with its optimizer step unless the loop's head
+# after it is seen, so runs end on an
 # iteration without one) must be closer in length to the step of its number (the
 # steps are the iterations, in order) than to the step after it (the evaluation
 # is in its own step, not the next). (Not every step against its iteration: a stall under load between the
 # program's clock and the loop's next fetch falls on one side in one, on the
 # other in the other.)
-PER_ITERATION = {"dataloader_eval"}
+PER_ITERATION = {"dataloader_eval", "handmade_eval"}
 
 # name, arguments (small sizes: CI), samples per iteration
 WORKLOADS = [
@@ -58,6 +59,7 @@ WORKLOADS = [
     ("gan_two_optimizers", ["--iters", "10", "--batch", "64"], 64),
     ("wgan_critic", ["--iters", "8", "--batch", "64"], 64),
     ("dataloader_eval", ["--iters", "13", "--batch", "32"], 32),  # not ending on an evaluation (see PER_ITERATION)
+    ("handmade_eval", ["--iters", "13", "--batch", "64"], 64),
     ("inference_loop", ["--iters", "10", "--batch", "8"], 8),
     ("transformer_lm", ["--iters", "8", "--batch", "8", "--seq", "32", "--d-model", "64", "--layers", "2"], 8),
     ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),

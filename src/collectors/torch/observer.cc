@@ -717,6 +717,15 @@ STRATA_TORCH_API void strata_torch_optimizer_step(uint32_t optimizer) {
   strata::recorder::NoteStepOptimizer(optimizer);
 }
 
+// After an optimizer step, the Python loop that called it takes its next
+// iteration (what = 0), or the Python side stopped looking for that while the
+// iteration's tail still ran (1; python/strata/_loop_head.py): the importer
+// ends the step at the first, or at the next step's first activity.
+STRATA_TORCH_API void strata_torch_loop_head(uint32_t what) {
+  if (!g) return;
+  strata::recorder::EmitThreadEvent(sf::kLoopHead, &what, sizeof what);
+}
+
 // A host-reading call from Python (.item(), .tolist(), torch.cuda.synchronize)
 // begins and returns: `site` names the caller's "file:line (function)". The
 // importer gives the site to the call's outermost op (from module_hooks.cc).

@@ -64,6 +64,7 @@ struct TorchState {
   // Steps found automatically (optimizer.step boundaries): torch_steps.h.
   std::vector<FoundStep> auto_steps;
   std::vector<OptimizerMark> optimizer_marks;
+  std::vector<LoopHead> loop_heads;
   std::vector<std::pair<uint32_t, int64_t>> partial_steps;  // (track, begin) of first found steps
   std::map<uint32_t, size_t> optimizer_steps_per_step;       // track -> optimizer steps an iteration takes (> 1)
   std::vector<TierChange> tiers;
@@ -445,6 +446,9 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
   r.On(kThreadStream, "optimizer_step", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     ctx.Ext<TorchState>().optimizer_marks.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>()});
   });
+  r.On(kThreadStream, "loop_head", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
+    ctx.Ext<TorchState>().loop_heads.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>() == 0});
+  });
   r.On(kThreadStream, "module_batch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);
     BatchMark b{ss.track, static_cast<int64_t>(ev.ts), p.Get<uint64_t>()};
@@ -485,7 +489,7 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
   r.BeforeFinalize([](LoadContext& ctx) {
     auto& st = ctx.Ext<TorchState>();
     if (!st.step_name) st.step_name = ctx.trace().strings.Intern("step");
-    st.partial_steps = AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.step_name, &st.optimizer_steps_per_step);
+    st.partial_steps = AddFoundSteps(ctx, st.auto_steps, st.optimizer_marks, st.loop_heads, st.step_name, &st.optimizer_steps_per_step);
   });
 
   // Every op slice, however it was closed, gets its OpTable row.

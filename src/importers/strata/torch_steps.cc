@@ -165,10 +165,22 @@ size_t Period(const std::vector<Signature>& sig, size_t max_period) {
   return 1;
 }
 
+// The observer writes a step's tentative begin right as the previous one ends
+// (a first activity moves it later); within this of the end, it was not moved.
+constexpr int64_t kTentativeBeginNs = 50'000;
+
+// The end of a thread's last step: the loop's head after its optimizer step
+// (where the loop found no next iteration), else the optimizer step's end.
+int64_t LastEnd(const std::vector<std::pair<int64_t, bool>>& head_ts, int64_t optimizer_end) {
+  auto h = std::upper_bound(head_ts.begin(), head_ts.end(), std::make_pair(optimizer_end, true));
+  return h != head_ts.end() && h->second ? h->first : optimizer_end;
+}
+
 }  // namespace
 
 std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
                                                         const std::vector<OptimizerMark>& marks,
+                                                        const std::vector<LoopHead>& heads,
                                                         model::StringId step_name,
                                                         std::map<uint32_t, size_t>* periods) {
   std::vector<std::pair<uint32_t, int64_t>> partial;
@@ -224,17 +236,38 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
       std::nth_element(counts.begin(), counts.begin() + static_cast<ptrdiff_t>(counts.size() / 2), counts.end());
       per_iteration = counts[counts.size() / 2];
     }
+    // Without a DataLoader, the loop's head itself, seen from Python: the first
+    // mark after the step's last optimizer step, if it comes before the next one's.
+    std::vector<std::pair<int64_t, bool>> head_ts;  // (ts, the head itself)
+    for (const LoopHead& h : heads)
+      if (h.track == trk) head_ts.emplace_back(h.ts, h.seen);
+    std::sort(head_ts.begin(), head_ts.end());
     auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
+      // A head comes before the next step's first activity where one was seen
+      // (a head after it is an inner loop's, a WGAN's critic loop, say, once
+      // the outer one was missed); without one, the next step's begin is the
+      // one written as this step ended.
+      // The fetch goes first where there is one: the observer's step windows
+      // (--ops-steps, sampled steps) switch there on a thread a DataLoader feeds.
       size_t hi = static_cast<size_t>(std::lower_bound(fetches.begin(), fetches.end(), ends[j + 1]) - fetches.begin());
-      if (per_iteration == 0 || hi < per_iteration || fetches[hi - per_iteration] < ends[j]) return ends[j];
-      return fetches[hi - per_iteration];
+      if (per_iteration > 0 && hi >= per_iteration && fetches[hi - per_iteration] >= ends[j]) return fetches[hi - per_iteration];
+      auto h = std::upper_bound(head_ts.begin(), head_ts.end(), std::make_pair(ends[j], true));
+      int64_t activity = v[(j + 1) * period]->ts;
+      bool active = activity - ends[j] > kTentativeBeginNs;
+      bool in_step = h != head_ts.end() && h->first < ends[j + 1];
+      if (in_step && h->second && (!active || h->first <= activity)) return h->first;
+      // The Python side stopped looking while the iteration's tail still ran
+      // (an evaluation, a checkpoint): it runs on to the next iteration's first
+      // activity (a training-mode forward), its head's loading with it.
+      if (in_step && !h->second && active && activity > h->first) return activity;
+      return ends[j];
     };
     int64_t begin = v[0]->ts;
     if (!ProfilerStepAt(t, slices, begin)) partial.emplace_back(trk, begin);
     uint64_t n = 0;
     for (size_t k = period - 1; k < v.size(); k += period) {
       const FoundStep& first = *v[k + 1 - period];
-      int64_t end = n + 1 < ends.size() ? loop_head(n) : v[k]->end;
+      int64_t end = n + 1 < ends.size() ? loop_head(n) : LastEnd(head_ts, v[k]->end);
       for (auto it = std::upper_bound(others.begin(), others.end(), std::make_pair(begin, INT64_MAX));
            it != others.end() && it->first < first.ts; ++it)
         if (it->second > end) begin = it->first;

@@ -41,10 +41,21 @@ struct OptimizerMark {
   uint32_t optimizer = 0;
 };
 
+// After an optimizer step, the loop that called it took its next iteration (the
+// Python side's loop_head).
+struct LoopHead {
+  uint32_t track = 0;
+  int64_t ts = 0;
+  bool seen = true;  // false: not the head, but where the Python side stopped looking for it
+};
+
 // Adds kStep slices (before Finalize) for processes that mark no steps of their
 // own: `found` (optimizer-step boundaries) tiled per thread, one step per
-// iteration of all the optimizers that step in it (`marks`), or, for processes
-// with none, steps from root-module forwards.
+// iteration of all the optimizers that step in it (`marks`), each ending at the
+// loop head after its last optimizer step (`heads`; else the DataLoader fetch
+// heading the next iteration; else, where the Python side stopped looking for
+// the head, the next iteration's first activity; else the optimizer step's
+// end), or, for processes with none, steps from root-module forwards.
 // Returns the (track, begin) of each thread's first found step: it begins at its
 // first activity, not where the loop's first iteration began (unknown), so it is
 // partial and the statistics leave it out (AttachStepSamples marks it).
@@ -52,6 +63,7 @@ struct OptimizerMark {
 // optimizer steps (a GAN's), with how many.
 std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
                                                         const std::vector<OptimizerMark>& marks,
+                                                        const std::vector<LoopHead>& heads,
                                                         model::StringId step_name,
                                                         std::map<uint32_t, size_t>* periods = nullptr);
 
