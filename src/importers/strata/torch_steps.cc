@@ -242,6 +242,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     for (const LoopHead& h : heads)
       if (h.track == trk) head_ts.emplace_back(h.ts, h.seen);
     std::sort(head_ts.begin(), head_ts.end());
+    const std::vector<const FoundStep*>& steps = v;  // (clang 14 captures no structured binding)
     auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
       // A head comes before the next step's first activity where one was seen
       // (a head after it is an inner loop's, a WGAN's critic loop, say, once
@@ -252,7 +253,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
       size_t hi = static_cast<size_t>(std::lower_bound(fetches.begin(), fetches.end(), ends[j + 1]) - fetches.begin());
       if (per_iteration > 0 && hi >= per_iteration && fetches[hi - per_iteration] >= ends[j]) return fetches[hi - per_iteration];
       auto h = std::upper_bound(head_ts.begin(), head_ts.end(), std::make_pair(ends[j], true));
-      int64_t activity = v[(j + 1) * period]->ts;
+      int64_t activity = steps[(j + 1) * period]->ts;
       bool active = activity - ends[j] > kTentativeBeginNs;
       bool in_step = h != head_ts.end() && h->first < ends[j + 1];
       if (in_step && h->second && (!active || h->first <= activity)) return h->first;
