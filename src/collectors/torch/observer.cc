@@ -80,6 +80,7 @@
 
 #include "collectors/torch/observer.h"
 #include "collectors/torch/sampler.h"
+#include "collectors/torch/settings.h"
 #include "format/control.h"
 #include "format/schema.h"
 #include "recorder/hot.h"
@@ -105,59 +106,6 @@ inline void EmitThreadEvent(uint32_t id, const void* payload, uint32_t size) {
 }
 inline void EmitName(uint32_t id, uint32_t name) { recorder::EmitSmall(g_clock, static_cast<uint16_t>(id), name, 4); }
 inline void EmitOpEnd() { recorder::EmitSmall(g_clock, fmt_::kOpEnd, 0, 0); }
-
-// --- settings ------------------------------------------------------------------
-
-struct Settings {
-  fmt_::OpsMode mode = fmt_::OpsMode::kAll;
-  bool detail = false;
-  int64_t detail_first = -1, detail_last = -1;
-  uint32_t window_tiers = fmt_::kTierShapes;  // what the step window turns on
-  uint32_t window_ms = 10, period_ms = 200;
-  int64_t batch_size = 0;
-  bool memory = true;
-  bool modules = true;
-};
-
-int64_t EnvInt(const char* name, int64_t def) {
-  const char* v = ::secure_getenv(name);
-  if (!v || !*v) return def;
-  char* end = nullptr;
-  long long x = std::strtoll(v, &end, 10);
-  return end && *end == '\0' ? x : def;
-}
-
-// The control block is the source of truth; a process traced without one
-// (STRATA_TRACE_DIR set by hand) reads the same switches from the environment.
-Settings ReadSettings() {
-  Settings s;
-  if (const fmt_::ControlBlock* cb = recorder::Control()) {
-    s.mode = static_cast<fmt_::OpsMode>(cb->ops_mode.load(std::memory_order_relaxed));
-    if (s.mode != fmt_::OpsMode::kOff && s.mode != fmt_::OpsMode::kSampled) s.mode = fmt_::OpsMode::kAll;
-    s.detail = cb->detail.load(std::memory_order_relaxed) != 0;
-    s.detail_first = cb->detail_first_step.load(std::memory_order_relaxed);
-    s.detail_last = cb->detail_last_step.load(std::memory_order_relaxed);
-    s.window_tiers = fmt_::WindowTiers(*cb);
-    s.window_ms = cb->sample_window_ms.load(std::memory_order_relaxed);
-    s.period_ms = cb->sample_period_ms.load(std::memory_order_relaxed);
-    s.batch_size = cb->batch_size.load(std::memory_order_relaxed);
-    s.memory = cb->memory.load(std::memory_order_relaxed) != 0;
-    s.modules = cb->modules.load(std::memory_order_relaxed) != 0;
-  } else {
-    if (const char* m = ::secure_getenv("STRATA_TORCH_OPS")) fmt_::ParseOpsMode(m, &s.mode);
-    s.detail = EnvInt("STRATA_TORCH_SHAPES", 0) != 0;
-    s.detail_first = EnvInt("STRATA_TORCH_DETAIL_FIRST_STEP", -1);
-    s.detail_last = EnvInt("STRATA_TORCH_DETAIL_LAST_STEP", -1);
-    s.window_ms = static_cast<uint32_t>(EnvInt("STRATA_TORCH_SAMPLE_WINDOW_MS", 10));
-    s.period_ms = static_cast<uint32_t>(EnvInt("STRATA_TORCH_SAMPLE_PERIOD_MS", 200));
-    s.batch_size = EnvInt("STRATA_BATCH_SIZE", 0);
-    s.memory = EnvInt("STRATA_TORCH_MEMORY", 1) != 0;
-    s.modules = EnvInt("STRATA_TORCH_MODULES", 1) != 0;
-  }
-  if (s.window_ms == 0) s.window_ms = 1;
-  if (s.period_ms < s.window_ms) s.period_ms = s.window_ms;
-  return s;
-}
 
 uint64_t MonoMs() {
   timespec t;
