@@ -45,9 +45,9 @@ class OpSampler {
 
   bool open() const { return open_; }
   bool step_window() const { return step_window_; }
-  bool StepsRecent(uint64_t now_ns) const;
 
  private:
+  bool StepsRecent(uint64_t now_ns) const;
   void Close(uint64_t now_ns);
   uint64_t Random();
 

@@ -244,10 +244,6 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     std::sort(head_ts.begin(), head_ts.end());
     const std::vector<const FoundStep*>& steps = v;  // (clang 14 captures no structured binding)
     auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
-      // A head comes before the next step's first activity where one was seen
-      // (a head after it is an inner loop's, a WGAN's critic loop, say, once
-      // the outer one was missed); without one, the next step's begin is the
-      // one written as this step ended.
       // The fetch goes first where there is one: the observer's step windows
       // (--ops-steps, sampled steps) switch there on a thread a DataLoader feeds.
       size_t hi = static_cast<size_t>(std::lower_bound(fetches.begin(), fetches.end(), ends[j + 1]) - fetches.begin());
@@ -256,6 +252,10 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
       int64_t activity = steps[(j + 1) * period]->ts;
       bool active = activity - ends[j] > kTentativeBeginNs;
       bool in_step = h != head_ts.end() && h->first < ends[j + 1];
+      // A head comes before the next step's first activity where one was seen
+      // (a head after it is an inner loop's, a WGAN's critic loop, say, once
+      // the outer one was missed); without one, the next step's begin is the
+      // one written as this step ended.
       if (in_step && h->second && (!active || h->first <= activity)) return h->first;
       // The Python side stopped looking while the iteration's tail still ran
       // (an evaluation, a checkpoint): it runs on to the next iteration's first
