@@ -152,7 +152,10 @@ def _optimizer_step(opt, *unused):
 
 def _optimizer_step_done(*unused):
     if _loop_head_on:
-        _loop_head.arm(_lib.strata_torch_loop_head)
+        try:
+            _loop_head.arm(_lib.strata_torch_loop_head)
+        except Exception:
+            pass
 
 
 def _mark_optimizer_steps(torch):
