@@ -111,5 +111,39 @@ TEST(StepBreakdown, TheWaitForABackwardOnAnotherThreadIsTheBackwardsTime) {
   EXPECT_EQ(Part(r.steps[0], StepPart::kPython), 400'000);
 }
 
+TEST(StepBreakdown, IdleThatBeganUnderAnEarlierSyncIsSetApart) {
+  // Three stages, each: write its input, launch, wait (clFinish). The device
+  // runs dry under the first two waits and idles while the host produces the
+  // next stage's input; the step's last wait is the one it needs.
+  Builder b;
+  b.t.tracks.push_back({model::TrackKind::kDeviceQueue, 0, 7});
+  b.Add(0, 1'000'000, "step", SliceKind::kStep);
+  int64_t stage[3][3] = {{0, 200'000, 200'000}, {400'000, 600'000, 600'000}, {800'000, 950'000, 1'000'000}};
+  for (auto& st : stage) {
+    int64_t t0 = st[0];
+    b.Add(t0, 10'000, "clEnqueueWriteBuffer", SliceKind::kRuntime);
+    b.Add(t0 + 10'000, 10'000, "clEnqueueNDRangeKernel", SliceKind::kRuntime);
+    b.Add(t0 + 20'000, st[2] - t0 - 20'000, "clFinish", SliceKind::kRuntime);
+    uint32_t k = b.Add(t0 + 20'000, st[1] - t0 - 20'000, "stage", SliceKind::kKernel, 1);
+    b.t.device.Add(k, 0, 7, 1);
+  }
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  const auto& s = r.steps[0];
+  int64_t idle = 0, after = 0;
+  for (size_t k = 0; k < analysis::kStepParts; ++k) {
+    idle += s.device_idle[k];
+    after += s.device_idle_after_sync[k];
+    EXPECT_LE(s.device_idle_after_sync[k], s.device_idle[k]);
+  }
+  // Idle 0-20 us (the step's start), 200-420 and 600-820 us (after the first
+  // two waits), 950-1000 us (under the last wait).
+  EXPECT_EQ(idle, 20'000 + 220'000 + 220'000 + 50'000);
+  EXPECT_EQ(after, 220'000 + 220'000);
+  EXPECT_EQ(s.device_idle_after_sync[static_cast<size_t>(StepPart::kSync)], 0) << "the step's last wait is its own";
+  EXPECT_EQ(s.device_idle[static_cast<size_t>(StepPart::kSync)], 50'000);
+  EXPECT_EQ(r.device_idle_after_sync, s.device_idle_after_sync) << "the step is counted";
+}
+
 }  // namespace
 }  // namespace strata

@@ -534,11 +534,25 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
   if (b.device_busy < 0 || b.counted_ns <= 0) return;
   double idle_pct = 100.0 * static_cast<double>(b.counted_ns - b.device_busy) / static_cast<double>(b.counted_ns);
   if (idle_pct < 30) return;
+  // Idle that began under a synchronization the step does not need is the
+  // host_sync finding's, whatever the thread did next (producing the next
+  // stage's input, launching): without that sync the device would have had
+  // the work queued. The rest is what a cause of the thread's own explains.
+  Finding* sync_finding = nullptr;
+  for (Finding& f : *out)
+    if (f.category == "host_sync") sync_finding = &f;
+  StepParts unclaimed = b.device_idle;
+  int64_t claimed = 0;
+  if (sync_finding != nullptr)
+    for (size_t k = 0; k < kStepParts; ++k) {
+      unclaimed[k] -= b.device_idle_after_sync[k];
+      claimed += b.device_idle_after_sync[k];
+    }
   size_t top = 0;
   for (size_t k = 1; k < kStepParts; ++k)
-    if (b.device_idle[k] > b.device_idle[top]) top = k;
+    if (unclaimed[k] > unclaimed[top]) top = k;
   auto part = static_cast<StepPart>(top);
-  double part_pct = 100.0 * static_cast<double>(b.device_idle[top]) / static_cast<double>(b.counted_ns);
+  double part_pct = 100.0 * static_cast<double>(unclaimed[top]) / static_cast<double>(b.counted_ns);
   struct Cause {
     const char* category;
     const char* doing;
@@ -597,9 +611,14 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
   std::string idle_words = fmt::format("The device idles {:.0f}% of the step; while it idles, the step's thread is in: {} "
                                        "(of the step).",
                                        idle_pct, split);
+  if (sync_finding != nullptr && claimed > 0)
+    sync_finding->evidence += fmt::format(" {} Of that idle, {:.0f}% of the step followed a synchronization "
+                                          "other than the step's last.",
+                                          idle_words,
+                                          100.0 * static_cast<double>(claimed) / static_cast<double>(b.counted_ns));
   for (Finding& f : *out)
     if (f.category == cause.category) {
-      f.evidence += " " + idle_words;
+      if (&f != sync_finding || claimed == 0) f.evidence += " " + idle_words;
       return;
     }
   if (part_pct < 5) return;
@@ -617,7 +636,7 @@ void GpuIdle(FindingsContext& c, std::vector<Finding>* out) {
   // longer of the two. Work that must stay (launching, allocating, copying,
   // waiting) is cut by the time the device idled during it (CUDA graphs, a
   // warm allocator, asynchronous copies fill that idle with device work).
-  double idle_ns = static_cast<double>(b.device_idle[top]) / static_cast<double>(b.counted);
+  double idle_ns = static_cast<double>(unclaimed[top]) / static_cast<double>(b.counted);
   bool moves = part == StepPart::kInput || part == StepPart::kPython || part == StepPart::kIo;
   if (moves) {
     ReplayFix fix;

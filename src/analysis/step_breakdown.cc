@@ -357,14 +357,37 @@ void DeviceSplit(const DeviceBusy& d, uint32_t process, const std::vector<Interv
   const auto& merged = busy;
   out->device_busy = 0;
   for (auto [a, b] : merged) out->device_busy += b - a;
+  // Where the step's last synchronization begins: the last run of adjoining
+  // sync pieces (a sync's nested calls are pieces of their own).
+  int64_t last_sync = INT64_MAX;
+  for (size_t k = host.size(); k-- > 0;) {
+    if (host[k].part != StepPart::kSync) {
+      if (last_sync != INT64_MAX) break;
+      continue;
+    }
+    if (last_sync != INT64_MAX && host[k].end != last_sync) break;
+    last_sync = host[k].start;
+  }
   // Idle stretches between busy ones, walked with the host intervals.
-  size_t h = 0;
+  size_t h = 0, g = 0;
   int64_t cursor = out->ts;
   auto idle = [&](int64_t a, int64_t b) {
     while (h < host.size() && host[h].end <= a) ++h;
+    // An earlier sync that returns in the stretch (the device ran dry under
+    // it, or while it returned) claims the stretch from the sync's start on,
+    // as HostSync's rule counts a sync's cost.
+    while (g < host.size() && host[g].end < a) ++g;
+    int64_t claim = INT64_MAX;
+    for (size_t k = g; k < host.size() && host[k].start < b && host[k].start < last_sync; ++k)
+      if (host[k].part == StepPart::kSync) {
+        claim = std::max(a, host[k].start);
+        break;
+      }
     for (size_t k = h; k < host.size() && host[k].start < b; ++k) {
       int64_t x = std::max(a, host[k].start), y = std::min(b, host[k].end);
-      if (y > x) out->device_idle[static_cast<size_t>(host[k].part)] += y - x;
+      if (y <= x) continue;
+      out->device_idle[static_cast<size_t>(host[k].part)] += y - x;
+      if (y > claim) out->device_idle_after_sync[static_cast<size_t>(host[k].part)] += y - std::max(x, claim);
     }
   };
   for (auto [a, b] : merged) {
@@ -602,6 +625,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       for (size_t k = 0; k < kStepParts; ++k) {
         out.host[k] = SatAdd(out.host[k], b.host[k]);
         out.device_idle[k] = SatAdd(out.device_idle[k], b.device_idle[k]);
+        out.device_idle_after_sync[k] = SatAdd(out.device_idle_after_sync[k], b.device_idle_after_sync[k]);
       }
       if (b.device_busy >= 0) out.device_busy = SatAdd(std::max<int64_t>(out.device_busy, 0), b.device_busy);
     }

@@ -45,6 +45,11 @@ struct StepBreakdown {
   StepParts host{};      // the step thread's time by part; sums to dur
   int64_t device_busy = -1;  // ns of the step with device work running (-1: no device activity in the process)
   StepParts device_idle{};   // device idle ns by what the step thread was doing; sums to dur - device_busy
+  // Of device_idle: the idle stretches that began while the step's thread
+  // waited in a synchronization other than the step's last one (the device ran
+  // dry under a wait the step does not need: host_sync's, whatever the thread
+  // did after it).
+  StepParts device_idle_after_sync{};
 };
 
 struct StepBreakdowns {
@@ -54,6 +59,7 @@ struct StepBreakdowns {
   StepParts host{};          // summed over the counted steps
   int64_t device_busy = -1;  // summed over the counted steps (-1: no device activity)
   StepParts device_idle{};
+  StepParts device_idle_after_sync{};  // of device_idle (StepBreakdown's)
   // Of host[kInput]: the time graphs the step ran waited for their input
   // pipeline working on other threads (tf.data's), summed over the counted steps.
   int64_t input_in_graphs = 0;

@@ -248,6 +248,7 @@ class TrainingSection : public Section {
     if (b_.device_busy >= 0) {
       j["device_busy_ns"] = b_.device_busy;
       j["device_idle_ns"] = PartsJson(b_.device_idle);
+      j["device_idle_after_sync_ns"] = PartsJson(b_.device_idle_after_sync);
     }
     json ops = json::array();
     for (size_t i = 0; i < b_.compute_ops.size() && i < 10; ++i)
