@@ -279,5 +279,30 @@ TEST(FindingsOs, OneStepSlowOnEveryRankIsNoTail) {
   EXPECT_NE(g->title.find("every 3rd step"), std::string::npos) << g->title;
 }
 
+TEST(FindingsOs, ALoopBlockedOnItsProducerWaitsForInput) {
+  // Each 1 ms step: the loop blocks 0.7 ms (off CPU: queue.get() on a queue a
+  // producer thread fills), then runs its model 0.3 ms. No data loader scope:
+  // the wait is the program's own code before the forward. The fix is more
+  // producers; with twice as many a batch is ready every 0.5 ms.
+  model::Trace t = StepTrace(10);
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * kMs;
+    t.thread_states.Add(s, 700'000, 0, ThreadState::kSleeping, 0);
+    t.thread_states.Add(s + 700'000, 300'000, 0, ThreadState::kRunning, 0);
+    t.slices.Add(s + 700'000, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
+    t.slices.Add(s + 705'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  ASSERT_FALSE(fs.empty());
+  const analysis::Finding& f = fs[0];
+  EXPECT_EQ(f.category, "input_pipeline") << f.title;
+  EXPECT_NEAR(Metric(f, "own_code_input_ns_per_step"), 700'000, 10'000);
+  EXPECT_NEAR(Metric(f, "input_waiting_ns_per_step"), 700'000, 10'000);
+  EXPECT_NE(f.suggestion.find("does not keep up"), std::string::npos) << f.suggestion;
+  // Twice the producers: the step takes max(0.5 ms, 0.3 ms).
+  EXPECT_NEAR(f.estimated_gain_pct, 50.0, 2.0) << f.what_if;
+}
+
 }  // namespace
 }  // namespace strata

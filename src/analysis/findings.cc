@@ -57,6 +57,28 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                 static_cast<double>(c.breakdown.counted);
   if (in_graphs > 0) by_name["tf.data pipeline (waited for inside the step's graph)"] += in_graphs;
   wait += in_graphs;
+  // The program's own code that produces the batch outside any loader scope
+  // (the step breakdown's input part beyond the scopes: reading and decoding
+  // before the forward, or blocking on a queue a producer thread fills), and
+  // of it the time off CPU, waiting for another thread or process.
+  double own = 0, waiting = 0;
+  if (c.breakdown.counted > 0) {
+    double scale = static_cast<double>(c.steps) / static_cast<double>(c.breakdown.counted);
+    own = std::max(0.0, static_cast<double>(c.breakdown.host[static_cast<size_t>(StepPart::kInput)]) * scale - wait);
+    // Less the time the device idled through it after a synchronization other
+    // than the step's last: that wait is host_sync's (without the sync the
+    // device would have had work queued while the host produced the input).
+    own = std::max(0.0, own - static_cast<double>(
+                                  c.breakdown.device_idle_after_sync[static_cast<size_t>(StepPart::kInput)]) * scale);
+    waiting = std::min(own, static_cast<double>(c.breakdown.input_waiting) * scale);
+  }
+  constexpr const char* kOwnCode = "the program's code before the forward (producing the batch)";
+  if (c.Pct(c.PerStep(own)) >= 5) {
+    by_name[kOwnCode] += own;
+    wait += own;
+  } else {
+    own = waiting = 0;
+  }
   double per_step = c.PerStep(wait);
   double pct = c.Pct(per_step);
   if (pct < 5) return;
@@ -68,27 +90,59 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   bool workers = false;
   for (auto& [n, v] : by_name) workers = workers || Contains(n, "MultiProcessing");
   Finding f;
-  ReplayFix fix;
-  fix.Overlap(StepPart::kInput);
-  c.Replayed(&f, fix);
+  // Mostly blocked on a producer thread or process: the loop already overlaps
+  // loading with its work, and the producer sets its pace (a batch every
+  // step). The fix is more producers; with twice as many a batch is ready
+  // every half step, so the step takes the longer of that and the rest of it.
+  bool producer = waiting > 0.5 * wait;
+  double producer_cut = producer ? std::min(c.PerStep(waiting), c.step_ns - std::max(rest, c.step_ns / 2)) : 0;
+  if (producer) {
+    c.Replayed(&f, ReduceParts({{{StepPart::kInput}, std::max(0.0, producer_cut)}}, c.replay->steps()));
+  } else {
+    ReplayFix fix;
+    fix.Overlap(StepPart::kInput);
+    c.Replayed(&f, fix);
+  }
   f.category = "input_pipeline";
-  f.title = fmt::format("The training loop waits for its input: {:.0f}% of each step loads data", pct);
-  f.evidence = fmt::format("{} of the {} mean step is spent inside data loading on the step's thread, {} ({} steps "
-                           "measured).",
-                           Ms(per_step), Ms(c.step_ns),
-                           workers ? "waiting for batches from the loader's worker processes"
-                                   : "in line with the model's work instead of beside it",
+  f.title = fmt::format("The loop waits for its input: {:.0f}% of each step {}", pct,
+                        own > 0.5 * wait ? "produces the batch" : "loads data");
+  f.evidence = fmt::format("{} of the {} mean step is spent {} ({} steps measured).", Ms(per_step), Ms(c.step_ns),
+                           waiting > 0.5 * wait ? "on the step's thread waiting for its batch"
+                           : own > 0.5 * wait   ? "on the step's thread producing its batch, in line with the model's "
+                                                  "work instead of beside it"
+                           : workers            ? "inside data loading on the step's thread, waiting for batches from "
+                                                  "the loader's worker processes"
+                                                : "inside data loading on the step's thread, in line with the model's "
+                                                  "work instead of beside it",
                            c.steps);
+  if (own > 0)
+    f.evidence += fmt::format(" Of it, {} per step is the program's own code before the forward, outside a data "
+                              "loader{}.",
+                              Ms(c.PerStep(own)),
+                              waiting > 0.5 * own ? fmt::format(", {} of it off CPU waiting for another thread or "
+                                                                "process to hand over the batch (a queue or a lock)",
+                                                                Ms(c.PerStep(waiting)))
+                                                  : "");
   if (in_graphs > 0)
     f.evidence += fmt::format(" Of it, {} per step the step's graph waited while the tf.data pipeline ran its Python "
                               "functions on its own threads and the compute threads were idle.",
                               Ms(c.PerStep(in_graphs)));
   f.metrics.insert(f.metrics.begin(), {{"data_wait_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"data_wait_pct", pct}});
+  if (own > 0) {
+    f.metrics.emplace_back("own_code_input_ns_per_step", c.PerStep(own));
+    f.metrics.emplace_back("input_waiting_ns_per_step", c.PerStep(waiting));
+  }
   for (auto& [n, v] : by_name) f.involved.push_back(n);
-  f.what_if = fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes the longer "
-                          "of the two",
-                          Ms(per_step), Ms(std::max(0.0, rest)));
-  f.suggestion = in_graphs > 0.5 * wait
+  f.what_if = producer ? fmt::format("twice the producers: a batch ready every {} instead of every {}, so the "
+                                     "step takes the longer of that and the rest of the step ({})",
+                                     Ms(c.step_ns / 2), Ms(c.step_ns), Ms(std::max(0.0, rest)))
+                       : fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes "
+                                     "the longer of the two",
+                                     Ms(per_step), Ms(std::max(0.0, rest)));
+  f.suggestion = producer ? "The thread or process that produces the batches does not keep up: run more producers "
+                            "(DataLoader(num_workers=N), a pool of producer threads or processes), make each batch "
+                            "cheaper to produce, and keep a queue of ready batches ahead of the step."
+                 : in_graphs > 0.5 * wait
                      ? "The pipeline's per-element Python (tf.py_function, tf.numpy_function, from_generator) is the "
                        "cost: express it in TensorFlow ops (map then runs it in parallel with "
                        "num_parallel_calls=tf.data.AUTOTUNE, without the GIL), or compute it once and cache() it; "

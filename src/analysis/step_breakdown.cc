@@ -96,11 +96,15 @@ class StepSweep {
 
   // Of the last Run: time graphs waited for input produced on other threads.
   int64_t input_in_graphs() const { return input_in_graphs_; }
+  // Of the last Run: input time the thread spent off CPU outside I/O, in its
+  // own code (blocked on a queue or a lock: waiting for another thread's batch).
+  int64_t input_waiting() const { return input_waiting_; }
 
   // Splits [start, end) of the thread into intervals, in time order, covering it.
   std::vector<Interval> Run(int64_t start, int64_t end) {
     out_.clear();
     input_in_graphs_ = 0;
+    input_waiting_ = 0;
     const auto& s = t_.slices;
     if (track_ >= t_.track_slices.size()) {
       Uncovered(start, end, StepPart::kPython);
@@ -243,6 +247,7 @@ class StepSweep {
         int32_t sc = st.syscall[r];
         if (sc >= 0 && static_cast<size_t>(sc) < t_.syscalls.size())
           io = io || SyscallCategory(t_.strings.Get(t_.syscalls.name[static_cast<size_t>(sc)])) == "io";
+        if (!io && base == StepPart::kInput && y > x) input_waiting_ += y - x;
         Emit(x, y, io ? StepPart::kIo : base == StepPart::kInput ? StepPart::kInput : StepPart::kIdle);
       }
       cursor = std::max(cursor, y);
@@ -298,6 +303,7 @@ class StepSweep {
   const std::vector<Interval>* elsewhere_;  // merged, sorted: backward ops on the process's other threads
   const std::vector<Interval>* input_elsewhere_;  // merged, sorted: input pipeline work elsewhere (InputElsewhere)
   int64_t input_in_graphs_ = 0;
+  int64_t input_waiting_ = 0;
   std::pair<size_t, size_t> states_, syscalls_, samples_;
   std::vector<Interval> out_;
 };
@@ -622,6 +628,7 @@ StepBreakdowns BreakdownWindows(const model::Trace& t, const std::vector<StepWin
       ++out.counted;
       out.counted_ns = SatAdd(out.counted_ns, b.dur);
       out.input_in_graphs = SatAdd(out.input_in_graphs, sweep.input_in_graphs());
+      out.input_waiting = SatAdd(out.input_waiting, sweep.input_waiting());
       for (size_t k = 0; k < kStepParts; ++k) {
         out.host[k] = SatAdd(out.host[k], b.host[k]);
         out.device_idle[k] = SatAdd(out.device_idle[k], b.device_idle[k]);

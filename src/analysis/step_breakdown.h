@@ -63,6 +63,9 @@ struct StepBreakdowns {
   // Of host[kInput]: the time graphs the step ran waited for their input
   // pipeline working on other threads (tf.data's), summed over the counted steps.
   int64_t input_in_graphs = 0;
+  // Of host[kInput]: the program's own code off CPU outside I/O (blocked on a
+  // queue or a lock while another thread or process produces the batch).
+  int64_t input_waiting = 0;
   // The compute part of the counted steps by op (the op whose own time it is,
   // on the step's thread), largest first: the ops that bound a compute-bound step.
   std::vector<std::pair<std::string, int64_t>> compute_ops;

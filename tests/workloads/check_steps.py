@@ -63,6 +63,7 @@ WORKLOADS = [
     ("inference_loop", ["--iters", "10", "--batch", "8"], 8),
     ("transformer_lm", ["--iters", "8", "--batch", "8", "--seq", "32", "--d-model", "64", "--layers", "2"], 8),
     ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),
+    ("queue_producer_infer", ["--iters", "40", "--batch", "16"], 16),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).
@@ -78,7 +79,7 @@ TF_WORKLOADS = [
 # batch size from the dataset's Dataset.batch).
 NO_SAMPLES = set()
 # The finding that must lead, where the program has one planted cause.
-EXPECT_TOP = {"keras_slow_input": "input_pipeline"}
+EXPECT_TOP = {"keras_slow_input": "input_pipeline", "queue_producer_infer": "input_pipeline"}
 # Recorded again with these `strata record` options, and what must hold then:
 # TensorFlow's profiler over steps 10-14 (--ops-steps) gives the ops of those
 # steps, on the trace's clock (every op inside them), and the steps stay the same;
