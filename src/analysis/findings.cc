@@ -94,9 +94,14 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // loading with its work, and the producer sets its pace (a batch every
   // step). The fix is more producers; with twice as many a batch is ready
   // every half step, so the step takes the longer of that and the rest of it.
+  // The same for a loader whose worker processes do not keep up (the step's
+  // thread waits in the loader for their batches).
   bool producer = waiting > 0.5 * wait;
-  double producer_cut = producer ? std::min(c.PerStep(waiting), c.step_ns - std::max(rest, c.step_ns / 2)) : 0;
-  if (producer) {
+  bool more_producers = producer || workers;
+  double producer_cut = more_producers ? std::min(c.PerStep(producer ? waiting : wait),
+                                                  c.step_ns - std::max(rest, c.step_ns / 2))
+                                       : 0;
+  if (more_producers) {
     c.Replayed(&f, ReduceParts({{{StepPart::kInput}, std::max(0.0, producer_cut)}}, c.replay->steps()));
   } else {
     ReplayFix fix;
@@ -133,9 +138,10 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     f.metrics.emplace_back("input_waiting_ns_per_step", c.PerStep(waiting));
   }
   for (auto& [n, v] : by_name) f.involved.push_back(n);
-  f.what_if = producer ? fmt::format("twice the producers: a batch ready every {} instead of every {}, so the "
+  f.what_if = more_producers ? fmt::format("twice the {}: a batch ready every {} instead of every {}, so the "
                                      "step takes the longer of that and the rest of the step ({})",
-                                     Ms(c.step_ns / 2), Ms(c.step_ns), Ms(std::max(0.0, rest)))
+                                     producer ? "producers" : "loader's workers", Ms(c.step_ns / 2), Ms(c.step_ns),
+                                     Ms(std::max(0.0, rest)))
                        : fmt::format("loading ({} per step) overlapped with the rest of the step ({}): the step takes "
                                      "the longer of the two",
                                      Ms(per_step), Ms(std::max(0.0, rest)));
