@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "analysis/findings.h"
 #include "model/trace.h"
@@ -279,21 +280,30 @@ TEST(FindingsOs, OneStepSlowOnEveryRankIsNoTail) {
   EXPECT_NE(g->title.find("every 3rd step"), std::string::npos) << g->title;
 }
 
+// StepTrace(10) where each step first waits 0.7 ms for its batch (`wait`
+// adds what the thread does then, from the step's start) and then runs its
+// model's forward for the rest of the step.
+model::Trace WaitThenForward(const std::function<void(model::Trace&, int64_t)>& wait) {
+  model::Trace t = StepTrace(10);
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * kMs;
+    wait(t, s);
+    t.slices.Add(s + 700'000, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
+    t.slices.Add(s + 705'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
+  }
+  t.Finalize();
+  return t;
+}
+
 TEST(FindingsOs, ALoopBlockedOnItsProducerWaitsForInput) {
   // Each 1 ms step: the loop blocks 0.7 ms (off CPU: queue.get() on a queue a
   // producer thread fills), then runs its model 0.3 ms. No data loader scope:
   // the wait is the program's own code before the forward. The fix is more
   // producers; with twice as many a batch is ready every 0.5 ms.
-  model::Trace t = StepTrace(10);
-  for (int i = 0; i < 10; ++i) {
-    int64_t s = i * kMs;
+  auto fs = analysis::Diagnose(WaitThenForward([](model::Trace& t, int64_t s) {
     t.thread_states.Add(s, 700'000, 0, ThreadState::kSleeping, 0);
     t.thread_states.Add(s + 700'000, 300'000, 0, ThreadState::kRunning, 0);
-    t.slices.Add(s + 700'000, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
-    t.slices.Add(s + 705'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
-  }
-  t.Finalize();
-  auto fs = analysis::Diagnose(t);
+  }));
   ASSERT_FALSE(fs.empty());
   const analysis::Finding& f = fs[0];
   EXPECT_EQ(f.category, "input_pipeline") << f.title;
@@ -308,16 +318,10 @@ TEST(FindingsOs, ALoopWaitingForItsLoadersWorkersWaitsForInput) {
   // The same pace set by a DataLoader's worker processes: each 1 ms step
   // waits 0.7 ms in the loader's __next__ for their batch. More workers is
   // the fix; with twice as many, a batch every 0.5 ms.
-  model::Trace t = StepTrace(10);
-  for (int i = 0; i < 10; ++i) {
-    int64_t s = i * kMs;
+  auto fs = analysis::Diagnose(WaitThenForward([](model::Trace& t, int64_t s) {
     t.slices.Add(s, 700'000, 0, t.strings.Intern("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"),
                  SliceKind::kSpan);
-    t.slices.Add(s + 700'000, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
-    t.slices.Add(s + 705'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
-  }
-  t.Finalize();
-  auto fs = analysis::Diagnose(t);
+  }));
   ASSERT_FALSE(fs.empty());
   const analysis::Finding& f = fs[0];
   EXPECT_EQ(f.category, "input_pipeline") << f.title;

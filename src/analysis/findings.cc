@@ -109,16 +109,17 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     c.Replayed(&f, fix);
   }
   f.category = "input_pipeline";
+  bool own_code = own > 0.5 * wait;  // mostly the program's own code, not a loader's
   f.title = fmt::format("The loop waits for its input: {:.0f}% of each step {}", pct,
-                        own > 0.5 * wait ? "produces the batch" : "loads data");
+                        own_code ? "produces the batch" : "loads data");
   f.evidence = fmt::format("{} of the {} mean step is spent {} ({} steps measured).", Ms(per_step), Ms(c.step_ns),
-                           waiting > 0.5 * wait ? "on the step's thread waiting for its batch"
-                           : own > 0.5 * wait   ? "on the step's thread producing its batch, in line with the model's "
-                                                  "work instead of beside it"
-                           : workers            ? "inside data loading on the step's thread, waiting for batches from "
-                                                  "the loader's worker processes"
-                                                : "inside data loading on the step's thread, in line with the model's "
-                                                  "work instead of beside it",
+                           producer   ? "on the step's thread waiting for its batch"
+                           : own_code ? "on the step's thread producing its batch, in line with the model's work "
+                                        "instead of beside it"
+                           : workers  ? "inside data loading on the step's thread, waiting for batches from the "
+                                        "loader's worker processes"
+                                      : "inside data loading on the step's thread, in line with the model's work "
+                                        "instead of beside it",
                            c.steps);
   if (own > 0)
     f.evidence += fmt::format(" Of it, {} per step is the program's own code before the forward, outside a data "
