@@ -579,5 +579,50 @@ TEST(TraceIndex, ReportsAreStoredBesideTheIndexAndServedAgain) {
   EXPECT_EQ(other.out, testing::RunCommand({bin, "report", p}, {{"STRATA_INDEX", "off"}}).out);
 }
 
+
+// The cache stays within its budget with the reports stored beside its
+// indexes counted: the least recently used index goes with its results, a
+// result whose index is gone goes too, and the index just used stays.
+TEST(TraceIndex, CacheIsPrunedWithItsStoredResults) {
+  IndexOptions io;
+  io.cache_dir = FreshDir("index_prune_cache");
+  io.beside = false;
+  std::vector<std::string> traces;
+  const std::string base = TempDir("index_prune");
+  for (int i = 0; i < 3; ++i) {
+    std::string dir = base + "/trace" + std::to_string(i);
+    auto r = testing::Record(dir, {testing::TestProgram("emitter"), "1", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    traces.push_back(dir);
+  }
+  IndexUse first;
+  auto opened = index::OpenTrace(traces[0], {}, io, &first);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  ASSERT_TRUE(first.written && first.in_cache) << first.path;
+  const uint64_t index_bytes = fs::file_size(first.path);
+  // Room for two indexes, not for two and a large stored report.
+  io.cache_budget_bytes = 2 * index_bytes + index_bytes / 2;
+  first.cache_budget_bytes = io.cache_budget_bytes;
+  ASSERT_TRUE(index::WriteResult(first.path, first.key, "a question", std::string(index_bytes, 'x')).ok());
+  index::KeepCacheBounded(first);
+  EXPECT_TRUE(fs::exists(first.path)) << "the index just used was pruned";
+  const std::string orphan = first.path.substr(0, first.path.size() - std::strlen(index::kIndexSuffix)) +
+                             "0" + index::kIndexSuffix + ".result-0000000000000000";
+  std::ofstream(orphan) << "left by an index removed by hand";
+  ::sleep(1);  // modification times apart
+  IndexUse second;
+  ASSERT_TRUE(index::OpenTrace(traces[1], {}, io, &second).ok());
+  ASSERT_TRUE(second.in_cache);
+  EXPECT_FALSE(fs::exists(first.path)) << "the least recently used index and its report outgrew the budget";
+  EXPECT_EQ(CountResults(first.path), 0u);
+  EXPECT_FALSE(fs::exists(orphan)) << "a result without its index stayed";
+  EXPECT_TRUE(fs::exists(second.path));
+  ::sleep(1);
+  IndexUse third;
+  ASSERT_TRUE(index::OpenTrace(traces[2], {}, io, &third).ok());
+  EXPECT_TRUE(fs::exists(second.path)) << "two indexes fit";
+  EXPECT_TRUE(fs::exists(third.path));
+}
+
 }  // namespace
 }  // namespace strata

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -49,36 +50,54 @@ std::string BesideIfWritable(const std::string& trace, bool is_dir) {
   return Writable(Parent(trace)) ? BesideIndexPath(trace) : "";
 }
 
-// Indexes in the cache directory past this many bytes are removed, least
-// recently used first.
-constexpr uint64_t kCacheBudgetBytes = uint64_t{4} << 30;
-
 void Touch(const std::string& p) { ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0); }
 
+// An index in the cache counts with its stored results (INDEX.result-*), and
+// is as recently used as the newest of them; results whose index is gone are
+// removed with the first pruning that sees them.
 void PruneCache(const std::string& dir, uint64_t budget) {
   auto names = ListFiles(dir);
   if (!names.ok()) return;
   struct Entry {
-    int64_t mtime;
-    uint64_t size;
-    std::string path;
+    int64_t mtime = 0;
+    uint64_t size = 0;
+    bool has_index = false;
   };
-  std::vector<Entry> entries;
-  uint64_t total = 0;
+  std::map<std::string, Entry> entries;  // by index path
+  const std::string infix = std::string(kIndexSuffix) + ".result-";
   for (const std::string& n : *names) {
-    if (!std::string_view(n).ends_with(kIndexSuffix)) continue;
+    std::string_view v(n);
+    std::string index_name;
+    if (v.ends_with(kIndexSuffix)) {
+      index_name = n;
+    } else if (size_t at = v.find(infix); at != std::string_view::npos) {
+      index_name = n.substr(0, at + std::strlen(kIndexSuffix));
+    } else {
+      continue;
+    }
     std::string p = JoinPath(dir, n);
     struct stat st;
-    if (::stat(p.c_str(), &st) != 0) continue;
-    entries.push_back({static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                       static_cast<uint64_t>(st.st_size), p});
-    total += static_cast<uint64_t>(st.st_size);
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    Entry& e = entries[JoinPath(dir, index_name)];
+    e.mtime = std::max(e.mtime, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec);
+    e.size += static_cast<uint64_t>(st.st_size);
+    e.has_index = e.has_index || index_name.size() == n.size();
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
-  for (size_t i = 0; i + 1 < entries.size() && total > budget; ++i) {  // never the newest
-    if (::unlink(entries[i].path.c_str()) == 0) {
-      total -= entries[i].size;
-      RemoveResults(entries[i].path);
+  std::vector<std::pair<std::string, Entry>> order;
+  uint64_t total = 0;
+  for (auto& [path, e] : entries) {
+    if (!e.has_index) {
+      RemoveResults(path);
+      continue;
+    }
+    total += e.size;
+    order.emplace_back(path, e);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.mtime < b.second.mtime; });
+  for (size_t i = 0; i + 1 < order.size() && total > budget; ++i) {  // never the newest
+    if (::unlink(order[i].first.c_str()) == 0 || errno == ENOENT) {
+      RemoveResults(order[i].first);
+      total -= order[i].second.size;
     }
   }
 }
@@ -96,6 +115,10 @@ std::string CachePath(const IndexOptions& io, const std::string& trace) {
 
 }  // namespace
 
+void KeepCacheBounded(const IndexUse& use) {
+  if (use.in_cache && !use.path.empty()) PruneCache(Parent(use.path), use.cache_budget_bytes);
+}
+
 IndexOptions IndexOptionsFromEnv() {
   IndexOptions o;
   const char* v = ::secure_getenv("STRATA_INDEX");
@@ -107,6 +130,11 @@ IndexOptions IndexOptionsFromEnv() {
     char* end = nullptr;
     unsigned long long mb = std::strtoull(b, &end, 10);
     if (end && *end == '\0') o.column_budget_bytes = static_cast<size_t>(mb) << 20;
+  }
+  if (const char* b = ::secure_getenv("STRATA_INDEX_CACHE_MB"); b && *b) {
+    char* end = nullptr;
+    unsigned long long mb = std::strtoull(b, &end, 10);
+    if (end && *end == '\0') o.cache_budget_bytes = static_cast<uint64_t>(mb) << 20;
   }
   return o;
 }
@@ -142,6 +170,7 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
   IndexUse local;
   IndexUse& u = use ? *use : local;
   u = IndexUse{};
+  u.cache_budget_bytes = io.cache_budget_bytes;
   struct stat st;
   const bool check = io.mode == IndexOptions::Mode::kCheck;
   if (check && (::stat(path.c_str(), &st) != 0 || !StatSignatureOf(path).ok()))
@@ -177,7 +206,10 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     return &*key;
   };
   auto found = [&](StatusOr<model::Trace>& t, const std::string& p, const ContentKey& k) {
-    if (p == cached) Touch(p);  // recently used: kept by the cache's pruning
+    if (p == cached) {
+      Touch(p);  // recently used: kept by the cache's pruning
+      u.in_cache = true;
+    }
     t->path = path;
     u.read = true;
     u.path = p;
@@ -238,10 +270,11 @@ StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadO
     }
     if (w.ok()) {
       u.written = true;
+      u.in_cache = target == cached;
       u.path = target;
       u.key = *key;
       RemoveResults(target);  // computed from the index replaced
-      if (target == cached) PruneCache(Parent(cached), kCacheBudgetBytes);
+      if (target == cached) PruneCache(Parent(cached), io.cache_budget_bytes);
       // The imported model is what the index holds: the analyses read it
       // (mapping the index back would decode its compressed columns again).
     }

@@ -6,7 +6,8 @@
 // `.strata-index`, beside a trace file as `FILE.strata-index`, or, when the
 // trace is read-only (no write permission on it or its folder, or a read-only
 // file system), in the cache directory as `index/<hash of its path>.strata-index`
-// (the least recently used of those are removed past 4 GiB).
+// (the least recently used of those, with their stored results, are removed
+// past 4 GiB).
 // The index just written is then mapped, like every later open's (the
 // imported model is given back), and its columns are read in place.
 // Later opens map the index instead of importing again when it was built from
@@ -46,6 +47,10 @@ struct IndexOptions {
   // a trace larger than memory is bounded by the budget and the importer's
   // own state. STRATA_INDEX_BUDGET_MB sets it; 0: never spill.
   size_t column_budget_bytes = size_t{1} << 30;
+  // The cache directory's indexes and their stored results past this many
+  // bytes are removed, least recently used first (never the one just used).
+  // STRATA_INDEX_CACHE_MB sets it.
+  uint64_t cache_budget_bytes = uint64_t{4} << 30;
 };
 
 // What OpenTrace did, for messages and tests.
@@ -54,6 +59,8 @@ struct IndexUse {
   bool by_signature = false;  // ... trusted by the trace's file-system signature, without hashing its content
   bool written = false;  // an index was written
   std::string path;      // the index read or written
+  bool in_cache = false; // ... which is in the cache directory
+  uint64_t cache_budget_bytes = 0;  // ... kept within this many bytes
   ContentKey key;        // ... and its key (valid when path is set)
   // Why an index found was not used ("damaged (checksum mismatch)"), when it
   // was damaged or truncated rather than merely stale; empty otherwise.
@@ -79,6 +86,10 @@ struct CurrentIndex {
   ContentKey key;
 };
 StatusOr<CurrentIndex> FindCurrentIndex(const std::string& trace, const IndexOptions& io);
+
+// After a result was stored beside a cached index (results_file.h): the cache
+// is pruned back to its budget, results counted with their index.
+void KeepCacheBounded(const IndexUse& use);
 
 StatusOr<model::Trace> OpenTrace(const std::string& path, const importers::LoadOptions& lo,
                                  const IndexOptions& io, IndexUse* use = nullptr);

@@ -50,6 +50,7 @@ void StoreReport(const index::IndexUse& use, const std::string& trace, const Rep
                  ReportFormat f, const std::string& answer) {
   if (use.path.empty()) return;
   (void)index::WriteResult(use.path, use.key, ReportQuestion(trace, opt, f), answer);
+  index::KeepCacheBounded(use);
 }
 
 }  // namespace strata::report

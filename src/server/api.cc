@@ -228,7 +228,10 @@ ApiResponse Api::Steps(Served& s) {
                 {"samples_per_s", st.samples_per_s},
                 {"data_wait_pct", st.data_wait_pct}})
                 .body;
-  if (!s.use.path.empty()) (void)index::WriteResult(s.use.path, s.use.key, question, s.steps);
+  if (!s.use.path.empty()) {
+    (void)index::WriteResult(s.use.path, s.use.key, question, s.steps);
+    index::KeepCacheBounded(s.use);
+  }
   return {200, s.steps};
 }
 
