@@ -60,6 +60,36 @@ TEST(StepBreakdown, EveryPartOfATrainingIterationOnTheCpu) {
   EXPECT_EQ(s.device_busy, -1) << "no device activity";
 }
 
+TEST(StepBreakdown, AllTheCodeBeforeTheForwardProducesTheBatch) {
+  // An inference iteration from the loop's head: it parses its requests (its
+  // own code), builds the batch tensor with an op, parses more, runs the
+  // model, then writes its results (its own code after the forward).
+  Builder b;
+  b.Add(0, 1'000'000, "step", SliceKind::kStep);
+  b.Add(300'000, 20'000, "aten::lift_fresh", SliceKind::kOp);  // torch.tensor(lists): 0-300 us before it
+  b.Add(500'000, 200'000, "Sequential", SliceKind::kModule);   // 320-500 us of parsing before the forward
+  b.Add(510'000, 180'000, "aten::addmm", SliceKind::kOp);
+  // 700-1000 us: writing the results.
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  const auto& s = r.steps[0];
+  EXPECT_EQ(Part(s, StepPart::kInput), 300'000 + 180'000) << "both stretches of code before the forward";
+  EXPECT_EQ(Part(s, StepPart::kPython), 300'000) << "the code after the forward is not the batch's";
+  EXPECT_EQ(Part(s, StepPart::kCompute), 20'000 + 180'000);
+}
+
+TEST(StepBreakdown, CodeInAStepWithoutAForwardIsThePrograms) {
+  // No model forward in the step (a framework without module scopes): its own
+  // code stays the program's, whatever precedes what.
+  Builder b;
+  b.Add(0, 1'000'000, "step", SliceKind::kStep);
+  b.Add(300'000, 200'000, "aten::mm", SliceKind::kOp);
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kInput), 0);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kPython), 800'000);
+}
+
 TEST(StepBreakdown, ACpuTensorsItemWaitsForNothing) {
   // AdamW reads its CPU step counters with .item() for every parameter: no
   // runtime call, no wait for a device, so the op's time is not sync.

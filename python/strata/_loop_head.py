@@ -59,6 +59,32 @@ def _user_frame(frame):
     return frame
 
 
+_with_exits_of = {}  # code object -> offsets where a with statement's exit begins
+
+
+def _with_exits(code):
+    """Offsets in `code` where a `with` block's exit begins: it runs at the with
+    statement's line (calling __exit__(None, None, None)), above the block's
+    lines, and is not the loop's head."""
+    offsets = _with_exits_of.get(code)
+    if offsets is None:
+        offsets = set()
+        try:
+            import dis
+            entered = {}  # line -> offset of its with statement's entry
+            for ins in dis.get_instructions(code):
+                pos = getattr(ins, "positions", None)
+                line = pos.lineno if pos is not None else None
+                if ins.opname in ("BEFORE_WITH", "SETUP_WITH", "BEFORE_ASYNC_WITH", "SETUP_ASYNC_WITH"):
+                    entered.setdefault(line, ins.offset)
+                elif ins.opname == "LOAD_CONST" and ins.argval is None and line in entered:
+                    offsets.add(ins.offset)
+        except Exception:
+            pass
+        _with_exits_of[code] = offsets
+    return offsets
+
+
 def arm(emit):
     """Called right after an optimizer step, from within it (a hook): calls
     emit(0) at the loop's next head, or emit(1) where it stops looking."""
@@ -70,7 +96,8 @@ def arm(emit):
     frame = _user_frame(sys._getframe(1))
     if frame is None:
         return
-    deadline = now + budget
+    _with_exits(frame.f_code)  # (the first time for this code: before the budget's clock)
+    deadline = time.perf_counter() + budget
     watched = [frame, frame.f_lineno, 0]  # the frame, the line it stepped on, calls seen
 
     def disarm():
@@ -96,7 +123,7 @@ def arm(emit):
         if frame is not watched[0]:
             return None
         if event == "line":
-            if frame.f_lineno <= watched[1]:
+            if frame.f_lineno <= watched[1] and frame.f_lasti not in _with_exits(frame.f_code):
                 fire(0)
                 return None
             if time.perf_counter() > deadline:

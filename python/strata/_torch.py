@@ -150,6 +150,19 @@ def _optimizer_step(opt, *unused):
         pass
 
 
+def _root_end(module):
+    """A root module's forward returned. In an inference loop (no optimizer
+    has stepped; no gradients or the model in eval mode) the loop's next
+    iteration is looked for as after an optimizer step: steps found from the
+    forwards then end at the loop's head, not at the forward's end."""
+    if _loop_head_on and not _optimizers:
+        try:
+            if not module.training or not _torch.is_grad_enabled():
+                _loop_head.arm(_lib.strata_torch_loop_head)
+        except Exception:
+            pass
+
+
 def _optimizer_step_done(*unused):
     if _loop_head_on:
         try:
@@ -302,8 +315,11 @@ def _entry(module, parent):
 
 
 def _root_info(module, inputs):
-    """Flags and batch size (-1: unknown) of a root module's forward."""
-    flags = _ROOT | (_TRAINING if module.training else 0)
+    """Flags and batch size (-1: unknown) of a root module's forward. A forward
+    trains when its module is in training mode and gradients are recorded: a
+    policy acting under torch.no_grad() between updates (its module still in
+    training mode) processes no training samples."""
+    flags = _ROOT | (_TRAINING if module.training and _torch.is_grad_enabled() else 0)
     batch = -1
     if inputs:
         x = inputs[0]
@@ -354,6 +370,8 @@ def _post_hook(module, inputs, output):
         _lib.strata_torch_module_end(nid)
         if m is module:
             break
+    if not stack:
+        _root_end(module)
 
 
 _hooks = None  # the C hooks' module, when they are in use
@@ -378,6 +396,8 @@ def _load_c_hooks():
             addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value  # noqa: E731
             mod.init(addr(_lib.strata_torch_module_begin), addr(_lib.strata_torch_module_end), _entry_info,
                      _root_info, _script_graph)
+            if hasattr(mod, "set_root_end"):
+                mod.set_root_end(_root_end)
             return mod
         except Exception:
             return None

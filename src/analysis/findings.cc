@@ -736,6 +736,7 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   ComputeBound(c, &out);
   MemoryBound(c, &out);
   UnoptimizedLibrary(c, &out);
+  PythonCode(c, &out);
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   RankStraggler(c, &out);

@@ -121,6 +121,16 @@ class StepSweep {
       StepPart part;
     };
     std::vector<Open> stack;
+    // The step's first forward of a model: the program's own code before it
+    // (reading, parsing, decoding, building the batch's tensors between the
+    // ops that do) produces the batch, wherever the step began (the loop's
+    // head, a loader's fetch).
+    int64_t first_forward = INT64_MIN;
+    for (size_t j = lo; j < hi; ++j)
+      if (IsRootForward(t_, j)) {
+        first_forward = s.ts[j];
+        break;
+      }
     int64_t cursor = start;
     int64_t last_end = INT64_MIN;  // where the last framework slice closed (a gap after it is dispatch)
     auto close_until = [&](int64_t at) {
@@ -141,7 +151,9 @@ class StepSweep {
           EmitOwn(cursor, j0, stack.back().part, stack.back().slice);
         } else {
           bool between_calls = last_end == cursor && j0 - cursor < kDispatchGap;
-          StepPart base = between_calls ? StepPart::kDispatch : (ProducesBatchNext(j) ? StepPart::kInput : StepPart::kPython);
+          StepPart base = between_calls                                 ? StepPart::kDispatch
+                          : ProducesBatchNext(j) || j0 <= first_forward ? StepPart::kInput
+                                                                        : StepPart::kPython;
           Uncovered(cursor, j0, base);
         }
         cursor = j0;

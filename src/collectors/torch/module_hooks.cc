@@ -55,6 +55,7 @@ EndFn g_end = nullptr;
 PyObject* g_entry = nullptr;   // entry(module, parent or None) -> (name id, is a ScriptModule)
 PyObject* g_root = nullptr;    // root(module, inputs) -> (flags, batch)
 PyObject* g_script = nullptr;  // script(module): records its graph once
+PyObject* g_root_end = nullptr;  // root_end(module): a root module's forward returned (optional)
 
 struct Entry {
   PyObject* ref = nullptr;  // weak reference to the module (owned)
@@ -143,6 +144,13 @@ void Close(PyObject* module) {
     Frame f = stack.back();
     stack.pop_back();
     g_end(f.id);
+    // A root forward that returned (not raised): the Python side may watch
+    // for the loop's next iteration (python/strata/_loop_head.py).
+    if (stack.empty() && g_root_end && !PyErr_Occurred()) {
+      PyObject* res = PyObject_CallOneArg(g_root_end, f.module);
+      Py_XDECREF(res);
+      PyErr_Clear();
+    }
     Py_DECREF(f.module);
     return;
   }
@@ -387,6 +395,17 @@ PyObject* Init(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// set_root_end(callable or None): called with the module after each root
+// forward that returns.
+PyObject* SetRootEnd(PyObject*, PyObject* fn) {
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "set_root_end: not callable");
+    return nullptr;
+  }
+  Py_XSETREF(g_root_end, fn == Py_None ? nullptr : Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
 // How deep the calling thread's module stack is (tests).
 PyObject* Depth(PyObject*, PyObject*) { return PyLong_FromSize_t(t_stack.size()); }
 
@@ -398,6 +417,7 @@ PyMethodDef kMethods[] = {
      "global forward hook: closes the module's scope"},
     {"wrap_call", WrapCall, METH_O, "wrap_call(nn.Module.__call__): the same, with a scope around each module's forward"},
     {"depth", Depth, METH_NOARGS, "depth of the calling thread's module stack"},
+    {"set_root_end", SetRootEnd, METH_O, "set_root_end(f or None): f(module) after each root forward that returns"},
     {"wrap_site", WrapSite, METH_O, "wrap_site(f): f, telling strata the caller's file:line around each call"},
     {"init_sites", InitSites, METH_VARARGS, "init_sites(site_begin_address, site_end_address, intern_address)"},
     {nullptr, nullptr, 0, nullptr},

@@ -49,16 +49,22 @@ void TileAtStarts(LoadContext& ctx, model::StringId step_name, uint32_t track, c
 }  // namespace
 
 void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
-               std::vector<std::pair<uint32_t, int64_t>>* partial) {
+               std::vector<std::pair<uint32_t, int64_t>>* partial, const std::vector<std::pair<int64_t, bool>>& heads) {
   model::Trace& t = ctx.trace();
   int64_t prev = INT64_MIN;
   uint64_t n = 0;
-  for (uint32_t i : markers) {
+  for (size_t k = 0; k < markers.size(); ++k) {
+    uint32_t i = markers[k];
     // The first step begins with its marker (1 ns before it, so that the step
     // holds the marker rather than the two nesting either way).
     int64_t begin = prev == INT64_MIN ? t.slices.ts[i] - 1 : prev;
     if (prev == INT64_MIN) partial->emplace_back(track, begin);
     int64_t end = std::max(begin, t.slices.end(i));
+    // The loop's head after the marker, before the next one begins: what the
+    // iteration did after its marker (writing results, logging) is its own.
+    auto h = std::upper_bound(heads.begin(), heads.end(), std::make_pair(end, true));
+    if (h != heads.end() && h->second && (k + 1 == markers.size() || h->first <= t.slices.ts[markers[k + 1]]))
+      end = h->first;
     ctx.AddSlice(OpenSlice{begin, step_name, SliceKind::kStep, n++}, end, track, 0);
     prev = end;
   }

@@ -28,10 +28,13 @@
 namespace strata::importers::strata_ctf {
 
 // kStep slices over `markers` (slice indices on `track`, in time order): each
-// step ends where its marker ends, the first begins 1 ns before its marker.
-// Appends (track, first step's begin) to `partial`.
+// step ends where its marker ends, or at the loop's head after it (`heads`,
+// the track's LoopHead (ts, seen) sorted, when one was seen before the next
+// marker begins), the first begins 1 ns before its marker. Appends (track,
+// first step's begin) to `partial`.
 void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
-               std::vector<std::pair<uint32_t, int64_t>>* partial);
+               std::vector<std::pair<uint32_t, int64_t>>* partial,
+               const std::vector<std::pair<int64_t, bool>>& heads = {});
 
 // Adds steps (before Finalize) to processes without any from the framework
 // hooks' spans.

@@ -45,9 +45,10 @@ void Add(LoadContext& ctx, model::StringId name, int64_t begin, int64_t end, uin
 
 // Steps of a process that has no optimizer steps: one per forward of its main
 // root module (the root module with the most forward time on the thread with
-// the most, called at least twice), each ending where that forward ends.
+// the most, called at least twice), each ending at the loop's head after that
+// forward where the Python side saw it, else where the forward ends.
 void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::StringId step_name,
-                    std::vector<std::pair<uint32_t, int64_t>>* partial) {
+                    const std::vector<LoopHead>& all_heads, std::vector<std::pair<uint32_t, int64_t>>* partial) {
   model::Trace& t = ctx.trace();
   auto roots = RootForwards(t);
   struct Best {
@@ -83,7 +84,11 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
     std::vector<uint32_t> markers;
     for (uint32_t i : v)
       if (t.slices.name[i] == main) markers.push_back(i);
-    TileSteps(ctx, step_name, best.track, markers, partial);
+    std::vector<std::pair<int64_t, bool>> heads;  // (ts, seen): the Python side's loop heads after root forwards
+    for (const LoopHead& h : all_heads)
+      if (h.track == best.track) heads.emplace_back(h.ts, h.seen);
+    std::sort(heads.begin(), heads.end());
+    TileSteps(ctx, step_name, best.track, markers, partial, heads);
   }
 }
 
@@ -279,7 +284,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     }
     with_steps.insert(v[0]->process);
   }
-  InferenceSteps(ctx, with_steps, step_name, &partial);
+  InferenceSteps(ctx, with_steps, step_name, heads, &partial);
   AddMarkerSteps(ctx, step_name, &partial);
   return partial;
 }

@@ -1,0 +1,65 @@
+"""python/strata/_loop_head.py: arm() after a model's work fires at the loop's
+next head (the `for`/`while` line taking the next iteration), not at the exit of
+a `with` block the work ran in, nor inside a helper that did the work; and it
+gives up (emit(1)) once the tail runs past its budget."""
+import contextlib
+import os
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from strata import _loop_head  # noqa: E402
+
+
+class LoopHeadTest(unittest.TestCase):
+    def setUp(self):
+        self.events = []
+        self.stage = None
+        _loop_head._last_arm[0] = 0.0
+
+    def emit(self, what):
+        self.events.append((what, self.stage))
+
+    def test_for_loop_with_block(self):
+        for _ in range(3):
+            self.stage = "head"
+            with contextlib.nullcontext():
+                self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
+            self.stage = "tail"
+        self.assertEqual(self.events, [(0, "tail")] * 3)
+
+    def test_while_loop_with_block(self):
+        i = 0
+        while i < 3:
+            with contextlib.nullcontext():
+                with contextlib.nullcontext():
+                    self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
+            self.stage = "tail"
+            i += 1
+        self.assertEqual(self.events, [(0, "tail")] * 3)
+
+    def test_helper_does_the_work(self):
+        def step():
+            self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
+            self.stage = "helper tail"
+
+        for _ in range(2):
+            self.stage = "head"
+            step()
+            self.stage = "tail"
+        self.assertEqual(self.events, [(0, "tail")] * 2)
+
+    def test_gives_up_past_the_budget(self):
+        for _ in range(2):
+            self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.01:  # 10 ms of tail: past 0.2 ms
+                pass
+            self.stage = "tail"
+        self.assertEqual([w for w, _ in self.events], [1, 1])
+        self.assertEqual(sys.gettrace(), None)
+
+
+if __name__ == "__main__":
+    unittest.main()
