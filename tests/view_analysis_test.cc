@@ -112,13 +112,13 @@ TEST(ViewAnalysis, DiffOfTwoServedTraces) {
   // warm-up, left out as the diff leaves it out).
   auto mean_step = [](const std::string& path) {
     model::Trace t = testing::Load(path);
-    std::vector<std::pair<int64_t, int64_t>> d;  // (ts, dur)
+    std::vector<std::pair<int64_t, int64_t>> steps;  // (ts, dur)
     for (size_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.kind[i] == model::SliceKind::kStep) d.push_back({t.slices.ts[i], t.slices.dur[i]});
-    std::sort(d.begin(), d.end());
+      if (t.slices.kind[i] == model::SliceKind::kStep) steps.push_back({t.slices.ts[i], t.slices.dur[i]});
+    std::sort(steps.begin(), steps.end());
     double sum = 0;
-    for (size_t i = 1; i < d.size(); ++i) sum += static_cast<double>(d[i].second);
-    return d.size() > 1 ? sum / static_cast<double>(d.size() - 1) : 0.0;
+    for (size_t i = 1; i < steps.size(); ++i) sum += static_cast<double>(steps[i].second);
+    return steps.size() > 1 ? sum / static_cast<double>(steps.size() - 1) : 0.0;
   };
   const double before = mean_step(FiveMs()), after = mean_step(ten);
   ASSERT_GT(before, 0);
