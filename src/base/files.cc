@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstring>
 #include <cerrno>
@@ -160,6 +161,26 @@ StatusOr<std::vector<std::string>> ListFiles(const std::string& dir) {
   ::closedir(d);
   std::sort(names.begin(), names.end());
   return names;
+}
+
+void RemoveOldestDirectories(const std::string& root, size_t kept, const std::string& keep) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> dirs;
+  size_t keeping = 0;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_directory(e2) || it->is_symlink(e2)) continue;
+    if (!keep.empty() && fs::equivalent(it->path(), keep, e2)) {
+      ++keeping;
+      continue;
+    }
+    auto when = fs::last_write_time(it->path(), e2);
+    if (!e2) dirs.emplace_back(when, it->path());
+  }
+  if (dirs.size() + keeping <= kept) return;
+  std::sort(dirs.begin(), dirs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = kept > keeping ? kept - keeping : 0; i < dirs.size(); ++i) fs::remove_all(dirs[i].second, ec);
 }
 
 bool PathExists(const std::string& path) {

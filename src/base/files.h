@@ -55,6 +55,10 @@ bool DirectoryLocked(const std::string& dir);
 // Lists regular files in a directory (names only, sorted).
 StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 bool PathExists(const std::string& path);
+// Keeps the `kept` most recently modified directories in `root` (`keep`, a
+// path in it, always: the one just made or used) and removes the others with
+// everything in them: a cache of builds that each new version adds to.
+void RemoveOldestDirectories(const std::string& root, size_t kept, const std::string& keep);
 bool IsDirectory(const std::string& path);
 // This process's executable (/proc/self/exe), or "" when it cannot be read.
 std::string SelfExePath();

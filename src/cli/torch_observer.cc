@@ -22,6 +22,11 @@ extern char** environ;
 namespace strata::cli {
 namespace {
 
+// Observer builds are kept per torch and per strata build: every new strata or
+// observer source makes another (a few MB each). Past the newest 8 by last use,
+// the others are removed when a new one is built.
+constexpr size_t kKeptObservers = 8;
+
 // Runs argv (PATH searched), its stdout and stderr into *out; kills it after
 // timeout_s. Returns its exit status (124 on timeout, 127 when it cannot run).
 int RunCapture(const std::vector<std::string>& argv, int timeout_s, std::string* out) {
@@ -213,6 +218,7 @@ TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPath
   std::string dir = CacheDir() + "/torch-observer/" + hex;
   std::string lib = dir + "/libstrata_torch.so";
   if (PathExists(lib) && ObserverLibtorch(lib) == libtorch) {
+    ::utimensat(AT_FDCWD, dir.c_str(), nullptr, 0);  // used: kept by RemoveOldestDirectories
     r.library = lib;
     r.note = "observer built for " + libtorch + " (cached in " + dir + ")";
     return r;
@@ -246,6 +252,7 @@ TorchObserver ObserverFor(const std::vector<std::string>& cmd, const InstallPath
   }
   r.library = lib;
   r.note = "observer built for " + libtorch + " (in " + dir + ")";
+  RemoveOldestDirectories(CacheDir() + "/torch-observer", kKeptObservers, dir);
   return r;
 }
 
