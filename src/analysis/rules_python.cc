@@ -29,11 +29,12 @@ bool LibraryFile(std::string_view path) {
          path.find("/dist-packages/") != std::string_view::npos || path.find("/lib/python3") != std::string_view::npos;
 }
 
-// The framework's own Python package (torch's, tensorflow's, keras's, jax's).
+// The framework's own Python package (torch's, tensorflow's, keras's, jax's),
+// or strata's own hooks in the program (python/strata/_*.py).
 bool FrameworkFile(std::string_view path) {
   for (std::string_view pkg : {"/torch/", "/tensorflow/", "/keras/", "/jax/", "/torchvision/"})
     if (path.find(pkg) != std::string_view::npos && LibraryFile(path)) return true;
-  return false;
+  return path.find("/strata/_") != std::string_view::npos;
 }
 
 std::string Label(const model::Trace& t, uint32_t frame) {
@@ -165,7 +166,7 @@ void PythonCode(FindingsContext& c, std::vector<Finding>* out) {
     f.evidence += fmt::format(" Its CPU samples there ({:.0f}) by line of the program: {}.", where.samples - where.framework,
                               lines);
   if (sampled && where.framework > 0)
-    f.evidence += fmt::format(" (Another {} per step between the ops is the framework's own Python, not counted here.)",
+    f.evidence += fmt::format(" (Another {} per step between the ops is the framework's own Python (or strata's hooks), not counted here.)",
                               Ms(part - per_step));
   f.metrics = {{"python_ns_per_step", per_step}, {"step_ns", c.step_ns}, {"python_pct", pct},
                {"python_samples", where.samples}, {"framework_python_samples", where.framework}};
