@@ -53,8 +53,8 @@ PER_ITERATION = {"dataloader_eval", "handmade_eval"}
 
 # name, arguments (small sizes: CI), samples per iteration
 WORKLOADS = [
-    ("numpy_loading", ["--iters", "10", "--batch", "128", "--features", "256"], 128),
-    ("scratch_buffers", ["--iters", "10", "--batch", "64", "--features", "512"], 64),
+    ("numpy_loading", ["--iters", "20", "--batch", "128", "--features", "256"], 128),
+    ("scratch_buffers", ["--iters", "20", "--batch", "64", "--features", "512"], 64),
     ("grad_accumulation", ["--iters", "8", "--batch", "8", "--accum", "4"], 32),
     ("gan_two_optimizers", ["--iters", "10", "--batch", "64"], 64),
     ("wgan_critic", ["--iters", "8", "--batch", "64"], 64),
