@@ -58,7 +58,8 @@ Where SampleLines(const FindingsContext& c) {
   const auto& cs = t.cpu_samples;
   Where w;
   if (cs.size() == 0 || !c.replay) return w;
-  std::map<std::pair<int64_t, std::string>, double> by;  // ((own frame), innermost library function) -> samples
+  constexpr model::StringId kNoFunction = model::StringPool::kNotFound;
+  std::map<std::pair<int64_t, model::StringId>, double> by;  // ((own frame), innermost library function) -> samples
   std::map<int64_t, std::string> own_label;
   for (const ReplayStep& s : c.replay->steps()) {
     if (s.window >= c.windows.size()) continue;
@@ -71,7 +72,7 @@ Where SampleLines(const FindingsContext& c) {
       auto first = std::lower_bound(cs.ts.begin() + lo, cs.ts.begin() + hi, p.start);
       for (size_t r = static_cast<size_t>(first - cs.ts.begin()); r < static_cast<size_t>(hi) && cs.ts[r] < p.start + p.dur; ++r) {
         w.samples += 1;
-        std::string lib;
+        model::StringId lib = kNoFunction;
         int64_t own = -1;
         bool innermost = true;
         for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
@@ -87,7 +88,7 @@ Where SampleLines(const FindingsContext& c) {
           }
           innermost = false;
           if (LibraryFile(file)) {
-            if (lib.empty()) lib = std::string(t.strings.Get(t.frames.function[fr]));
+            if (lib == kNoFunction) lib = t.frames.function[fr];
             continue;
           }
           own = (static_cast<int64_t>(t.frames.module[fr]) << 32) | t.frames.line[fr];
@@ -99,7 +100,7 @@ Where SampleLines(const FindingsContext& c) {
     }
   }
   // Per own line, its samples, and the library function most of them were in.
-  std::map<int64_t, std::pair<double, std::pair<double, std::string>>> per_line;
+  std::map<int64_t, std::pair<double, std::pair<double, model::StringId>>> per_line;
   for (const auto& [key, n] : by) {
     auto& [total, top] = per_line[key.first];
     total += n;
@@ -107,7 +108,8 @@ Where SampleLines(const FindingsContext& c) {
   }
   for (const auto& [line, v] : per_line) {
     std::string label = own_label[line];
-    if (!v.second.second.empty() && v.second.first * 2 >= v.first) label += fmt::format(", in {}", v.second.second);
+    if (v.second.second != kNoFunction && v.second.first * 2 >= v.first)
+      label += fmt::format(", in {}", t.strings.Get(v.second.second));
     w.lines.emplace_back(std::move(label), v.first);
   }
   std::stable_sort(w.lines.begin(), w.lines.end(), [](const auto& a, const auto& b) { return a.second > b.second; });

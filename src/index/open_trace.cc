@@ -64,7 +64,7 @@ void PruneCache(const std::string& dir, uint64_t budget) {
     bool has_index = false;
   };
   std::map<std::string, Entry> entries;  // by index path
-  const std::string infix = std::string(kIndexSuffix) + ".result-";
+  const std::string infix = std::string(kIndexSuffix) + kResultInfix;
   for (const std::string& n : *names) {
     std::string_view v(n);
     std::string index_name;

@@ -19,7 +19,6 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'T', 'R', 'A', 'T', 'A', 'R', 'S'};
 constexpr uint32_t kVersion = 1;
-constexpr const char* kResultInfix = ".result-";
 
 struct Header {
   char magic[8];

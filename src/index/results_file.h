@@ -26,6 +26,8 @@
 namespace strata::index {
 
 inline constexpr size_t kMaxResults = 16;
+// What follows the index's path in a result's name (INDEX.result-<hash>).
+inline constexpr const char* kResultInfix = ".result-";
 // Answers larger than this are not kept (a --full JSON of a long run).
 inline constexpr size_t kMaxResultBytes = size_t{64} << 20;
 
