@@ -118,6 +118,7 @@ def attach(torch):
         _install_sites(torch)
     _make_way_for_profilers(torch)
     _mark_optimizer_steps(torch)
+    _mark_backward(torch)
     _mark_point_to_point(torch)
     return True
 
@@ -215,6 +216,52 @@ def _mark_optimizer_steps(torch):
 
         hook_for_profile._strata_wrapped = True
         base._hook_for_profile = hook_for_profile
+    except Exception:
+        pass
+
+
+# --- backward passes without an optimizer ------------------------------------------
+# A loop that updates its parameters by hand (raw tensors, `p -= lr * p.grad`
+# under no_grad) steps no optimizer: its iterations are its backward passes.
+# While no optimizer has stepped, each torch.autograd.backward call (which
+# Tensor.backward calls) is a span "torch.autograd.backward", and the loop's
+# head after it is looked for as after an optimizer step; once an optimizer
+# steps, the call goes straight through. Never raises into the program.
+
+def _mark_backward(torch):
+    try:
+        import strata
+        lib = strata._lib
+        ag = torch.autograd
+        real = ag.backward
+        if lib is None or getattr(real, "_strata_marked", False):
+            return
+        sid = strata._intern("torch.autograd.backward")
+        if not sid:
+            return
+
+        def backward(*args, **kwargs):
+            if _optimizers:
+                return real(*args, **kwargs)
+            lib.strata_span_begin_(sid)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                lib.strata_span_end_()
+                if _loop_head_on and not _optimizers:
+                    try:
+                        _loop_head.arm(_lib.strata_torch_loop_head)
+                    except Exception:
+                        pass
+
+        for attr in ("__doc__", "__name__", "__qualname__", "__module__"):
+            try:
+                setattr(backward, attr, getattr(real, attr))
+            except (AttributeError, TypeError):
+                pass
+        backward.__wrapped__ = real
+        backward._strata_marked = True
+        ag.backward = backward
     except Exception:
         pass
 

@@ -92,6 +92,54 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
   }
 }
 
+// Steps of a process that has no optimizer steps but runs backward passes (a
+// loop that updates its parameters by hand): one per backward pass on the
+// thread that spends the most time in them (python/strata/_torch.py's
+// "torch.autograd.backward" spans, outermost ones, at least two), each ending
+// at the loop's head after it where the Python side saw it. Adds the processes
+// it gives steps to `with_steps`.
+void BackwardSteps(LoadContext& ctx, std::set<uint32_t>* with_steps, model::StringId step_name,
+                   const std::vector<LoopHead>& all_heads, std::vector<std::pair<uint32_t, int64_t>>* partial) {
+  model::Trace& t = ctx.trace();
+  model::StringId name = t.strings.Find("torch.autograd.backward");
+  if (name == model::StringPool::kNotFound) return;
+  std::map<uint32_t, std::vector<uint32_t>> by_track;
+  for (uint32_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.name[i] == name && t.slices.kind[i] == SliceKind::kSpan) by_track[t.slices.track[i]].push_back(i);
+  struct Best {
+    uint32_t track = 0;
+    int64_t time = -1;
+  };
+  std::map<uint32_t, Best> per_process;
+  for (auto& [trk, v] : by_track) {
+    if (trk >= t.tracks.size() || t.tracks[trk].kind != model::TrackKind::kThread) continue;
+    uint32_t p = t.tracks[trk].process;
+    if (with_steps->count(p)) continue;
+    std::sort(v.begin(), v.end(), [&](uint32_t a, uint32_t b) { return t.slices.ts[a] < t.slices.ts[b]; });
+    std::vector<uint32_t> outer;  // (a backward inside another: a double backward's)
+    int64_t open_end = INT64_MIN;
+    for (uint32_t i : v)
+      if (t.slices.ts[i] >= open_end) {
+        outer.push_back(i);
+        open_end = t.slices.end(i);
+      }
+    v = std::move(outer);
+    if (v.size() < 2) continue;
+    int64_t time = 0;
+    for (uint32_t i : v) time += t.slices.dur[i];
+    Best& b = per_process[p];
+    if (time > b.time) b = {trk, time};
+  }
+  for (const auto& [p, best] : per_process) {
+    std::vector<std::pair<int64_t, bool>> heads;
+    for (const LoopHead& h : all_heads)
+      if (h.track == best.track) heads.emplace_back(h.ts, h.seen);
+    std::sort(heads.begin(), heads.end());
+    TileSteps(ctx, step_name, best.track, by_track[best.track], partial, heads);
+    with_steps->insert(p);
+  }
+}
+
 // What tells one optimizer's step from another's: which optimizer object it was
 // (the Python side's optimizer_step mark before the step's end); without marks
 // (an older trace), the scope that ended the step (Optimizer.step#Adam.step,
@@ -284,6 +332,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     }
     with_steps.insert(v[0]->process);
   }
+  BackwardSteps(ctx, &with_steps, step_name, heads, &partial);
   InferenceSteps(ctx, with_steps, step_name, heads, &partial);
   AddMarkerSteps(ctx, step_name, &partial);
   return partial;
