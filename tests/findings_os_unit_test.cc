@@ -70,6 +70,38 @@ TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
   EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const auto& x) { return x.category == "cpu_contention"; }), 1);
 }
 
+// A competitor in the step's own process (a BLAS library's worker thread) is
+// said to be one, with what its CPU samples ran.
+TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
+  model::Trace t = StepTrace(10);
+  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("")});
+  t.frames.function.push_back(t.strings.Intern("sgemm_kernel"));
+  t.frames.module.push_back(t.strings.Intern("libblas.so"));
+  t.frames.kind.push_back(model::FrameKind::kNative);
+  t.frames.pc.push_back(0);
+  t.frames.line.push_back(0);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(0);
+  t.callsites.depth.push_back(0);
+  for (int i = 0; i < 10; ++i) {
+    t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
+    t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
+    t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);
+    t.cpu_samples.track.push_back(1);
+    t.cpu_samples.cpu.push_back(0);
+    t.cpu_samples.callsite.push_back(0);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("tid 101 in pid 100 (trainer) (a thread of the step's own process, running sgemm_kernel)"),
+            std::string::npos)
+      << f->evidence;
+}
+
 TEST(FindingsOs, CpuContentionFromOutsideTheRecording) {
   model::Trace t = StepTrace(10);
   for (int i = 0; i < 10; ++i) {

@@ -13,6 +13,7 @@
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
 #include "analysis/summary.h"
+#include "analysis/track_rows.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -28,27 +29,55 @@ int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
   return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
 }
 
-// Rows [first, last) of a (track, ts)-sorted table that belong to `track`.
-template <typename Table>
-std::pair<size_t, size_t> TrackRows(const Table& tb, uint32_t track) {
-  auto lo = std::lower_bound(tb.track.begin(), tb.track.end(), track);
-  auto hi = std::upper_bound(lo, tb.track.end(), track);
-  return {static_cast<size_t>(lo - tb.track.begin()), static_cast<size_t>(hi - tb.track.begin())};
-}
-
-// Calls to fn(row) for the rows of `track` whose [ts, ts+dur) may overlap [a, b).
-template <typename Table, typename Fn>
-void RowsIn(const Table& tb, std::pair<size_t, size_t> r, int64_t a, int64_t b, Fn&& fn) {
-  auto first = std::lower_bound(tb.ts.begin() + static_cast<ptrdiff_t>(r.first), tb.ts.begin() + static_cast<ptrdiff_t>(r.second), a);
-  size_t i = static_cast<size_t>(first - tb.ts.begin());
-  if (i > r.first) --i;  // the row that began before a may reach into it
-  for (; i < r.second && tb.ts[i] < b; ++i) fn(i);
-}
-
 std::string ThreadName(const model::Trace& t, uint32_t track) {
   const model::Track& trk = t.tracks[track];
   std::string name(t.strings.Get(trk.name));
   return fmt::format("{} {}", name.empty() ? "tid" : name, trk.tid);
+}
+
+// What a thread was doing inside the steps' windows, from its CPU samples: its
+// most sampled innermost Python function where the stack has one ("importing
+// modules" for the import machinery), else its innermost native function; ""
+// without samples.
+std::string BusyWith(const FindingsContext& c, uint32_t track) {
+  const model::Trace& t = c.t;
+  const auto& cs = t.cpu_samples;
+  auto rows = TrackRows(cs, track);
+  std::map<std::string, size_t> count;
+  for (const auto& w : c.windows) {
+    auto [lo, hi] = RowsAt(cs, rows, w.start, w.end);
+    for (size_t r = lo; r < hi; ++r) {
+      std::string label;
+      bool python = false;
+      for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
+        uint32_t f = t.callsites.frame[static_cast<size_t>(k)];
+        std::string_view fn = t.strings.Get(t.frames.function[f]);
+        if (t.frames.kind[f] == model::FrameKind::kPython) {
+          std::string_view file = t.strings.Get(t.frames.module[f]);
+          if (file.find("importlib") != std::string_view::npos) {
+            label = "importing modules";
+            break;
+          }
+          if (!python) {
+            python = true;
+            auto slash = file.rfind('/');
+            label = fmt::format("{} ({})", fn, slash == std::string_view::npos ? file : file.substr(slash + 1));
+          }
+          continue;
+        }
+        if (label.empty() && !fn.empty() && fn[0] != '[') label = std::string(fn);
+      }
+      if (!label.empty()) ++count[label];
+    }
+  }
+  std::string best;
+  size_t n = 0;
+  for (const auto& [label, k] : count)
+    if (k > n) {
+      best = label;
+      n = k;
+    }
+  return best;
 }
 
 std::string ThreadWithProcess(const model::Trace& t, uint32_t track) {
@@ -685,9 +714,16 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     std::string who;
     for (size_t k = 0; k < comp.size() && k < 4; ++k)
       if (comp[k].first >= 0.05 * runnable) {
-        who += fmt::format(" {} ran {:.0f}% of that wait on the same CPU (it ran on CPUs {}).",
-                           ThreadWithProcess(t, comp[k].second), 100.0 * comp[k].first / runnable,
-                           cpus_of(comp[k].second, nullptr));
+        // Who it is: a thread of the step's own process (a BLAS or OpenMP
+        // worker, a DataLoader thread) is fixed differently from another program.
+        uint32_t trk = comp[k].second;
+        std::string busy = BusyWith(c, trk);
+        std::string role = t.tracks[trk].process == t.tracks[step_track].process ? "a thread of the step's own process" : "";
+        if (!busy.empty())
+          role += fmt::format("{}{}{}", role.empty() ? "" : ", ", busy == "importing modules" ? "" : "running ", busy);
+        who += fmt::format(" {}{} ran {:.0f}% of that wait on the same CPU (it ran on CPUs {}).",
+                           ThreadWithProcess(t, trk), role.empty() ? "" : " (" + role + ")",
+                           100.0 * comp[k].first / runnable, cpus_of(trk, nullptr));
         f.involved.push_back(ThreadWithProcess(t, comp[k].second));
       }
     f.evidence = waits + who;

@@ -15,6 +15,7 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
+#include "analysis/track_rows.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -65,12 +66,11 @@ Where SampleLines(const FindingsContext& c) {
     if (s.window >= c.windows.size()) continue;
     uint32_t track = c.windows[s.window].track;
     if (track == UINT32_MAX) continue;
-    auto lo = std::lower_bound(cs.track.begin(), cs.track.end(), track) - cs.track.begin();
-    auto hi = std::upper_bound(cs.track.begin(), cs.track.end(), track) - cs.track.begin();
+    auto rows = TrackRows(cs, track);
     for (const ReplayPiece& p : s.pieces) {
       if (p.part != StepPart::kPython || p.dur <= 0) continue;
-      auto first = std::lower_bound(cs.ts.begin() + lo, cs.ts.begin() + hi, p.start);
-      for (size_t r = static_cast<size_t>(first - cs.ts.begin()); r < static_cast<size_t>(hi) && cs.ts[r] < p.start + p.dur; ++r) {
+      auto [first, last] = RowsAt(cs, rows, p.start, p.start + p.dur);
+      for (size_t r = first; r < last; ++r) {
         w.samples += 1;
         model::StringId lib = kNoFunction;
         int64_t own = -1;

@@ -9,6 +9,7 @@
 #include "analysis/memo.h"
 #include "analysis/name_classes.h"
 #include "analysis/os.h"
+#include "analysis/track_rows.h"
 #include "base/int_math.h"
 
 namespace strata::analysis {
@@ -61,13 +62,6 @@ bool Transparent(const model::Trace& t, const NameClasses& nc, size_t i) {
   if (k == SliceKind::kSpan) return (nc[t.slices.name[i]] & (kNameDataLoading | kNameGraphRun | kNameSync)) == 0;
   return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
          model::IsDeviceKind(k);
-}
-
-// Rows [first, last) of a table sorted by (track, ts) that belong to `track`.
-template <typename Table>
-std::pair<size_t, size_t> TrackRows(const Table& tb, uint32_t track) {
-  auto r = std::equal_range(tb.track.begin(), tb.track.end(), track);
-  return {static_cast<size_t>(r.first - tb.track.begin()), static_cast<size_t>(r.second - tb.track.begin())};
 }
 
 // The first row of rows [lo, hi) (sorted by ts, not overlapping) that ends after `at`.
