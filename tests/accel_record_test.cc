@@ -68,6 +68,15 @@ TEST(AccelRecord, CollectorLibrariesAreInjectedThroughTheirVendorsVariables) {
   auto bad3 = RunCommand({StrataBin(), "record", "--cuda-api", "sometimes", "--", "true"});
   EXPECT_NE(bad3.exit_code, 0);
   EXPECT_NE(bad3.err.find("--cuda-api"), std::string::npos) << bad3.err;
+  // The collectors' documented knobs pass from the caller's environment to the
+  // program; strata's other variables (an outer recording's) do not.
+  std::string knobs = TempDir("accel_knobs");
+  auto k = Record(knobs, {"sh", "-c", "echo LH=$STRATA_TORCH_LOOP_HEAD CB=$STRATA_CUPTI_BUFFERS TL=$STRATA_TORCH_LIB."},
+                  {"--accel", "none"},
+                  {{"STRATA_TORCH_LOOP_HEAD", "0"}, {"STRATA_CUPTI_BUFFERS", "4"}, {"STRATA_TORCH_LIB", "/outer/lib.so"}});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_NE(k.out.find("LH=0 CB=4 "), std::string::npos) << k.out;
+  EXPECT_EQ(k.out.find("/outer/lib.so"), std::string::npos) << k.out;
   // --cuda-api reaches the CUDA collector (STRATA_CUDA_API; strata's own variables
   // from the caller's environment are dropped) and the manifest.
   if (std::filesystem::exists(LibDir() + "/libstrata_cupti.so")) {

@@ -157,6 +157,22 @@ std::string AbsolutePath(const std::string& p) {
   return JoinPath(cwd, p);
 }
 
+// strata's variables in the caller's environment are dropped (a recording run
+// from inside another must not write into the outer one's trace, or take its
+// observer), except the documented knobs of the program's collectors, which
+// `strata record` never sets itself: turning the PyTorch module scopes, call
+// sites or loop-head tracing off, CUPTI's buffers, HSA's API detail.
+bool PassedToProgram(const std::string& kv) {
+  static const char* const kKnobs[] = {
+      "STRATA_LIB_DIR=",        "STRATA_TORCH_LOOP_HEAD=",    "STRATA_TORCH_MODULES=",
+      "STRATA_TORCH_MODULES_VIA=", "STRATA_TORCH_SITES=",     "STRATA_CUPTI_BUFFERS=",
+      "STRATA_CUPTI_BUFFER_BYTES=", "STRATA_CUPTI_FLUSH_MS=", "STRATA_HSA_API=",
+  };
+  for (const char* k : kKnobs)
+    if (kv.rfind(k, 0) == 0) return true;
+  return false;
+}
+
 // Builds CMD's environment: ours plus the recorder's configuration.
 std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallPaths& paths, const std::string& dir,
                                           const TorchObserver& torch, Manifest* manifest) {
@@ -221,7 +237,7 @@ std::vector<std::string> ChildEnvironment(const RecordOptions& o, const InstallP
     bool replaced = false;
     for (const auto& [k, v] : accel_env) replaced = replaced || kv.rfind(k + "=", 0) == 0;
     if (replaced) continue;
-    if (kv.rfind("STRATA_", 0) == 0 && kv.rfind("STRATA_LIB_DIR=", 0) != 0) continue;
+    if (kv.rfind("STRATA_", 0) == 0 && !PassedToProgram(kv)) continue;
     env.push_back(std::move(kv));
   }
   env.push_back("LD_PRELOAD=" + preload);
