@@ -263,6 +263,19 @@ TEST(BottlenecksOs, LargeAllocationsTopFindingIsMemoryAllocation) {
   CheckExample("large_allocs.py", {}, [](const analysis::Finding& x) { return x.category == "memory_allocation"; }, &f);
 }
 
+TEST(BottlenecksOs, CheckpointEveryStepTopFindingIsCheckpoint) {
+  if (testing::RunCommand({kPython, "-c", "import torch"}).exit_code != 0)
+    GTEST_SKIP() << kPython << " cannot import torch";
+  analysis::Finding f;
+  CheckExample("checkpoint_every_step.py", {}, [](const analysis::Finding& x) { return x.category == "checkpoint"; }, &f);
+  if (HasFailure() || IsSkipped()) return;
+  // Named with the program's line that saves (the only torch.save call).
+  EXPECT_NE(std::find_if(f.involved.begin(), f.involved.end(),
+                         [](const std::string& s) { return s.rfind("checkpoint_every_step.py:", 0) == 0; }),
+            f.involved.end())
+      << f.evidence;
+}
+
 TEST(BottlenecksOs, StragglerNamesThePeriodicSlowSteps) {
   std::string dir = testing::TempDir("bneck-straggler");
   auto r = testing::Record(dir, {kPython, testing::SourceDir() + "/tests/programs/periodic_stall.py"});

@@ -46,6 +46,7 @@ PROGRAMS = {
         ("large_allocs", "memory_allocation", [], [], {}, True),
         ("slow_data_loading", "input_pipeline", [], [], {}, True),
         ("tiny_ops", "dispatch_overhead", [], [], {}, True),
+        ("checkpoint_every_step", "checkpoint", [], [], {"saves": (30, 40)}, True),
     ],
 }
 

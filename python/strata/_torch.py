@@ -119,6 +119,7 @@ def attach(torch):
     _make_way_for_profilers(torch)
     _mark_optimizer_steps(torch)
     _mark_backward(torch)
+    _mark_saves(torch)
     _mark_point_to_point(torch)
     return True
 
@@ -262,6 +263,36 @@ def _mark_backward(torch):
         backward.__wrapped__ = real
         backward._strata_marked = True
         ag.backward = backward
+    except Exception:
+        pass
+
+
+# --- checkpoints ----------------------------------------------------------------------
+# torch.save as a span "torch.save" (a checkpoint written in the loop is a cause
+# of its own: the analysis names it and replays the step without it). Never
+# raises into the program; the call itself is unchanged.
+
+def _mark_saves(torch):
+    try:
+        import strata
+        lib = strata._lib
+        real = getattr(torch, "save", None)
+        if lib is None or real is None or getattr(real, "_strata_marked", False):
+            return
+        sid = strata._intern("torch.save")
+        if not sid:
+            return
+
+        def save(*args, **kwargs):
+            lib.strata_span_begin_(sid)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                lib.strata_span_end_()
+
+        functools.update_wrapper(save, real)
+        save._strata_marked = True
+        torch.save = save
     except Exception:
         pass
 

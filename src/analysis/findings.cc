@@ -737,6 +737,7 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   MemoryBound(c, &out);
   UnoptimizedLibrary(c, &out);
   PythonCode(c, &out);
+  Checkpointing(c, &out);
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   RankStraggler(c, &out);

@@ -82,6 +82,7 @@ void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roof
 void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
 void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out);  // rules_library.cc
 void PythonCode(FindingsContext& c, std::vector<Finding>* out);          // rules_python.cc
+void Checkpointing(FindingsContext& c, std::vector<Finding>* out);       // rules_checkpoint.cc
 void AllocationOps(FindingsContext& c, std::vector<Finding>* out);       // rules_memory.cc
 void Memcpy(FindingsContext& c, std::vector<Finding>* out);              // rules_memory.cc
 // Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).

@@ -189,6 +189,24 @@ void IoSyscallsFromSyscalls(FindingsContext& c, std::vector<Finding>* out) {
   out->push_back(std::move(f));
 }
 
+// The torch.save spans on the steps' threads, sorted: the reads and writes in
+// them are the checkpoint rule's (rules_checkpoint.cc), not this one's.
+std::vector<std::pair<int64_t, int64_t>> SaveSpans(const FindingsContext& c) {
+  const model::Trace& t = c.t;
+  std::vector<std::pair<int64_t, int64_t>> v;
+  model::StringId save = t.strings.Find("torch.save");
+  if (save == model::StringPool::kNotFound) return v;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.name[i] == save && t.slices.kind[i] == model::SliceKind::kSpan) v.emplace_back(t.slices.ts[i], t.slices.end(i));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+bool InAny(const std::vector<std::pair<int64_t, int64_t>>& v, int64_t ts) {
+  auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(ts, INT64_MAX));
+  return it != v.begin() && ts < std::prev(it)->second;
+}
+
 void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
   // No system call trace: the share of the step thread's CPU samples whose
   // stack is in the read/write path, times its CPU time in the steps.
@@ -202,11 +220,13 @@ void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
   double samples = 0, io_samples = 0, on_cpu = 0;
   std::vector<std::pair<bool, int64_t>> seen;  // (in the io path, Python line key or -1)
   std::set<int64_t> io_lines;
+  const auto saves = SaveSpans(c);
   for (const auto& w : c.windows) {
     if (w.track == UINT32_MAX) continue;
     RowsIn(cs, TrackRows(cs, w.track), w.start, w.end, [&](size_t r) {
       if (cs.ts[r] < w.start) return;
       samples += 1;
+      if (!saves.empty() && InAny(saves, cs.ts[r])) return;  // a checkpoint's writes
       bool io = false;
       int64_t line = -1;
       for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
