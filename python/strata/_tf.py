@@ -715,6 +715,44 @@ def _wrap_epoch_iterator(cls=None):
     return True
 
 
+def _wrap_optimizer(base):
+    """A Keras optimizer's apply_gradients()/apply() called outside any step
+    function (an eager GradientTape loop: no tf.function, no fit()) is a span
+    "keras.optimizer.apply", the importer's step marker for such a loop (what
+    optimizer.step() is for PyTorch). Inside a Keras step or a tf.function it
+    runs once while the graph is traced and is not marked."""
+    if base is None:
+        return
+    sid = _strata()._intern("keras.optimizer.apply")
+    for attr in ("apply_gradients", "apply"):
+        for cls in base.__mro__:
+            orig = cls.__dict__.get(attr)
+            if orig is None:
+                continue
+            if getattr(orig, "__strata_wrapped__", False):
+                break
+
+            def wrapper(self, *args, _orig=orig, **kwargs):
+                if _depth() > 0:
+                    return _orig(self, *args, **kwargs)
+                lib = _strata()._lib
+                lib.strata_span_begin_(sid)
+                _tls.depth = 1
+                try:
+                    return _orig(self, *args, **kwargs)
+                finally:
+                    _tls.depth = 0
+                    lib.strata_span_end_()
+
+            functools.update_wrapper(wrapper, orig)
+            wrapper.__strata_wrapped__ = True
+            try:
+                setattr(cls, attr, wrapper)
+            except (AttributeError, TypeError):
+                pass
+            break
+
+
 def attach_keras(keras):
     s = _strata()
     name = getattr(keras, "__name__", "keras")
@@ -733,6 +771,7 @@ def attach_keras(keras):
                     break
     if wrapped and name == "keras":
         _wrap_epoch_iterator()
+    _wrap_optimizer(getattr(getattr(keras, "optimizers", None), "Optimizer", None))
     version = getattr(keras, "__version__", "?")
     if wrapped:
         _report("keras", "ok", "%s %s: %s steps" % (name, version, "/".join(wrapped)))

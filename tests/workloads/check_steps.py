@@ -76,12 +76,14 @@ TF_WORKLOADS = [
     ("keras_fit", ["--batch", "32", "--epochs", "2"], None),
     ("tf1_session", ["--iters", "60", "--batch", "64"], 64),
     ("keras_slow_input", ["--batch", "32", "--epochs", "2", "--batches", "40"], 32),
+    ("tf_eager_tape", ["--iters", "30", "--batch", "128"], 128),
 ]
 # Where strata cannot know the samples per step, throughput is not compared: a
-# model of raw tensors runs no module whose input says its batch. (Keras fit on
+# model of raw tensors runs no module whose input says its batch; an eager
+# TensorFlow loop feeds NumPy slices to its model (no tf.data, no fit()). (Keras fit on
 # a tf.data dataset whose batch dimension is unknown gets its batch size from
 # the dataset's Dataset.batch.)
-NO_SAMPLES = {"manual_sgd"}
+NO_SAMPLES = {"manual_sgd", "tf_eager_tape"}
 # The finding that must lead, where the program has one planted cause.
 EXPECT_TOP = {"keras_slow_input": "input_pipeline", "queue_producer_infer": "input_pipeline",
               "infer_requests": "input_pipeline", "rl_env_updates": "python_code"}

@@ -15,7 +15,8 @@ int MarkerRank(std::string_view name) {
   if (name == "keras.train_step") return 0;
   if (name.substr(0, 12) == "tf.function " || name.substr(0, 8) == "jax.jit " || name.substr(0, 9) == "jax.pmap ")
     return 1;
-  if (name == "tf.Session.run") return 2;
+  // TF1's training run; an eager GradientTape loop's optimizer call (strata._tf).
+  if (name == "tf.Session.run" || name == "keras.optimizer.apply") return 2;
   if (name == "keras.predict_step" || name == "keras.test_step" || name == "ort.run") return 3;
   return -1;
 }

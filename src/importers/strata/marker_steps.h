@@ -8,6 +8,8 @@
 //    its thread, called at least twice (a custom loop's train_step);
 //  - "tf.Session.run" with the same fetches (the span's argument), called at
 //    least twice (TF1 graph code: the training run, not the initializer's);
+//    "keras.optimizer.apply", a Keras optimizer's apply_gradients() called
+//    outside any step function (an eager GradientTape loop);
 //  - "keras.predict_step" or "keras.test_step" (an inference program), and
 //    ONNX Runtime's "ort.run" (python/strata/_ort.py), called at least twice.
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
