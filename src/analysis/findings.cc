@@ -738,6 +738,7 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   UnoptimizedLibrary(c, &out);
   PythonCode(c, &out);
   Checkpointing(c, &out);
+  EagerExecution(c, &out);
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   RankStraggler(c, &out);

@@ -86,7 +86,7 @@ TF_WORKLOADS = [
 NO_SAMPLES = {"manual_sgd", "tf_eager_tape"}
 # The finding that must lead, where the program has one planted cause.
 EXPECT_TOP = {"keras_slow_input": "input_pipeline", "queue_producer_infer": "input_pipeline",
-              "infer_requests": "input_pipeline", "rl_env_updates": "python_code"}
+              "infer_requests": "input_pipeline", "rl_env_updates": "python_code", "tf_eager_tape": "eager_execution"}
 OUTSIDE_CAUSES = {"cpu_contention"}
 # The breakdown's largest part (host_pct), where the program makes it plain:
 # parsing requests before the forward is input (the steps of an inference loop
