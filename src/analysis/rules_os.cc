@@ -426,7 +426,9 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   };
   std::vector<size_t> slow;
   double excess = 0;
-  for (size_t i = 0; i < c.windows.size(); ++i) {
+  // (The first measured step is not a tail: the program may still warm up in
+  // it, its caches, allocator and lazily built state, as in the step before.)
+  for (size_t i = 1; i < c.windows.size(); ++i) {
     double x = static_cast<double>(durs[i]);
     if (x >= threshold && static_cast<double>(runnable_in(c.windows[i])) < 0.5 * (x - p50)) {
       slow.push_back(i);
