@@ -1,0 +1,130 @@
+// The rules about what the program does in its steps besides the model
+// (analysis/rules_checkpoint.cc, rules_eager.cc) on hand-built traces: exact
+// numbers, and a run under the sanitizers (the recorded programs run in
+// bottlenecks_os_test and the workload checks, outside them).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "analysis/findings.h"
+#include "model/trace.h"
+
+namespace strata {
+namespace {
+
+using model::SliceKind;
+using model::ThreadState;
+
+constexpr int64_t kMs = 1'000'000;
+
+const analysis::Finding* Find(const std::vector<analysis::Finding>& fs, const std::string& category) {
+  for (const auto& f : fs)
+    if (f.category == category) return &f;
+  return nullptr;
+}
+
+double Metric(const analysis::Finding& f, const std::string& name) {
+  for (const auto& [k, v] : f.metrics)
+    if (k == name) return v;
+  ADD_FAILURE() << "no metric " << name;
+  return -1;
+}
+
+// A process (pid 100) whose thread "main" (track 0) runs 10 steps of 4 ms.
+model::Trace StepTrace() {
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  for (int i = 0; i < 10; ++i)
+    t.slices.Add(i * 4 * kMs, 4 * kMs, 0, t.strings.Intern("step"), SliceKind::kStep, static_cast<uint64_t>(i));
+  return t;
+}
+
+// A native frame `fn` of `module`, as the only frame of a call site.
+int32_t NativeSite(model::Trace& t, const char* fn, const char* module) {
+  t.frames.function.push_back(t.strings.Intern(fn));
+  t.frames.module.push_back(t.strings.Intern(module));
+  t.frames.kind.push_back(model::FrameKind::kNative);
+  t.frames.pc.push_back(0);
+  t.frames.line.push_back(0);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(static_cast<uint32_t>(t.frames.size() - 1));
+  t.callsites.depth.push_back(0);
+  return static_cast<int32_t>(t.callsites.size() - 1);
+}
+
+void Sample(model::Trace& t, int64_t ts, int32_t site) {
+  t.cpu_samples.ts.push_back(ts);
+  t.cpu_samples.track.push_back(0);
+  t.cpu_samples.cpu.push_back(0);
+  t.cpu_samples.callsite.push_back(site);
+}
+
+// Each step: 1 ms of an op, then torch.save for 2 ms, then 1 ms of the program's code.
+TEST(FindingsProgram, CheckpointClaimsTheTimeInsideTorchSave) {
+  model::Trace t = StepTrace();
+  model::StringId op = t.strings.Intern("aten::mm"), save = t.strings.Intern("torch.save");
+  for (int i = 0; i < 10; ++i) {
+    t.slices.Add(i * 4 * kMs, kMs, 0, op, SliceKind::kOp, 0);
+    t.slices.Add(i * 4 * kMs + kMs, 2 * kMs, 0, save, SliceKind::kSpan, 0);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "checkpoint");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(&fs.front(), f) << fs.front().title;
+  EXPECT_DOUBLE_EQ(Metric(*f, "saves"), 9);  // (the first step is partial: not measured)
+  EXPECT_DOUBLE_EQ(Metric(*f, "save_ns_per_step"), 2.0 * kMs);
+  // Replayed without the saves: 4 ms -> 2 ms.
+  EXPECT_NEAR(f->estimated_gain_pct, 50, 0.5);
+  EXPECT_NE(f->evidence.find("torch.save runs 9 times in 9 of the 9 measured steps"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->suggestion.find("in every step"), std::string::npos) << f->suggestion;
+}
+
+TEST(FindingsProgram, NoCheckpointFindingForARareSave) {
+  model::Trace t = StepTrace();
+  model::StringId save = t.strings.Intern("torch.save");
+  t.slices.Add(9 * 4 * kMs + kMs, kMs, 0, save, SliceKind::kSpan, 0);  // 1 ms in 40 ms of steps: 2.5%
+  t.Finalize();
+  EXPECT_EQ(Find(analysis::Diagnose(t), "checkpoint"), nullptr);
+}
+
+// An eager TensorFlow loop: each step is marked by keras.optimizer.apply; of
+// the step thread's samples, a quarter are in an Eigen kernel.
+TEST(FindingsProgram, EagerExecutionIsTheTimeOutsideOpKernels) {
+  model::Trace t = StepTrace();
+  model::StringId apply = t.strings.Intern("keras.optimizer.apply");
+  int32_t kernel = NativeSite(t, "Eigen::internal::TensorExecutor<...>::run", "libtensorflow_cc.so.2");
+  int32_t eager = NativeSite(t, "_PyEval_EvalFrameDefault", "libpython3.11.so.1.0");
+  for (int i = 0; i < 10; ++i) {
+    t.slices.Add(i * 4 * kMs + 2 * kMs, 2 * kMs, 0, apply, SliceKind::kSpan, 0);
+    t.thread_states.Add(i * 4 * kMs, 4 * kMs, 0, ThreadState::kRunning, 0);
+    for (int k = 0; k < 4; ++k) Sample(t, i * 4 * kMs + k * kMs + 1, k == 0 ? kernel : eager);
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "eager_execution");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(Metric(*f, "kernel_sample_share"), 0.25);
+  EXPECT_DOUBLE_EQ(Metric(*f, "eager_overhead_ns_per_step"), 3.0 * kMs);
+  EXPECT_NEAR(f->estimated_gain_pct, 75, 0.5);
+  EXPECT_NE(f->suggestion.find("@tf.function"), std::string::npos);
+}
+
+// The same loop with its step compiled (a tf.function runs in each step): not eager.
+TEST(FindingsProgram, NoEagerFindingWhenAStepFunctionRuns) {
+  model::Trace t = StepTrace();
+  model::StringId apply = t.strings.Intern("keras.optimizer.apply"), fn = t.strings.Intern("tf.function train_step");
+  int32_t eager = NativeSite(t, "_PyEval_EvalFrameDefault", "libpython3.11.so.1.0");
+  for (int i = 0; i < 10; ++i) {
+    t.slices.Add(i * 4 * kMs, 2 * kMs, 0, fn, SliceKind::kSpan, 0);
+    t.slices.Add(i * 4 * kMs + 2 * kMs, 2 * kMs, 0, apply, SliceKind::kSpan, 0);
+    for (int k = 0; k < 4; ++k) Sample(t, i * 4 * kMs + k * kMs + 1, eager);
+  }
+  t.Finalize();
+  EXPECT_EQ(Find(analysis::Diagnose(t), "eager_execution"), nullptr);
+}
+
+}  // namespace
+}  // namespace strata
