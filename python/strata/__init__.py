@@ -46,10 +46,16 @@ def _libstrata_path():
     return "libstrata.so"
 
 
+# Calls keep the GIL (ctypes.PyDLL): each one stores an event into a buffer,
+# and releasing the GIL around it would hand the interpreter to any other
+# Python thread of the program for up to its switch interval (5 ms) per call.
+# Only flush() may wait on the disk: it goes through _lib_io, which releases it.
 _lib = None
+_lib_io = None
 if os.environ.get("STRATA_TRACE_DIR"):
     try:
-        _lib = ctypes.CDLL(_libstrata_path(), mode=ctypes.RTLD_GLOBAL)
+        _lib = ctypes.PyDLL(_libstrata_path(), mode=ctypes.RTLD_GLOBAL)
+        _lib_io = ctypes.CDLL(_libstrata_path(), mode=ctypes.RTLD_GLOBAL)
     except OSError:
         _lib = None
     if _lib is not None:
@@ -201,5 +207,5 @@ def thread_name(name):
 
 def flush():
     """Writes what was recorded so far (normally automatic every 100 ms)."""
-    if _lib is not None:
-        _lib.strata_flush()
+    if _lib_io is not None:
+        _lib_io.strata_flush()

@@ -87,7 +87,12 @@ def attach(torch):
                 (getattr(torch, "__version__", "?"), have, info.get("torch_version", "?"), want))
         return False
     try:
-        lib = ctypes.CDLL(path)
+        # Calls keep the GIL (ctypes.PyDLL, as strata's own in strata/__init__.py):
+        # each marks an event, and a release per call would let another Python
+        # thread of the program hold the interpreter for its switch interval.
+        # Starting the observer goes through a handle that releases it.
+        lib = ctypes.PyDLL(path)
+        starter = ctypes.CDLL(path)
     except OSError as e:
         _report("unavailable", "cannot load %s: %s" % (path, e))
         return False
@@ -108,7 +113,9 @@ def attach(torch):
         lib.strata_torch_optimizer_step.restype = None
     lib.strata_torch_release_profiler_slot.restype = ctypes.c_int
     lib.strata_torch_reclaim_profiler_slot.restype = None
-    if lib.strata_torch_start(b"python") != 0:
+    starter.strata_torch_start.argtypes = [ctypes.c_char_p]
+    starter.strata_torch_start.restype = ctypes.c_int
+    if starter.strata_torch_start(b"python") != 0:
         return False  # the observer said why
     _lib = lib
     _torch = torch
