@@ -102,6 +102,39 @@ TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
       << f->evidence;
 }
 
+// A competitor running the program's Python in a thread of its process also
+// takes the GIL: the suggestion says so (a process, not fewer op threads).
+TEST(FindingsOs, CpuContentionByAPythonThreadOfTheProgramMentionsTheGil) {
+  model::Trace t = StepTrace(10);
+  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("")});
+  t.frames.function.push_back(t.strings.Intern("stats"));
+  t.frames.module.push_back(t.strings.Intern("/src/train.py"));
+  t.frames.kind.push_back(model::FrameKind::kPython);
+  t.frames.pc.push_back(10);
+  t.frames.line.push_back(12);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(0);
+  t.callsites.depth.push_back(0);
+  for (int i = 0; i < 10; ++i) {
+    t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
+    t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
+    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
+    t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);
+    t.cpu_samples.track.push_back(1);
+    t.cpu_samples.cpu.push_back(0);
+    t.cpu_samples.callsite.push_back(0);
+  }
+  t.Finalize();
+  const analysis::Finding* f = Find(analysis::Diagnose(t), "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("(a thread of the step's own process, running stats (train.py))"), std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->suggestion.find("runs Python in a thread of the program: besides a CPU it takes the GIL"),
+            std::string::npos)
+      << f->suggestion;
+}
+
 TEST(FindingsOs, CpuContentionFromOutsideTheRecording) {
   model::Trace t = StepTrace(10);
   for (int i = 0; i < 10; ++i) {

@@ -734,6 +734,7 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
     f.title = fmt::format("The step's thread waits {:.0f}% of each step for a CPU taken by {}", c.Pct(c.PerStep(traced)),
                           main_competitor);
     std::string who;
+    std::string python_thread;  // a thread of the step's process running the program's Python
     for (size_t k = 0; k < comp.size() && k < 4; ++k)
       if (comp[k].first >= 0.05 * runnable) {
         // Who it is: a thread of the step's own process (a BLAS or OpenMP
@@ -743,6 +744,8 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
         std::string role = t.tracks[trk].process == t.tracks[step_track].process ? "a thread of the step's own process" : "";
         if (!busy.empty())
           role += fmt::format("{}{}{}", role.empty() ? "" : ", ", busy == "importing modules" ? "" : "running ", busy);
+        if (python_thread.empty() && t.tracks[trk].process == t.tracks[step_track].process && busy.ends_with(".py)"))
+          python_thread = fmt::format("{} ({})", ThreadWithProcess(t, trk), busy);
         who += fmt::format(" {}{} ran {:.0f}% of that wait on the same CPU (it ran on CPUs {}).",
                            ThreadWithProcess(t, trk), role.empty() ? "" : " (" + role + ")",
                            100.0 * comp[k].first / runnable, cpus_of(trk, nullptr));
@@ -765,6 +768,16 @@ void CpuContention(FindingsContext& c, std::vector<Finding>* out) {
         c.Fix("torch.set_num_threads, OMP_NUM_THREADS, the number of DataLoader workers",
               "tf.config.threading.set_intra_op_parallelism_threads and set_inter_op_parallelism_threads, "
               "OMP_NUM_THREADS, tf.data's num_parallel_calls"));
+    // A Python thread of the program takes the interpreter too: each time the
+    // step's thread releases the GIL (inside ops, backward), it may wait for
+    // it the whole switch interval, whatever the cores.
+    if (!python_thread.empty())
+      f.suggestion += fmt::format(
+          " {} runs Python in a thread of the program: besides a CPU it takes the GIL each time the step's thread "
+          "releases it (inside ops and backward), for up to the interpreter's switch interval (5 ms) each time (fewer threads for the ops "
+          "do not change that); run that work in a separate process (multiprocessing, a "
+          "DataLoader's workers), as whole-array operations that release the GIL, or less often.",
+          python_thread);
     out->push_back(std::move(f));
   }
   if (c.Pct(c.PerStep(outside)) >= 10) {
