@@ -14,7 +14,10 @@ reporting); this module adds:
     STRATA_TORCH_MODULES_VIA=python set in the program);
   - the batch size of a step: the leading dimension of the root module's first
     input;
-  - the graph of each TorchScript module when it first runs.
+  - the graph of each TorchScript module when it first runs;
+  - spans around torch.autograd.backward (while no optimizer has stepped: a
+    loop that updates its parameters by hand is stepped by its backward passes)
+    and torch.save (a checkpoint written in the loop is a finding of its own).
 If the observer cannot be loaded, the program runs unchanged and the trace says
 why the PyTorch level is missing.
 """
