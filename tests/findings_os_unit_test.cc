@@ -70,46 +70,15 @@ TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
   EXPECT_EQ(std::count_if(fs.begin(), fs.end(), [](const auto& x) { return x.category == "cpu_contention"; }), 1);
 }
 
-// A competitor in the step's own process (a BLAS library's worker thread) is
-// said to be one, with what its CPU samples ran.
-TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
+// Ten 1 ms steps on thread 0 of pid 100; a second thread of the same process
+// (tid 101) runs while the step's thread waits for the CPU, one CPU sample a
+// step in the one frame `fn` of `module`.
+model::Trace SameProcessCompetitor(const char* fn, const char* module, model::FrameKind kind) {
   model::Trace t = StepTrace(10);
   t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("")});
-  t.frames.function.push_back(t.strings.Intern("sgemm_kernel"));
-  t.frames.module.push_back(t.strings.Intern("libblas.so"));
-  t.frames.kind.push_back(model::FrameKind::kNative);
-  t.frames.pc.push_back(0);
-  t.frames.line.push_back(0);
-  t.callsites.parent.push_back(model::kNone);
-  t.callsites.frame.push_back(0);
-  t.callsites.depth.push_back(0);
-  for (int i = 0; i < 10; ++i) {
-    t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
-    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
-    t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
-    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
-    t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);
-    t.cpu_samples.track.push_back(1);
-    t.cpu_samples.cpu.push_back(0);
-    t.cpu_samples.callsite.push_back(0);
-  }
-  t.Finalize();
-  auto fs = analysis::Diagnose(t);
-  const analysis::Finding* f = Find(fs, "cpu_contention");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->evidence.find("tid 101 in pid 100 (trainer) (a thread of the step's own process, running sgemm_kernel)"),
-            std::string::npos)
-      << f->evidence;
-}
-
-// A competitor running the program's Python in a thread of its process also
-// takes the GIL: the suggestion says so (a process, not fewer op threads).
-TEST(FindingsOs, CpuContentionByAPythonThreadOfTheProgramMentionsTheGil) {
-  model::Trace t = StepTrace(10);
-  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("")});
-  t.frames.function.push_back(t.strings.Intern("stats"));
-  t.frames.module.push_back(t.strings.Intern("/src/train.py"));
-  t.frames.kind.push_back(model::FrameKind::kPython);
+  t.frames.function.push_back(t.strings.Intern(fn));
+  t.frames.module.push_back(t.strings.Intern(module));
+  t.frames.kind.push_back(kind);
   t.frames.pc.push_back(10);
   t.frames.line.push_back(12);
   t.callsites.parent.push_back(model::kNone);
@@ -126,6 +95,26 @@ TEST(FindingsOs, CpuContentionByAPythonThreadOfTheProgramMentionsTheGil) {
     t.cpu_samples.callsite.push_back(0);
   }
   t.Finalize();
+  return t;
+}
+
+// A competitor in the step's own process (a BLAS library's worker thread) is
+// said to be one, with what its CPU samples ran.
+TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
+  model::Trace t = SameProcessCompetitor("sgemm_kernel", "libblas.so", model::FrameKind::kNative);
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("tid 101 in pid 100 (trainer) (a thread of the step's own process, running sgemm_kernel)"),
+            std::string::npos)
+      << f->evidence;
+  EXPECT_EQ(f->suggestion.find("GIL"), std::string::npos) << f->suggestion;
+}
+
+// A competitor running the program's Python in a thread of its process also
+// takes the GIL: the suggestion says so (a process, not fewer op threads).
+TEST(FindingsOs, CpuContentionByAPythonThreadOfTheProgramMentionsTheGil) {
+  model::Trace t = SameProcessCompetitor("stats", "/src/train.py", model::FrameKind::kPython);
   const analysis::Finding* f = Find(analysis::Diagnose(t), "cpu_contention");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("(a thread of the step's own process, running stats (train.py))"), std::string::npos)

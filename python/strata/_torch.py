@@ -183,6 +183,16 @@ def _optimizer_step_done(*unused):
             pass
 
 
+def _look_like(wrapper, real, attrs):
+    """Copies the attributes `real` has among `attrs` onto `wrapper`."""
+    for a in attrs:
+        if hasattr(real, a):
+            try:
+                setattr(wrapper, a, getattr(real, a))
+            except (AttributeError, TypeError):
+                pass
+
+
 def _mark_optimizer_steps(torch):
     global _loop_head_on
     if not hasattr(_lib, "strata_torch_optimizer_step"):
@@ -215,12 +225,7 @@ def _mark_optimizer_steps(torch):
                     out = step(opt, *args, **kwargs)
                     _optimizer_step_done()
                     return out
-                for attr in ("hooked", "__doc__", "__name__", "__qualname__", "__wrapped__"):
-                    if hasattr(step, attr):
-                        try:
-                            setattr(marked, attr, getattr(step, attr))
-                        except (AttributeError, TypeError):
-                            pass
+                _look_like(marked, step, ("hooked", "__doc__", "__name__", "__qualname__", "__wrapped__"))
                 marked._strata_marked = True
                 cls.step = marked
             return out
@@ -231,80 +236,67 @@ def _mark_optimizer_steps(torch):
         pass
 
 
-# --- backward passes without an optimizer ------------------------------------------
+# --- backward passes without an optimizer, checkpoints ---------------------------------
 # A loop that updates its parameters by hand (raw tensors, `p -= lr * p.grad`
 # under no_grad) steps no optimizer: its iterations are its backward passes.
 # While no optimizer has stepped, each torch.autograd.backward call (which
 # Tensor.backward calls) is a span "torch.autograd.backward", and the loop's
 # head after it is looked for as after an optimizer step; once an optimizer
-# steps, the call goes straight through. Never raises into the program.
+# steps, the call goes straight through. torch.save is a span "torch.save" (a
+# checkpoint written in the loop is a cause of its own: the analysis names it
+# and replays the step without it). Never raises into the program; the calls
+# themselves are unchanged.
 
-def _mark_backward(torch):
+def _span_around(owner, attr, name, when=None, after=None):
+    """Replaces owner.attr by a wrapper that runs it inside a span `name` (when
+    `when()` is true, if given), then calls `after()`."""
     try:
         import strata
         lib = strata._lib
-        ag = torch.autograd
-        real = ag.backward
-        if lib is None or getattr(real, "_strata_marked", False):
-            return
-        sid = strata._intern("torch.autograd.backward")
-        if not sid:
-            return
-
-        def backward(*args, **kwargs):
-            if _optimizers:
-                return real(*args, **kwargs)
-            lib.strata_span_begin_(sid)
-            try:
-                return real(*args, **kwargs)
-            finally:
-                lib.strata_span_end_()
-                if _loop_head_on and not _optimizers:
-                    try:
-                        _loop_head.arm(_lib.strata_torch_loop_head)
-                    except Exception:
-                        pass
-
-        for attr in ("__doc__", "__name__", "__qualname__", "__module__"):
-            try:
-                setattr(backward, attr, getattr(real, attr))
-            except (AttributeError, TypeError):
-                pass
-        backward.__wrapped__ = real
-        backward._strata_marked = True
-        ag.backward = backward
-    except Exception:
-        pass
-
-
-# --- checkpoints ----------------------------------------------------------------------
-# torch.save as a span "torch.save" (a checkpoint written in the loop is a cause
-# of its own: the analysis names it and replays the step without it). Never
-# raises into the program; the call itself is unchanged.
-
-def _mark_saves(torch):
-    try:
-        import strata
-        lib = strata._lib
-        real = getattr(torch, "save", None)
+        real = getattr(owner, attr, None)
         if lib is None or real is None or getattr(real, "_strata_marked", False):
             return
-        sid = strata._intern("torch.save")
+        sid = strata._intern(name)
         if not sid:
             return
 
-        def save(*args, **kwargs):
+        def wrapper(*args, **kwargs):
+            if when is not None and not when():
+                return real(*args, **kwargs)
             lib.strata_span_begin_(sid)
             try:
                 return real(*args, **kwargs)
             finally:
                 lib.strata_span_end_()
+                if after is not None:
+                    after()
 
-        functools.update_wrapper(save, real)
-        save._strata_marked = True
-        torch.save = save
+        _look_like(wrapper, real, ("__doc__", "__name__", "__qualname__", "__module__"))
+        wrapper.__wrapped__ = real
+        wrapper._strata_marked = True
+        setattr(owner, attr, wrapper)
     except Exception:
         pass
+
+
+def _no_optimizer_yet():
+    return not _optimizers
+
+
+def _arm_loop_head():
+    if _loop_head_on and not _optimizers:
+        try:
+            _loop_head.arm(_lib.strata_torch_loop_head)
+        except Exception:
+            pass
+
+
+def _mark_backward(torch):
+    _span_around(torch.autograd, "backward", "torch.autograd.backward", _no_optimizer_yet, _arm_loop_head)
+
+
+def _mark_saves(torch):
+    _span_around(torch, "save", "torch.save")
 
 
 # --- point-to-point peers -------------------------------------------------------

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/findings_context.h"
+#include "analysis/program_frames.h"
 #include "analysis/track_rows.h"
 #include "base/units.h"
 
@@ -30,12 +31,6 @@ int64_t Inside(const std::vector<Interval>& v, int64_t a, int64_t b) {
   return sum;
 }
 
-bool LibraryFile(std::string_view path) {
-  return path.empty() || path.front() == '<' || path.find("/site-packages/") != std::string_view::npos ||
-         path.find("/dist-packages/") != std::string_view::npos || path.find("/lib/python3") != std::string_view::npos ||
-         path.find("/strata/_") != std::string_view::npos;
-}
-
 // The program's line that called the save, from the CPU samples inside the
 // spans: the innermost Python frame outside libraries, most often seen.
 std::string CallSite(const FindingsContext& c, uint32_t track, const std::vector<Interval>& spans) {
@@ -50,21 +45,14 @@ std::string CallSite(const FindingsContext& c, uint32_t track, const std::vector
         uint32_t f = t.callsites.frame[static_cast<size_t>(k)];
         if (t.frames.kind[f] != model::FrameKind::kPython) continue;
         std::string_view file = t.strings.Get(t.frames.module[f]);
-        if (LibraryFile(file)) continue;
+        if (LibraryFile(file) || StrataHookFile(file)) continue;
         auto slash = file.rfind('/');
         ++count[fmt::format("{}:{} ({})", slash == std::string_view::npos ? file : file.substr(slash + 1),
                             t.frames.line[f], t.strings.Get(t.frames.function[f]))];
         break;
       }
   }
-  std::string best;
-  size_t n = 0;
-  for (const auto& [label, k] : count)
-    if (k > n) {
-      best = label;
-      n = k;
-    }
-  return best;
+  return MostCommon(count);
 }
 
 }  // namespace

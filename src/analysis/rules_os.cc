@@ -12,6 +12,7 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
+#include "analysis/program_frames.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
 #include "base/units.h"
@@ -70,14 +71,7 @@ std::string BusyWith(const FindingsContext& c, uint32_t track) {
       if (!label.empty()) ++count[label];
     }
   }
-  std::string best;
-  size_t n = 0;
-  for (const auto& [label, k] : count)
-    if (k > n) {
-      best = label;
-      n = k;
-    }
-  return best;
+  return MostCommon(count);
 }
 
 std::string ThreadWithProcess(const model::Trace& t, uint32_t track) {

@@ -15,6 +15,7 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
+#include "analysis/program_frames.h"
 #include "analysis/track_rows.h"
 #include "base/units.h"
 
@@ -22,21 +23,6 @@ namespace strata::analysis {
 namespace {
 
 std::string Ms(double ns) { return HumanDuration(ns); }
-
-// A Python frame of a library (the interpreter's standard library, an
-// installed package, a frozen module) rather than of the program itself.
-bool LibraryFile(std::string_view path) {
-  return path.empty() || path.front() == '<' || path.find("/site-packages/") != std::string_view::npos ||
-         path.find("/dist-packages/") != std::string_view::npos || path.find("/lib/python3") != std::string_view::npos;
-}
-
-// The framework's own Python package (torch's, tensorflow's, keras's, jax's),
-// or strata's own hooks in the program (python/strata/_*.py).
-bool FrameworkFile(std::string_view path) {
-  for (std::string_view pkg : {"/torch/", "/tensorflow/", "/keras/", "/jax/", "/torchvision/"})
-    if (path.find(pkg) != std::string_view::npos && LibraryFile(path)) return true;
-  return path.find("/strata/_") != std::string_view::npos;
-}
 
 std::string Label(const model::Trace& t, uint32_t frame) {
   std::string m(t.strings.Get(t.frames.module[frame]));
