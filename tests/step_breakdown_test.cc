@@ -90,6 +90,23 @@ TEST(StepBreakdown, CodeInAStepWithoutAForwardIsThePrograms) {
   EXPECT_EQ(Part(r.steps[0], StepPart::kPython), 800'000);
 }
 
+// A checkpoint written in the step (strata._torch's torch.save span) is the
+// step's I/O, the ops it runs to serialize tensors included.
+TEST(StepBreakdown, TorchSaveIsTheStepsIo) {
+  Builder b;
+  b.Add(0, 1'000'000, "step", SliceKind::kStep);
+  b.Add(0, 400'000, "Sequential", SliceKind::kModule);
+  b.Add(0, 400'000, "aten::addmm", SliceKind::kOp);               // compute 400 us
+  b.Add(500'000, 400'000, "torch.save", SliceKind::kSpan);         // 500-900 us
+  b.Add(600'000, 100'000, "aten::copy_", SliceKind::kOp);          // inside the save
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  const auto& s = r.steps[0];
+  EXPECT_EQ(Part(s, StepPart::kIo), 400'000);
+  EXPECT_EQ(Part(s, StepPart::kCompute), 400'000);
+  EXPECT_EQ(Part(s, StepPart::kPython), 200'000);  // 400-500 and 900-1000 us: the program's code
+}
+
 TEST(StepBreakdown, ACpuTensorsItemWaitsForNothing) {
   // AdamW reads its CPU step counters with .item() for every parameter: no
   // runtime call, no wait for a device, so the op's time is not sync.

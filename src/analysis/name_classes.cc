@@ -27,6 +27,7 @@ std::shared_ptr<const std::vector<uint16_t>> Classify(const model::Trace& t) {
       c |= kNamePathWait;
     if (n.starts_with("autograd::engine::evaluate_function")) c |= kNameBackwardEngine;
     if (IsAllocationOpName(n)) c |= kNameAllocationOp;
+    if (IsFileIoName(n)) c |= kNameFileIo;
     (*v)[id] = c;
   }
   return v;

@@ -24,6 +24,7 @@ enum NameClass : uint16_t {
   kNamePathWait = 1 << 6,     // the critical path's waits: syncs, queue waits, signal waits
   kNameBackwardEngine = 1 << 7,  // autograd's engine running a backward node (autograd::engine::evaluate_function...)
   kNameAllocationOp = 1 << 8,    // IsAllocationOpName (memory.h): aten::empty, zeros, ...
+  kNameFileIo = 1 << 9,          // IsFileIoName: torch.save
 };
 
 // Per StringId of `t`, its NameClass bits. Computed once per trace while an

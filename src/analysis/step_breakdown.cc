@@ -38,11 +38,13 @@ StepPart PartOf(const model::Trace& t, const NameClasses& nc, size_t i, int pare
   // Nested work belongs to what the program asked for: the batch's loading,
   // the wait, the copy, the allocation (with its filling).
   if (parent_part == static_cast<int>(StepPart::kInput) || parent_part == static_cast<int>(StepPart::kSync) ||
-      parent_part == static_cast<int>(StepPart::kCopy) || parent_part == static_cast<int>(StepPart::kAllocation))
+      parent_part == static_cast<int>(StepPart::kCopy) || parent_part == static_cast<int>(StepPart::kAllocation) ||
+      parent_part == static_cast<int>(StepPart::kIo))
     return static_cast<StepPart>(parent_part);
   uint16_t c = nc[t.slices.name[i]];
   SliceKind k = t.slices.kind[i];
   if (c & kNameDataLoading) return StepPart::kInput;
+  if (c & kNameFileIo) return StepPart::kIo;
   // A graph the framework runs (a tf.function, a Keras step, Session.run): the
   // thread waits while the framework's own threads compute it.
   if (c & kNameGraphRun) return StepPart::kCompute;
@@ -59,7 +61,8 @@ StepPart PartOf(const model::Trace& t, const NameClasses& nc, size_t i, int pare
 // or the program's code when they contain nothing.
 bool Transparent(const model::Trace& t, const NameClasses& nc, size_t i) {
   SliceKind k = t.slices.kind[i];
-  if (k == SliceKind::kSpan) return (nc[t.slices.name[i]] & (kNameDataLoading | kNameGraphRun | kNameSync)) == 0;
+  if (k == SliceKind::kSpan)
+    return (nc[t.slices.name[i]] & (kNameDataLoading | kNameGraphRun | kNameSync | kNameFileIo)) == 0;
   return k == SliceKind::kStep || k == SliceKind::kPython || k == SliceKind::kAnnotation || k == SliceKind::kOther ||
          model::IsDeviceKind(k);
 }
@@ -468,6 +471,8 @@ bool IsCopyName(std::string_view n) {
          n == "aten::_pin_memory" || Contains(n, "Memcpy") || StartsWith(n, "clEnqueueRead") ||
          StartsWith(n, "clEnqueueWrite") || StartsWith(n, "clEnqueueCopy");
 }
+
+bool IsFileIoName(std::string_view n) { return n == "torch.save"; }
 
 bool IsAllocationName(std::string_view n) {
   static constexpr std::string_view kOps[] = {

@@ -117,5 +117,8 @@ std::vector<uint8_t> HostCallFlags(const model::Trace& t);
 bool IsSyncSlice(const model::Trace& t, const NameClasses& nc, size_t i, const std::vector<uint8_t>& flags);
 bool IsCopyName(std::string_view n);
 bool IsAllocationName(std::string_view n);
+// Writing or reading a file through the framework (strata._torch's "torch.save"
+// span): serializing and writing are the step's I/O, nested ops included.
+bool IsFileIoName(std::string_view n);
 
 }  // namespace strata::analysis
