@@ -84,9 +84,12 @@ model::Trace SameProcessCompetitor(const char* fn, const char* module, model::Fr
   t.callsites.parent.push_back(model::kNone);
   t.callsites.frame.push_back(0);
   t.callsites.depth.push_back(0);
+  // (The OS tables are sorted by (track, ts), as the importers leave them.)
   for (int i = 0; i < 10; ++i) {
     t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
     t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
+  }
+  for (int i = 0; i < 10; ++i) {
     t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
     t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
     t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);

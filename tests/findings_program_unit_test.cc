@@ -126,5 +126,57 @@ TEST(FindingsProgram, NoEagerFindingWhenAStepFunctionRuns) {
   EXPECT_EQ(Find(analysis::Diagnose(t), "eager_execution"), nullptr);
 }
 
+// The step's thread sleeps 2 ms of each 4 ms step inside its op while another
+// thread of the process runs Python (its samples): the GIL's. A second
+// process's thread doing the same is not.
+model::Trace GilTrace(uint32_t other_process) {
+  model::Trace t = StepTrace();
+  t.processes.push_back({.pid = 200, .name = t.strings.Intern("other")});
+  t.tracks.push_back({model::TrackKind::kThread, other_process, 101, t.strings.Intern("stats")});
+  t.frames.function.push_back(t.strings.Intern("running_stats"));
+  t.frames.module.push_back(t.strings.Intern("/src/train.py"));
+  t.frames.kind.push_back(model::FrameKind::kPython);
+  t.frames.pc.push_back(1);
+  t.frames.line.push_back(3);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(0);
+  t.callsites.depth.push_back(0);
+  model::StringId op = t.strings.Intern("aten::mm"), fwd = t.strings.Intern("Net");
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * 4 * kMs;
+    t.slices.Add(s, 4 * kMs, 0, fwd, SliceKind::kModule, 0);
+    t.slices.Add(s, 4 * kMs, 0, op, SliceKind::kOp, 0);
+    t.thread_states.Add(s, kMs, 0, ThreadState::kRunning, 0);
+    t.thread_states.Add(s + kMs, 2 * kMs, 0, ThreadState::kSleeping, 0);
+    t.thread_states.Add(s + 3 * kMs, kMs, 0, ThreadState::kRunning, 0);
+    t.cpu_samples.ts.push_back(s + 2 * kMs);
+    t.cpu_samples.track.push_back(1);
+    t.cpu_samples.cpu.push_back(1);
+    t.cpu_samples.callsite.push_back(0);
+  }
+  // (The OS tables are sorted by (track, ts), as the importers leave them.)
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * 4 * kMs;
+    t.thread_states.Add(s, kMs, 1, ThreadState::kSleeping, 1);
+    t.thread_states.Add(s + kMs, 2 * kMs, 1, ThreadState::kRunning, 1);
+    t.thread_states.Add(s + 3 * kMs, kMs, 1, ThreadState::kSleeping, 1);
+  }
+  t.Finalize();
+  return t;
+}
+
+TEST(FindingsProgram, GilContentionIsTheSleepWhileAPythonThreadRuns) {
+  auto fs = analysis::Diagnose(GilTrace(0));
+  const analysis::Finding* f = Find(fs, "gil_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(Metric(*f, "gil_wait_ns_per_step"), 2.0 * kMs);
+  EXPECT_NEAR(f->estimated_gain_pct, 50, 0.5);
+  EXPECT_EQ(f->involved, std::vector<std::string>{"stats 101 (running_stats (train.py))"});
+}
+
+TEST(FindingsProgram, NoGilContentionWithAnotherProcessesThread) {
+  EXPECT_EQ(Find(analysis::Diagnose(GilTrace(1)), "gil_contention"), nullptr);
+}
+
 }  // namespace
 }  // namespace strata

@@ -739,6 +739,7 @@ std::vector<Finding> Diagnose(const model::Trace& t, const DiagnosisOptions& opt
   PythonCode(c, &out);
   Checkpointing(c, &out);
   EagerExecution(c, &out);
+  GilContention(c, &out);
   IoSyscalls(c, &out);
   CpuContention(c, &out);
   RankStraggler(c, &out);

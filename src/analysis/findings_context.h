@@ -84,6 +84,7 @@ void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out);  // rule
 void PythonCode(FindingsContext& c, std::vector<Finding>* out);          // rules_python.cc
 void Checkpointing(FindingsContext& c, std::vector<Finding>* out);       // rules_checkpoint.cc
 void EagerExecution(FindingsContext& c, std::vector<Finding>* out);      // rules_eager.cc
+void GilContention(FindingsContext& c, std::vector<Finding>* out);       // rules_gil.cc
 void AllocationOps(FindingsContext& c, std::vector<Finding>* out);       // rules_memory.cc
 void Memcpy(FindingsContext& c, std::vector<Finding>* out);              // rules_memory.cc
 // Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).

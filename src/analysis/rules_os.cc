@@ -492,6 +492,20 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
       top_state = k;
     }
   }
+  // Slow steps that are slow because the step's thread sleeps while another
+  // Python thread holds the GIL are that finding's (rules_gil.cc, run before
+  // this one): it says how uneven the waits are instead.
+  if (top_state == 2) {
+    double excess_mean = 0;
+    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
+    for (Finding& g : *out)
+      if (g.category == "gil_contention" && top_state_extra > 0.3 * excess_mean) {
+        g.evidence += fmt::format(" The waits are uneven: {} of {} steps take {:.1f}x the median step, {} more blocked "
+                                  "in them.",
+                                  slow.size(), c.steps, (p50 + excess_mean) / p50, Ms(top_state_extra));
+        return;
+      }
+  }
   std::string blocked_cause;
   if (top_state == 2 && !blocked_in.empty())
     blocked_cause = std::max_element(blocked_in.begin(), blocked_in.end(), [](const auto& a, const auto& b) {
