@@ -110,7 +110,7 @@ void GilContention(FindingsContext& c, std::vector<Finding>* out) {
   // Per replayed step: the step thread asleep (not preempted, not in the
   // disk's sleep) while such a thread runs, outside the parts where waiting
   // is the step's own business (its input: a queue fed by that very thread;
-  // its I/O; a device sync).
+  // its I/O; a device sync or copy).
   auto st_rows = TrackRows(st, track);
   std::vector<std::vector<Interval>> held(c.windows.size());
   double total = 0;
@@ -128,7 +128,9 @@ void GilContention(FindingsContext& c, std::vector<Finding>* out) {
     if (asleep.empty()) continue;
     std::vector<Interval> gil;
     for (const ReplayPiece& p : s.pieces) {
-      if (p.part == StepPart::kInput || p.part == StepPart::kIo || p.part == StepPart::kSync || p.dur <= 0) continue;
+      if (p.part == StepPart::kInput || p.part == StepPart::kIo || p.part == StepPart::kSync || p.part == StepPart::kCopy ||
+          p.dur <= 0)
+        continue;
       for (const Interval& a : asleep) {
         int64_t lo = std::max(a.first, p.start), hi = std::min(a.second, p.start + p.dur);
         if (hi <= lo) continue;
@@ -158,7 +160,7 @@ void GilContention(FindingsContext& c, std::vector<Finding>* out) {
     f.involved.push_back(who[k].second);
   }
   f.evidence = fmt::format(
-      "The step's thread is asleep (not in its input, I/O or a device sync) {} per step of a {} step, and in that "
+      "The step's thread is asleep (not in its input, I/O, or a device sync or copy) {} per step of a {} step, and in that "
       "time a Python thread of the same process is on a CPU: {}. Python runs one thread at a time; each time the "
       "step's thread lets the GIL go (inside ops, in backward) such a thread takes it, for up to the interpreter's "
       "switch interval (5 ms) each time ({} steps measured).",
