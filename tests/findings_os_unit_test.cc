@@ -118,7 +118,8 @@ TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
 // takes the GIL: the suggestion says so (a process, not fewer op threads).
 TEST(FindingsOs, CpuContentionByAPythonThreadOfTheProgramMentionsTheGil) {
   model::Trace t = SameProcessCompetitor("stats", "/src/train.py", model::FrameKind::kPython);
-  const analysis::Finding* f = Find(analysis::Diagnose(t), "cpu_contention");
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "cpu_contention");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("(a thread of the step's own process, running stats (train.py))"), std::string::npos)
       << f->evidence;
