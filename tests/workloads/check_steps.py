@@ -60,7 +60,7 @@ WORKLOADS = [
     ("wgan_critic", ["--iters", "8", "--batch", "64"], 64),
     ("dataloader_eval", ["--iters", "13", "--batch", "32"], 32),  # not ending on an evaluation (see PER_ITERATION)
     ("handmade_eval", ["--iters", "13", "--batch", "64"], 64),
-    ("inference_loop", ["--iters", "10", "--batch", "8"], 8),
+    ("inference_loop", ["--iters", "20", "--batch", "8"], 8),
     ("transformer_lm", ["--iters", "8", "--batch", "8", "--seq", "32", "--d-model", "64", "--layers", "2"], 8),
     ("resnet18_train", ["--iters", "6", "--batch", "8", "--size", "64", "--workers", "2"], 8),
     ("queue_producer_infer", ["--iters", "40", "--batch", "16"], 16),
