@@ -31,6 +31,9 @@ _SKIP = tuple(os.path.realpath(p) + os.sep for p in filter(None, (
 )))
 _SHARE = 0.1  # of the last iteration that its tail may be traced for
 _MIN_S = 0.0002
+# The first tail has no iteration to take a tenth of, and it is the longest
+# (the first calls of each op warm up): it may be traced this long, once.
+_FIRST_S = 0.05
 _last_arm = [0.0]  # when the last arm() ran (perf_counter)
 
 
@@ -89,7 +92,7 @@ def arm(emit):
     """Called right after an optimizer step, from within it (a hook): calls
     emit(0) at the loop's next head, or emit(1) where it stops looking."""
     now = time.perf_counter()
-    budget = max(_MIN_S, _SHARE * (now - _last_arm[0])) if _last_arm[0] else _MIN_S
+    budget = max(_MIN_S, _SHARE * (now - _last_arm[0])) if _last_arm[0] else _FIRST_S
     _last_arm[0] = now
     if sys.gettrace() is not None:
         return  # armed already (another optimizer of the same iteration), or traced by someone else

@@ -51,13 +51,15 @@ class LoopHeadTest(unittest.TestCase):
         self.assertEqual(self.events, [(0, "tail")] * 2)
 
     def test_gives_up_past_the_budget(self):
+        # 10 ms of tail in each iteration: the first tail may run 50 ms (it
+        # warms up), the next a tenth of the iteration before it (1 ms).
         for _ in range(2):
             self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
             t = time.perf_counter()
-            while time.perf_counter() - t < 0.01:  # 10 ms of tail: past 0.2 ms
+            while time.perf_counter() - t < 0.01:
                 pass
             self.stage = "tail"
-        self.assertEqual([w for w, _ in self.events], [1, 1])
+        self.assertEqual([w for w, _ in self.events], [0, 1])
         self.assertEqual(sys.gettrace(), None)
 
 

@@ -63,8 +63,12 @@ void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, cons
     int64_t end = std::max(begin, t.slices.end(i));
     // The loop's head after the marker, before the next one begins: what the
     // iteration did after its marker (writing results, logging) is its own.
+    // Where the Python side stopped looking instead (the tail ran past its
+    // budget), the iteration was still running there: the step lasts at
+    // least that long.
     auto h = std::upper_bound(heads.begin(), heads.end(), std::make_pair(end, true));
-    if (h != heads.end() && h->second && (k + 1 == markers.size() || h->first <= t.slices.ts[markers[k + 1]]))
+    if (h != heads.end() && (k + 1 == markers.size() || h->first <= t.slices.ts[markers[k + 1]]) &&
+        (h->second || k + 1 < markers.size()))
       end = h->first;
     ctx.AddSlice(OpenSlice{begin, step_name, SliceKind::kStep, n++}, end, track, 0);
     prev = end;
