@@ -307,6 +307,22 @@ ReplayFix ReduceParts(const std::vector<PartCut>& cuts, const std::vector<Replay
   return fix;
 }
 
+ReplayFix RemoveTime(std::vector<Intervals> per_window) {
+  ReplayFix fix;
+  fix.host = [per_window = std::move(per_window)](const ReplayStep& s, const ReplayPiece& p) {
+    double own = static_cast<double>(p.own);
+    if (s.window >= per_window.size() || p.dur <= 0 || per_window[s.window].empty()) return own;
+    const Intervals& v = per_window[s.window];
+    const int64_t a = p.start, b = p.start + p.dur;
+    int64_t inside = 0;
+    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(a, INT64_MAX));
+    if (it != v.begin()) --it;
+    for (; it != v.end() && it->first < b; ++it) inside += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+    return std::max(0.0, own * (1 - static_cast<double>(inside) / static_cast<double>(p.dur)));
+  };
+  return fix;
+}
+
 ReplayFix ScaleTasks(std::function<bool(uint32_t row)> pick, double keep) {
   ReplayFix fix;
   fix.device = [pick = std::move(pick), keep](const ReplayStep&, const ReplayTask& task) {

@@ -125,6 +125,12 @@ struct PartCut {
 // the earlier ones left).
 ReplayFix ReduceParts(const std::vector<PartCut>& cuts, const std::vector<ReplayStep>& steps);
 
+// Each step's host pieces lose their time inside that step's intervals
+// (`per_window[window]`: sorted, disjoint [start, end) pairs), in proportion:
+// the step without some calls (checkpoints) or waits (for the GIL).
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+ReplayFix RemoveTime(std::vector<Intervals> per_window);
+
 // Device tasks matching `pick` (by device row) take `keep` of their time.
 ReplayFix ScaleTasks(std::function<bool(uint32_t row)> pick, double keep);
 

@@ -22,15 +22,6 @@ namespace {
 
 using Interval = std::pair<int64_t, int64_t>;
 
-// Time of [a, b) inside the sorted, disjoint intervals `v`.
-int64_t Inside(const std::vector<Interval>& v, int64_t a, int64_t b) {
-  int64_t sum = 0;
-  auto it = std::upper_bound(v.begin(), v.end(), Interval{a, INT64_MAX});
-  if (it != v.begin()) --it;
-  for (; it != v.end() && it->first < b; ++it) sum += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
-  return sum;
-}
-
 // The program's line that called the save, from the CPU samples inside the
 // spans: the innermost Python frame outside libraries, most often seen.
 std::string CallSite(const FindingsContext& c, uint32_t track, const std::vector<Interval>& spans) {
@@ -103,14 +94,7 @@ void Checkpointing(FindingsContext& c, std::vector<Finding>* out) {
                {"steps_with_saves", static_cast<double>(steps_with)},
                {"save_pct", pct}};
   // Replayed: each step without its saves (the pieces inside them lose that time).
-  ReplayFix fix;
-  fix.host = [&per_window](const ReplayStep& s, const ReplayPiece& p) {
-    double own = static_cast<double>(p.own);
-    if (s.window >= per_window.size() || p.dur <= 0 || per_window[s.window].empty()) return own;
-    double inside = static_cast<double>(Inside(per_window[s.window], p.start, p.start + p.dur));
-    return std::max(0.0, own * (1 - inside / static_cast<double>(p.dur)));
-  };
-  c.Replayed(&f, fix);
+  c.Replayed(&f, RemoveTime(std::move(per_window)));
   f.what_if = fmt::format("the steps without torch.save's {} per step (saving every N steps instead leaves 1/N of it)",
                           HumanDuration(per_step));
   f.suggestion = fmt::format(

@@ -36,15 +36,6 @@ std::vector<Interval> Union(std::vector<Interval> v) {
   return out;
 }
 
-// Time of [a, b) inside the sorted, disjoint intervals `v`.
-int64_t Inside(const std::vector<Interval>& v, int64_t a, int64_t b) {
-  int64_t sum = 0;
-  auto it = std::upper_bound(v.begin(), v.end(), Interval{a, INT64_MAX});
-  if (it != v.begin()) --it;
-  for (; it != v.end() && it->first < b; ++it) sum += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
-  return sum;
-}
-
 // A thread's CPU samples in the steps: how many, how many with a Python frame
 // on the stack, and the Python function most of those were in.
 struct PythonUse {
@@ -167,14 +158,7 @@ void GilContention(FindingsContext& c, std::vector<Finding>* out) {
       HumanDuration(per_step), HumanDuration(c.step_ns), threads, steps);
   f.metrics = {{"gil_wait_ns_per_step", per_step}, {"gil_wait_pct", pct}, {"python_threads", static_cast<double>(who.size())}};
   // Replayed: the step's thread no longer waits in those intervals.
-  ReplayFix fix;
-  fix.host = [&held](const ReplayStep& s, const ReplayPiece& p) {
-    double own = static_cast<double>(p.own);
-    if (s.window >= held.size() || p.dur <= 0 || held[s.window].empty()) return own;
-    double inside = static_cast<double>(Inside(held[s.window], p.start, p.start + p.dur));
-    return std::max(0.0, own * (1 - inside / static_cast<double>(p.dur)));
-  };
-  c.Replayed(&f, fix);
+  c.Replayed(&f, RemoveTime(std::move(held)));
   f.what_if = fmt::format("the step without its waits for the GIL ({} per step): that thread's work in a separate "
                           "process",
                           HumanDuration(per_step));
