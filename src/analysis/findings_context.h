@@ -90,7 +90,7 @@ void Memcpy(FindingsContext& c, std::vector<Finding>* out);              // rule
 // Rules in rules_os.cc (OS level: system calls, scheduling, step-time tails).
 void IoSyscalls(FindingsContext& c, std::vector<Finding>* out);
 void CpuContention(FindingsContext& c, std::vector<Finding>* out);
-void Straggler(FindingsContext& c, std::vector<Finding>* out);
+void Straggler(FindingsContext& c, std::vector<Finding>* out);          // rules_straggler.cc
 void RankStraggler(FindingsContext& c, std::vector<Finding>* out);       // rules_comms.cc
 void ExposedCollectives(FindingsContext& c, std::vector<Finding>* out);  // rules_comms.cc
 // Rules in rules_placement.cc.
