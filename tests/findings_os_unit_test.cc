@@ -42,12 +42,10 @@ model::Trace StepTrace(int steps) {
   return t;
 }
 
-TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
-  model::Trace t = StepTrace(10);
-  // A second process's thread on the same CPU: each step, main runs 0.5 ms,
-  // then waits 0.5 ms runnable while "hog" runs.
-  t.processes.push_back({.pid = 200, .name = t.strings.Intern("hog")});
-  t.tracks.push_back({model::TrackKind::kThread, 1, 200, t.strings.Intern("hog")});
+// Each of the ten 1 ms steps: the step's thread (track 0) runs 0.5 ms, then
+// waits 0.5 ms runnable on CPU 0 while track 1 runs there. (The OS tables are
+// sorted by (track, ts), as the importers leave them.)
+void ShareOneCpu(model::Trace& t) {
   for (int i = 0; i < 10; ++i) {
     t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
     t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
@@ -56,6 +54,15 @@ TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
     t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
     t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
   }
+}
+
+TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
+  model::Trace t = StepTrace(10);
+  // A second process's thread on the same CPU: each step, main runs 0.5 ms,
+  // then waits 0.5 ms runnable while "hog" runs.
+  t.processes.push_back({.pid = 200, .name = t.strings.Intern("hog")});
+  t.tracks.push_back({model::TrackKind::kThread, 1, 200, t.strings.Intern("hog")});
+  ShareOneCpu(t);
   t.Finalize();
   auto fs = analysis::Diagnose(t);
   ASSERT_FALSE(fs.empty());
@@ -84,14 +91,8 @@ model::Trace SameProcessCompetitor(const char* fn, const char* module, model::Fr
   t.callsites.parent.push_back(model::kNone);
   t.callsites.frame.push_back(0);
   t.callsites.depth.push_back(0);
-  // (The OS tables are sorted by (track, ts), as the importers leave them.)
+  ShareOneCpu(t);
   for (int i = 0; i < 10; ++i) {
-    t.thread_states.Add(i * kMs, kMs / 2, 0, ThreadState::kRunning, 0);
-    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 0, ThreadState::kRunnable, 0);
-  }
-  for (int i = 0; i < 10; ++i) {
-    t.thread_states.Add(i * kMs, kMs / 2, 1, ThreadState::kRunnable, 0);
-    t.thread_states.Add(i * kMs + kMs / 2, kMs / 2, 1, ThreadState::kRunning, 0);
     t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);
     t.cpu_samples.track.push_back(1);
     t.cpu_samples.cpu.push_back(0);
