@@ -38,6 +38,16 @@ std::map<uint32_t, std::vector<uint32_t>> RootForwards(const model::Trace& t) {
   return by_track;
 }
 
+// The Python side's loop heads on `track`, as (ts, seen) sorted: seen false
+// where it stopped looking with the iteration still running.
+std::vector<std::pair<int64_t, bool>> HeadsOn(const std::vector<LoopHead>& heads, uint32_t track) {
+  std::vector<std::pair<int64_t, bool>> v;
+  for (const LoopHead& h : heads)
+    if (h.track == track) v.emplace_back(h.ts, h.seen);
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 void Add(LoadContext& ctx, model::StringId name, int64_t begin, int64_t end, uint32_t track, uint64_t n) {
   OpenSlice o{begin, name, SliceKind::kStep, n};
   ctx.AddSlice(o, std::max(begin, end), track, 0);
@@ -84,11 +94,7 @@ void InferenceSteps(LoadContext& ctx, const std::set<uint32_t>& skip, model::Str
     std::vector<uint32_t> markers;
     for (uint32_t i : v)
       if (t.slices.name[i] == main) markers.push_back(i);
-    std::vector<std::pair<int64_t, bool>> heads;  // (ts, seen): the Python side's loop heads after root forwards
-    for (const LoopHead& h : all_heads)
-      if (h.track == best.track) heads.emplace_back(h.ts, h.seen);
-    std::sort(heads.begin(), heads.end());
-    TileSteps(ctx, step_name, best.track, markers, partial, heads);
+    TileSteps(ctx, step_name, best.track, markers, partial, HeadsOn(all_heads, best.track));
   }
 }
 
@@ -131,11 +137,7 @@ void BackwardSteps(LoadContext& ctx, std::set<uint32_t>* with_steps, model::Stri
     if (time > b.time) b = {trk, time};
   }
   for (const auto& [p, best] : per_process) {
-    std::vector<std::pair<int64_t, bool>> heads;
-    for (const LoopHead& h : all_heads)
-      if (h.track == best.track) heads.emplace_back(h.ts, h.seen);
-    std::sort(heads.begin(), heads.end());
-    TileSteps(ctx, step_name, best.track, by_track[best.track], partial, heads);
+    TileSteps(ctx, step_name, best.track, by_track[best.track], partial, HeadsOn(all_heads, best.track));
     with_steps->insert(p);
   }
 }
@@ -291,10 +293,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     }
     // Without a DataLoader, the loop's head itself, seen from Python: the first
     // mark after the step's last optimizer step, if it comes before the next one's.
-    std::vector<std::pair<int64_t, bool>> head_ts;  // (ts, the head itself)
-    for (const LoopHead& h : heads)
-      if (h.track == trk) head_ts.emplace_back(h.ts, h.seen);
-    std::sort(head_ts.begin(), head_ts.end());
+    const std::vector<std::pair<int64_t, bool>> head_ts = HeadsOn(heads, trk);
     const std::vector<const FoundStep*>& steps = v;  // (clang 14 captures no structured binding)
     auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
       // The fetch goes first where there is one: the observer's step windows
