@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/findings.h"
 #include "model/trace.h"
@@ -176,6 +178,54 @@ TEST(FindingsProgram, GilContentionIsTheSleepWhileAPythonThreadRuns) {
 
 TEST(FindingsProgram, NoGilContentionWithAnotherProcessesThread) {
   EXPECT_EQ(Find(analysis::Diagnose(GilTrace(1)), "gil_contention"), nullptr);
+}
+
+// 20 steps of a JAX-like loop: 2 ms each, but every 5th reads the loss
+// (jax.device_read, 38 ms) and waits for what the steps before it queued.
+// `workers_busy`: the process's other thread computes all along (the host ran
+// ahead of it: not a tail), or only while the slow step waits (the slow step
+// queued that work itself: a tail).
+model::Trace AsyncReadTrace(bool workers_busy) {
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("worker")});
+  model::StringId step = t.strings.Intern("step"), jit = t.strings.Intern("jax.jit update"),
+                  read = t.strings.Intern("jax.device_read");
+  std::vector<std::pair<int64_t, int64_t>> waits;
+  int64_t s = 0;
+  for (int i = 0; i < 20; ++i) {
+    const bool reads = i % 5 == 4;
+    const int64_t dur = reads ? 40 * kMs : 2 * kMs;
+    t.slices.Add(s, dur, 0, step, SliceKind::kStep, static_cast<uint64_t>(i));
+    t.slices.Add(s, kMs, 0, jit, SliceKind::kSpan, 0);
+    if (reads) {
+      t.slices.Add(s + 2 * kMs, 38 * kMs, 0, read, SliceKind::kSpan, 0);
+      waits.emplace_back(s + 2 * kMs, 38 * kMs);
+    }
+    t.thread_states.Add(s, reads ? 2 * kMs : dur, 0, ThreadState::kRunning, 0);
+    if (reads) t.thread_states.Add(s + 2 * kMs, 38 * kMs, 0, ThreadState::kSleeping, 0);
+    s += dur;
+  }
+  if (workers_busy) {
+    t.thread_states.Add(0, s, 1, ThreadState::kRunning, 1);
+  } else {
+    int64_t at = 0;
+    for (auto [w, d] : waits) {
+      t.thread_states.Add(at, w - at, 1, ThreadState::kSleeping, 1);
+      t.thread_states.Add(w, d, 1, ThreadState::kRunning, 1);
+      at = w + d;
+    }
+  }
+  t.Finalize();
+  return t;
+}
+
+TEST(FindingsProgram, AWaitForWorkQueuedByEarlierStepsIsNoStraggler) {
+  EXPECT_EQ(Find(analysis::Diagnose(AsyncReadTrace(true)), "straggler"), nullptr);
+  const analysis::Finding* f = Find(analysis::Diagnose(AsyncReadTrace(false)), "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(Metric(*f, "period_steps"), 5);
 }
 
 }  // namespace

@@ -107,6 +107,19 @@ TEST(StepBreakdown, TorchSaveIsTheStepsIo) {
   EXPECT_EQ(Part(s, StepPart::kPython), 200'000);  // 400-500 and 900-1000 us: the program's code
 }
 
+TEST(StepBreakdown, AJaxResultReadOnTheCpuBackendIsCompute) {
+  // jax.jit returns at once; reading the result waits while XLA's CPU threads
+  // compute it. With no device in the trace the wait is the computation.
+  Builder b;
+  b.Add(0, 1'000'000, "step", SliceKind::kStep);
+  b.Add(0, 100'000, "jax.jit update", SliceKind::kSpan);
+  b.Add(200'000, 700'000, "jax.device_read", SliceKind::kSpan);
+  auto r = b.Run();
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kSync), 0);
+  EXPECT_EQ(Part(r.steps[0], StepPart::kCompute), 800'000);
+}
+
 TEST(StepBreakdown, ACpuTensorsItemWaitsForNothing) {
   // AdamW reads its CPU step counters with .item() for every parameter: no
   // runtime call, no wait for a device, so the op's time is not sync.

@@ -13,6 +13,7 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/os.h"
+#include "analysis/step_breakdown.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
 #include "base/units.h"
@@ -137,6 +138,47 @@ std::string Ordinal(uint64_t n) {
   return std::to_string(n) + suffix;
 }
 
+// Whether the host ran ahead of its work in the steps before the slow ones
+// (see SlowStepsTail): in each such step, work it had queued ran for half of
+// the step or more, on a device or on another thread of the step thread's
+// process (XLA's CPU backend, a runtime's workers), while the step's thread
+// went on without waiting for it.
+bool RanAhead(const model::Trace& t, const std::vector<FindingsContext::Window>& windows,
+              const std::vector<bool>& is_slow) {
+  const auto& sl = t.slices;
+  const auto& st = t.thread_states;
+  std::vector<std::pair<int64_t, int64_t>> busy_device;
+  for (size_t r = 0; r < t.device.size(); ++r) {
+    size_t d = t.device.slice[r];
+    busy_device.emplace_back(sl.ts[d], sl.end(d));
+  }
+  std::sort(busy_device.begin(), busy_device.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& b : busy_device) {
+    if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
+    else merged.push_back(b);
+  }
+  size_t ahead = 0, asked = 0;
+  for (size_t i = 1; i < windows.size(); ++i) {
+    if (!is_slow[i] || is_slow[i - 1] || windows[i - 1].track == UINT32_MAX) continue;
+    const auto& w = windows[i - 1];
+    ++asked;
+    int64_t device = 0, threads = 0;
+    auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(w.start, INT64_MAX));
+    if (it != merged.begin()) --it;
+    for (; it != merged.end() && it->first < w.end; ++it) device += Overlap(it->first, it->second, w.start, w.end);
+    const uint32_t process = t.tracks[w.track].process;
+    for (uint32_t k = 0; k < t.tracks.size() && st.size() > 0; ++k) {
+      if (k == w.track || t.tracks[k].kind != model::TrackKind::kThread || t.tracks[k].process != process) continue;
+      RowsIn(st, TrackRows(st, k), w.start, w.end, [&](size_t q) {
+        if (st.state[q] == ThreadState::kRunning) threads += Overlap(st.ts[q], st.ts[q] + st.dur[q], w.start, w.end);
+      });
+    }
+    ahead += 2 * std::max(device, std::min(threads, w.end - w.start)) >= w.end - w.start;
+  }
+  return asked > 0 && ahead * 3 >= asked * 2;
+}
+
 void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   if (!c.has_steps || c.steps < 8) return;
   const model::Trace& t = c.t;
@@ -236,6 +278,23 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
       top_state_extra = extra;
       top_state = k;
     }
+  }
+  // Slow steps that wait for a result more than the others (a device sync,
+  // .item(), a JAX result read, for the log every Nth step) pay for the work
+  // the steps before them queued: the host ran ahead of an asynchronous device
+  // or runtime, and only a step that reads a value waits. Taking the wait away
+  // saves none of that work, so this is no tail (a sync's own cost, the device
+  // running dry behind it, is host_sync's finding).
+  // The host ran ahead when the steps before the slow ones never waited and
+  // the work they queued kept a device or the process's other threads busy
+  // meanwhile (RanAhead). A slow step that queues its own work (an evaluation
+  // every Nth step) and waits for it stays a tail.
+  if (!top_child.empty() && IsSyncName(top_child)) {
+    double excess_mean = 0;
+    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
+    const auto& v = child[top_child];
+    if (top_child_extra > 0.5 * excess_mean && v.second / n_typ < 0.1 * excess_mean && RanAhead(t, c.windows, is_slow))
+      return;
   }
   // Slow steps that are slow because the step's thread sleeps while another
   // Python thread holds the GIL are that finding's (rules_gil.cc, run before

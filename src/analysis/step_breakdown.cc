@@ -48,6 +48,11 @@ StepPart PartOf(const model::Trace& t, const NameClasses& nc, size_t i, int pare
   // A graph the framework runs (a tf.function, a Keras step, Session.run): the
   // thread waits while the framework's own threads compute it.
   if (c & kNameGraphRun) return StepPart::kCompute;
+  // JAX dispatches a jitted call and returns; reading its result waits for
+  // it. With no device in the trace (XLA's CPU backend) that wait is the
+  // computation itself, on XLA's own threads, as a graph run's is.
+  if ((c & kNameSync) && t.device.size() == 0 && IsJaxWaitName(t.strings.Get(t.slices.name[i])))
+    return StepPart::kCompute;
   if ((c & kNameSync) && (!(c & kNameDeviceRead) || (flags & kCallsRuntime))) return StepPart::kSync;
   if (c & kNameCopy) return StepPart::kCopy;
   if (c & kNameAllocation) return StepPart::kAllocation;
@@ -443,8 +448,10 @@ bool IsGraphRunName(std::string_view n) {
 
 bool IsSyncName(std::string_view n) {
   return Contains(n, "Synchronize") || Contains(n, "clFinish") || Contains(n, "clWaitForEvents") ||
-         Contains(n, "hsa_signal_wait") || IsDeviceReadName(n) || n == "jax.block_until_ready" || n == "jax.device_read";
+         Contains(n, "hsa_signal_wait") || IsDeviceReadName(n) || IsJaxWaitName(n);
 }
+
+bool IsJaxWaitName(std::string_view n) { return n == "jax.block_until_ready" || n == "jax.device_read"; }
 
 bool IsDeviceReadName(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
 

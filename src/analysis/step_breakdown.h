@@ -107,6 +107,7 @@ bool IsDataLoadingName(std::string_view n);
 bool IsGraphRunName(std::string_view n);
 bool IsSyncName(std::string_view n);         // waits for a device, by name (runtime syncs, .item())
 bool IsDeviceReadName(std::string_view n);   // aten::item and its _local_scalar_dense
+bool IsJaxWaitName(std::string_view n);     // jax.device_read, jax.block_until_ready: a result awaited
 
 // Per host slice: kLaunches when it launched device work (itself or nested),
 // kCallsRuntime when it contains a call into the accelerator's runtime or driver.
