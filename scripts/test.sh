@@ -69,6 +69,9 @@ if [ "$avail_gb" -lt "$need_gb" ]; then
   fi
   tight=1
   echo "== ${avail_gb} GB of disk for builds that take about ${need_gb} GB: each build folder is removed once its tests pass"
+  # Their space was counted as free: the later stages' folders go now (they
+  # are rebuilt in their turn, from the compiler cache where there is one).
+  rm -rf build-asan build-fuzz
 fi
 # done_with DIR: a stage's build folder is no longer needed (removed on a tight disk).
 done_with() { if [ "$tight" = "1" ]; then rm -rf "$1"; echo "== removed $1 (tight disk)"; fi; }
