@@ -223,7 +223,8 @@ model::Trace AsyncReadTrace(bool workers_busy) {
 
 TEST(FindingsProgram, AWaitForWorkQueuedByEarlierStepsIsNoStraggler) {
   EXPECT_EQ(Find(analysis::Diagnose(AsyncReadTrace(true)), "straggler"), nullptr);
-  const analysis::Finding* f = Find(analysis::Diagnose(AsyncReadTrace(false)), "straggler");
+  auto fs = analysis::Diagnose(AsyncReadTrace(false));
+  const analysis::Finding* f = Find(fs, "straggler");
   ASSERT_NE(f, nullptr);
   EXPECT_DOUBLE_EQ(Metric(*f, "period_steps"), 5);
 }
