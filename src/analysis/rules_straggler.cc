@@ -284,11 +284,9 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   // the steps before them queued: the host ran ahead of an asynchronous device
   // or runtime, and only a step that reads a value waits. Taking the wait away
   // saves none of that work, so this is no tail (a sync's own cost, the device
-  // running dry behind it, is host_sync's finding).
-  // The host ran ahead when the steps before the slow ones never waited and
-  // the work they queued kept a device or the process's other threads busy
-  // meanwhile (RanAhead). A slow step that queues its own work (an evaluation
-  // every Nth step) and waits for it stays a tail.
+  // running dry behind it, is host_sync's finding). The other steps must not
+  // wait in it and must have run ahead (RanAhead): a slow step that queues its
+  // own work (an evaluation every Nth step) and waits for it stays a tail.
   if (!top_child.empty() && IsSyncName(top_child)) {
     double excess_mean = 0;
     for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
