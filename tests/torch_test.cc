@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -86,8 +87,6 @@ TEST(TorchRecord, OpsMatchTorchProfilerAndStepsAreFound) {
   const std::vector<std::string> common = {"--model", "cnn", "--steps", "3", "--warmup", "2"};
   std::vector<std::string> prof_args = common;
   prof_args.insert(prof_args.end(), {"--mode", "profile", "--out", prof_out});
-  auto p = testing::RunCommand(TrainCmd(prof_args));
-  ASSERT_EQ(p.exit_code, 0) << p.err;
   auto rec = testing::Record(dir, TrainCmd(common), {"--ops", "all"});
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
 
@@ -95,15 +94,31 @@ TEST(TorchRecord, OpsMatchTorchProfilerAndStepsAreFound) {
   int32_t measured = Measured(t);
   ASSERT_NE(measured, model::kNone);
   std::map<std::string, uint64_t> ours = OpCounts(t, measured);
-  std::map<std::string, uint64_t> theirs;
-  nlohmann::json prof = ReadJson(prof_out);
-  for (auto& [k, v] : prof["counts"].items()) theirs[k] = v.get<uint64_t>();
-  ASSERT_FALSE(theirs.empty());
-  std::string diff;
-  for (const auto& [k, v] : theirs)
-    if (ours.count(k) == 0 || ours[k] != v) diff += k + ": torch.profiler " + std::to_string(v) + ", strata " + std::to_string(ours[k]) + "\n";
-  for (const auto& [k, v] : ours)
-    if (theirs.count(k) == 0) diff += k + ": torch.profiler 0, strata " + std::to_string(v) + "\n";
+  // torch.profiler's counts, and how strata's differ from them. Its count is
+  // the reference, but not a stable one: under CI's load it once counted 47
+  // aten::add_ where the model's 8 parameters make 48 in 3 steps (24 from
+  // AccumulateGrad, 24 from SGD), and 12 runs of it here all counted 48. So a
+  // difference is checked against a second profiled run before it fails.
+  auto differences = [&]() {
+    auto p = testing::RunCommand(TrainCmd(prof_args));
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    std::map<std::string, uint64_t> theirs;
+    nlohmann::json prof = ReadJson(prof_out);
+    for (auto& [k, v] : prof["counts"].items()) theirs[k] = v.get<uint64_t>();
+    EXPECT_FALSE(theirs.empty());
+    std::string diff;
+    for (const auto& [k, v] : theirs)
+      if (ours.count(k) == 0 || ours[k] != v) diff += k + ": torch.profiler " + std::to_string(v) + ", strata " + std::to_string(ours[k]) + "\n";
+    for (const auto& [k, v] : ours)
+      if (theirs.count(k) == 0) diff += k + ": torch.profiler 0, strata " + std::to_string(v) + "\n";
+    return diff;
+  };
+  std::string diff = differences();
+  if (!diff.empty()) {
+    std::string again = differences();
+    if (again.empty()) std::fprintf(stderr, "[ info     ] a second torch.profiler run agreed; the first said:\n%s", diff.c_str());
+    diff = again.empty() ? "" : "first run:\n" + diff + "second run:\n" + again;
+  }
   EXPECT_EQ(diff, "");
 
   // 2 warm-up + 3 measured steps, found from optimizer.step() with no help.

@@ -101,7 +101,10 @@ def arm(emit):
         return
     _with_exits(frame.f_code)  # (the first time for this code: before the budget's clock)
     deadline = time.perf_counter() + budget
-    watched = [frame, frame.f_lineno, 0]  # the frame, the line it stepped on, calls seen
+    # The frame, the line it stepped on, calls seen, whether it has run since
+    # (until it does, the optimizer's step() is still unwinding: giving up
+    # there would put the mark inside the optimizer step, before its end).
+    watched = [frame, frame.f_lineno, 0, False]
 
     def disarm():
         sys.settrace(None)
@@ -118,13 +121,14 @@ def arm(emit):
 
     def on_call(frame, event, arg):
         watched[2] += 1
-        if watched[2] & 15 == 0 and time.perf_counter() > deadline:
+        if watched[3] and watched[2] & 15 == 0 and time.perf_counter() > deadline:
             fire(1)
         return None
 
     def on_frame(frame, event, arg):
         if frame is not watched[0]:
             return None
+        watched[3] = True
         if event == "line":
             if frame.f_lineno <= watched[1] and frame.f_lasti not in _with_exits(frame.f_code):
                 fire(0)

@@ -62,6 +62,40 @@ class LoopHeadTest(unittest.TestCase):
         self.assertEqual([w for w, _ in self.events], [0, 1])
         self.assertEqual(sys.gettrace(), None)
 
+    def test_no_give_up_while_the_step_unwinds(self):
+        # arm() runs in the optimizer's post-hook, inside step(): if the thread
+        # is held there past the budget (preempted under load), the mark must
+        # still come after step() returns, or it falls inside the optimizer
+        # step and the importer cannot tell it from the step itself.
+        import importlib.util
+        import tempfile
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "fake_optim.py")
+        with open(path, "w") as f:
+            f.write("import time\n"
+                    "def nothing():\n    pass\n"
+                    "def step(arm, emit, stage):\n"
+                    "    arm(emit)\n"
+                    "    stage('unwinding')\n"
+                    "    t = time.perf_counter()\n"
+                    "    while time.perf_counter() - t < 0.06:\n        pass\n"
+                    "    for _ in range(64):\n        nothing()\n"
+                    "    stage('returned')\n")
+        spec = importlib.util.spec_from_file_location("fake_optim", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _loop_head.skip_dir(d)
+
+        def stage(s):
+            self.stage = s
+
+        for _ in range(2):
+            self.stage = "work"
+            mod.step(_loop_head.arm, self.emit, stage)
+            self.stage = "tail"
+        self.assertEqual(self.events, [(1, "returned"), (1, "returned")])
+        self.assertEqual(sys.gettrace(), None)
+
 
 if __name__ == "__main__":
     unittest.main()

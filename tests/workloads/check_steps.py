@@ -365,6 +365,8 @@ def main():
         if r.returncode != 0:
             failures.append(f"{name}: record exited {r.returncode}: {r.stderr.strip()[-300:]}")
             continue
+        with open(out + ".stdout", "w") as f:  # the program's own figures, beside its trace
+            f.write(r.stdout)
         lines = re.findall(r"^iter_ms=([0-9.]+)(?: samples=(\d+))?(?: end_ns=(\d+))?$", r.stdout, re.M)
         iters = [float(ms) for ms, _, _ in lines]
         per = [int(n) if n else (per_iter or 0) for _, n, _ in lines]
@@ -459,8 +461,15 @@ def main():
                     after = all_steps[i + 1]["duration_ns"] / 1e6
                     checked += 1
                     if abs(ms - iters[i]) >= abs(after - iters[i]):
+                        # Where the two steps end against the program's own
+                        # iteration ends (the clock of the trace), and whether
+                        # the recording lost events: what the next look needs.
+                        rel = [(all_steps[k]["ts_ns"] + all_steps[k]["duration_ns"] - ends[k]) / 1e6 for k in (i - 1, i, i + 1)]
+                        lost = report.get("trace", {}).get("lost_events", "?")
                         bad.append(f"iteration {i} ({iters[i]:.2f} ms, an evaluation): its step {ms:.2f} ms, "
-                                   f"the next {after:.2f} ms")
+                                   f"the next {after:.2f} ms; steps {i - 1}, {i}, {i + 1} end "
+                                   + ", ".join(f"{d:+.2f}" for d in rel)
+                                   + f" ms from their iterations' ends; lost events {lost}; trace kept in {out}")
                         break
                 if checked < 2 and not any(b.startswith("iteration ") for b in bad):
                     bad.append(f"{checked} evaluating iterations to check (the program prints 'iteration N:' for them)")
