@@ -7,6 +7,7 @@
 
 #include "analysis/collective_match.h"
 #include "analysis/summary.h"
+#include "base/intervals.h"
 
 namespace strata::analysis {
 namespace {
@@ -24,27 +25,6 @@ int64_t Median(std::vector<int64_t> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
-}
-
-// [begin, end) intervals merged, in time order.
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-Intervals Merge(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (auto& iv : v) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
-  }
-  return out;
-}
-
-// Overlap of [a, b) with a merged interval list.
-int64_t OverlapWith(const Intervals& m, int64_t a, int64_t b) {
-  auto it = std::upper_bound(m.begin(), m.end(), std::make_pair(a, INT64_MAX));
-  if (it != m.begin()) --it;
-  int64_t sum = 0;
-  for (; it != m.end() && it->first < b; ++it) sum += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
-  return sum;
 }
 
 // Each process's steps (kStep slices of its threads), in time order: one pass.
@@ -143,7 +123,7 @@ CommsInput CommsInputOf(const model::Trace& t) {
     out.tensors.push_back(c.tensors[i]);
   }
   for (size_t k = 0; k < in.ranks.size(); ++k) {
-    in_flight[k] = Merge(std::move(in_flight[k]));
+    SortAndMerge(in_flight[k]);
     for (auto& iv : in_flight[k]) in.ranks[k].in_flight_ns += iv.second - iv.first;
   }
   // Steps and phases per rank: every rank's windows broken down in one pass.
@@ -293,8 +273,10 @@ CommsSummary CombineComms(const CommsInput& in) {
   }
   // As time, not sums: DDP's buckets of one step are entered late together.
   for (size_t k = 0; k < s.ranks.size(); ++k) {
-    for (auto& iv : Merge(std::move(waits[k]))) s.ranks[k].waited_ns += iv.second - iv.first;
-    for (auto& iv : Merge(std::move(lates[k]))) s.ranks[k].late_ns += iv.second - iv.first;
+    SortAndMerge(waits[k]);
+    SortAndMerge(lates[k]);
+    for (auto& iv : waits[k]) s.ranks[k].waited_ns += iv.second - iv.first;
+    for (auto& iv : lates[k]) s.ranks[k].late_ns += iv.second - iv.first;
   }
   for (auto& [name, k] : kinds) {
     k.name = std::string(in.names.Get(name));

@@ -11,6 +11,7 @@
 #include "analysis/memo.h"
 #include "analysis/name_classes.h"
 #include "base/int_math.h"
+#include "base/intervals.h"
 #include "base/parallel.h"
 
 namespace strata::analysis {
@@ -49,13 +50,7 @@ bool IsContainer(SliceKind k) { return k == SliceKind::kStep || k == SliceKind::
 // steps walked, not the trace.
 class Ranges {
  public:
-  explicit Ranges(std::vector<std::pair<int64_t, int64_t>> r) {
-    std::sort(r.begin(), r.end());
-    for (auto [a, b] : r) {
-      if (!r_.empty() && a <= r_.back().second) r_.back().second = std::max(r_.back().second, b);
-      else r_.emplace_back(a, b);
-    }
-  }
+  explicit Ranges(std::vector<std::pair<int64_t, int64_t>> r) : r_(std::move(r)) { SortAndMerge(r_); }
   // [start, end] meets a range (an instant at a range's edge does).
   bool Meets(int64_t start, int64_t end) const {
     auto it = std::lower_bound(r_.begin(), r_.end(), start,

@@ -1,7 +1,5 @@
 #include "analysis/findings.h"
 
-#include "base/parallel.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "analysis/gpu.h"
 #include "analysis/name_classes.h"
 #include "analysis/summary.h"
+#include "base/intervals.h"
 #include "base/parallel.h"
 #include "base/units.h"
 
@@ -417,10 +416,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
   std::sort(busy.begin(), busy.end());
   std::sort(kernels.begin(), kernels.end());
   model::Column<Span> merged;
-  for (const auto& b : busy) {
-    if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
-    else merged.push_back(b);
-  }
+  AppendMerged(busy, merged);
   std::vector<uint8_t> flags = HostCallFlags(c.t);
   NameClasses nc(c.t);
   double count = 0, blocked = 0, drained_idle = 0, counted = 0;

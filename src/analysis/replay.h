@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "analysis/step_breakdown.h"
+#include "base/intervals.h"
 #include "model/trace.h"
 
 namespace strata::analysis {
@@ -128,7 +129,6 @@ ReplayFix ReduceParts(const std::vector<PartCut>& cuts, const std::vector<Replay
 // Each step's host pieces lose their time inside that step's intervals
 // (`per_window[window]`: sorted, disjoint [start, end) pairs), in proportion:
 // the step without some calls (checkpoints) or waits (for the GIL).
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 ReplayFix RemoveTime(std::vector<Intervals> per_window);
 
 // Device tasks matching `pick` (by device row) take `keep` of their time.

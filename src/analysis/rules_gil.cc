@@ -17,6 +17,7 @@
 #include "analysis/os.h"
 #include "analysis/program_frames.h"
 #include "analysis/track_rows.h"
+#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -27,13 +28,8 @@ using model::ThreadState;
 
 // Sorted, disjoint union of intervals.
 std::vector<Interval> Union(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const Interval& x : v) {
-    if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-    else out.push_back(x);
-  }
-  return out;
+  SortAndMerge(v);
+  return v;
 }
 
 // A thread's CPU samples in the steps: how many, how many with a Python frame

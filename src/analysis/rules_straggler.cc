@@ -16,6 +16,7 @@
 #include "analysis/step_breakdown.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
+#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -147,26 +148,18 @@ bool RanAhead(const model::Trace& t, const std::vector<FindingsContext::Window>&
               const std::vector<bool>& is_slow) {
   const auto& sl = t.slices;
   const auto& st = t.thread_states;
-  std::vector<std::pair<int64_t, int64_t>> busy_device;
+  Intervals busy_device;
   for (size_t r = 0; r < t.device.size(); ++r) {
     size_t d = t.device.slice[r];
     busy_device.emplace_back(sl.ts[d], sl.end(d));
   }
-  std::sort(busy_device.begin(), busy_device.end());
-  std::vector<std::pair<int64_t, int64_t>> merged;
-  for (const auto& b : busy_device) {
-    if (!merged.empty() && b.first <= merged.back().second) merged.back().second = std::max(merged.back().second, b.second);
-    else merged.push_back(b);
-  }
+  SortAndMerge(busy_device);
   size_t ahead = 0, asked = 0;
   for (size_t i = 1; i < windows.size(); ++i) {
     if (!is_slow[i] || is_slow[i - 1] || windows[i - 1].track == UINT32_MAX) continue;
     const auto& w = windows[i - 1];
     ++asked;
-    int64_t device = 0, threads = 0;
-    auto it = std::upper_bound(merged.begin(), merged.end(), std::make_pair(w.start, INT64_MAX));
-    if (it != merged.begin()) --it;
-    for (; it != merged.end() && it->first < w.end; ++it) device += Overlap(it->first, it->second, w.start, w.end);
+    int64_t device = OverlapWith(busy_device, w.start, w.end), threads = 0;
     const uint32_t process = t.tracks[w.track].process;
     for (uint32_t k = 0; k < t.tracks.size() && st.size() > 0; ++k) {
       if (k == w.track || t.tracks[k].kind != model::TrackKind::kThread || t.tracks[k].process != process) continue;

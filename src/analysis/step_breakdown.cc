@@ -11,6 +11,7 @@
 #include "analysis/os.h"
 #include "analysis/track_rows.h"
 #include "base/int_math.h"
+#include "base/intervals.h"
 
 namespace strata::analysis {
 namespace {
@@ -321,17 +322,6 @@ class StepSweep {
   std::pair<size_t, size_t> states_, syscalls_, samples_;
   std::vector<Interval> out_;
 };
-
-// Sorts intervals and merges those that touch or overlap.
-void SortAndMerge(std::vector<std::pair<int64_t, int64_t>>& v) {
-  std::sort(v.begin(), v.end());
-  size_t n = 0;
-  for (auto [a, b] : v) {
-    if (n > 0 && a <= v[n - 1].second) v[n - 1].second = std::max(v[n - 1].second, b);
-    else v[n++] = {a, b};
-  }
-  v.resize(n);
-}
 
 // Device activity (kernels, copies, fills) merged per process of the thread
 // that launched it; activity of unknown origin counts for every process.

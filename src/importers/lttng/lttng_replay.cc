@@ -11,6 +11,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "importers/common/loss_windows.h"
 #include "importers/common/process_tracker.h"
 #include "importers/os_tables_sort.h"
 
@@ -222,7 +223,7 @@ class Replay {
   void AddState(Thread& th, int64_t from, int64_t to, ThreadState s, int16_t cpu, int32_t sys, int32_t waker,
                 int16_t loss_cpu = -1) {
     if (to <= from) return;
-    if (CrossesLoss(from, to, loss_cpu)) {
+    if (loss_.Crosses(from, to, loss_cpu)) {
       s = ThreadState::kUnknown;
       cpu = -1;
       sys = waker = -1;
@@ -364,7 +365,7 @@ class Replay {
     }
     auto r = static_cast<size_t>(th.sys_row);
     th.sys_row = -1;
-    if (CrossesLoss(s.ts[r], e.ts)) {
+    if (loss_.Crosses(s.ts[r], e.ts)) {
       s.returned[r] = kReturnLost;
       return;
     }
@@ -375,7 +376,7 @@ class Replay {
 
   void EndUnreturned(size_t r, int64_t ts) {
     auto& s = t_.syscalls;
-    if (CrossesLoss(s.ts[r], ts)) {
+    if (loss_.Crosses(s.ts[r], ts)) {
       s.returned[r] = kReturnLost;
       s.dur[r] = 0;
     } else {
@@ -489,18 +490,6 @@ class Replay {
 
   // ---- losses ----
 
-  using Windows = std::vector<std::pair<int64_t, int64_t>>;
-
-  static void Merge(Windows& w) {
-    std::sort(w.begin(), w.end());
-    Windows out;
-    for (const auto& x : w) {
-      if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-      else out.push_back(x);
-    }
-    w.swap(out);
-  }
-
   // Kernel losses only: they hide scheduling and system-call events. A window
   // runs from the stream's last event kept to its first after the gap.
   void BuildLossWindows() {
@@ -508,24 +497,9 @@ class Replay {
       if (!l.kernel) continue;
       int64_t from = l.from, to = l.to;
       if (from == 0 && to == 0) from = INT64_MIN, to = INT64_MAX;  // no clock: anywhere
-      loss_.emplace_back(from, to);
-      loss_by_cpu_[in_.streams[l.stream].cpu].emplace_back(from, to);
+      loss_.Add(in_.streams[l.stream].cpu, from, to);
     }
-    Merge(loss_);
-    for (auto& [cpu, w] : loss_by_cpu_) Merge(w);
-  }
-
-  bool CrossesLoss(int64_t a, int64_t b, int16_t cpu = -1) const {
-    const Windows* w = &loss_;
-    if (cpu >= 0) {
-      auto it = loss_by_cpu_.find(cpu);
-      if (it == loss_by_cpu_.end()) return false;
-      w = &it->second;
-    }
-    if (w->empty()) return false;
-    auto it = std::lower_bound(w->begin(), w->end(), b,
-                               [](const std::pair<int64_t, int64_t>& x, int64_t v) { return x.first < v; });
-    return it != w->begin() && std::prev(it)->second > a;
+    loss_.Seal();
   }
 
   std::string When(int64_t ns) const {
@@ -573,8 +547,7 @@ class Replay {
   std::unordered_map<uint32_t, std::vector<Open>> irq_, user_;
   std::unordered_map<int32_t, std::vector<Module>> modules_;
   std::map<std::pair<int32_t, uint64_t>, model::StringId> symbols_;
-  Windows loss_;
-  std::unordered_map<int16_t, Windows> loss_by_cpu_;
+  LossWindows loss_;
   uint64_t unmatched_exits_ = 0;
   uint64_t unattributed_ = 0;
 };

@@ -15,6 +15,7 @@
 
 #include "base/int_math.h"
 #include "format/schema_os.h"
+#include "importers/common/loss_windows.h"
 #include "importers/os_tables_sort.h"
 #include "importers/strata/os_events.h"
 
@@ -180,7 +181,7 @@ class Replay {
                 int32_t stack = -1, int16_t loss_cpu = -1) {
     if (to <= from) return;
     // Switch records of this thread may be missing in a gap: what it did there is unknown.
-    if (CrossesLoss(from, to, loss_cpu)) {
+    if (loss_.Crosses(from, to, loss_cpu)) {
       s = ThreadState::kUnknown;
       cpu = -1;
       sys = waker = stack = -1;
@@ -342,7 +343,7 @@ class Replay {
     // Entry and exit on one CPU it never left: every record of the thread in
     // between was on that CPU, whose losses alone can hide a call.
     int16_t loss_cpu = !th.sys_moved && e.cpu == th.sys_cpu ? e.cpu : int16_t{-1};
-    if (CrossesLoss(s.ts[r], e.ts, loss_cpu)) {
+    if (loss_.Crosses(s.ts[r], e.ts, loss_cpu)) {
       // This exit and that entry may be of two calls whose other halves were lost.
       s.returned[r] = kReturnLost;
       return;
@@ -355,7 +356,7 @@ class Replay {
   // A call whose exit did not come before `ts` (the thread's next call, its end).
   void EndUnreturned(size_t r, int64_t ts) {
     auto& s = t_.syscalls;
-    if (CrossesLoss(s.ts[r], ts)) {
+    if (loss_.Crosses(s.ts[r], ts)) {
       s.returned[r] = kReturnLost;  // its exit is likely among the lost records: no duration
       s.dur[r] = 0;
     } else {
@@ -365,42 +366,10 @@ class Replay {
 
   // ---- losses ----
 
-  using Windows = std::vector<std::pair<int64_t, int64_t>>;
-
-  static void Merge(Windows& w) {
-    std::sort(w.begin(), w.end());
-    Windows out;
-    for (const auto& x : w) {
-      if (!out.empty() && x.first <= out.back().second) out.back().second = std::max(out.back().second, x.second);
-      else out.push_back(x);
-    }
-    w.swap(out);
-  }
-
   // Loss windows of every CPU and of each, merged into sorted disjoint intervals.
   void BuildLossWindows() {
-    for (const auto& x : st_.loss_windows) {
-      loss_.emplace_back(x.from, x.to);
-      loss_by_cpu_[x.cpu].emplace_back(x.from, x.to);
-    }
-    Merge(loss_);
-    for (auto& [cpu, w] : loss_by_cpu_) Merge(w);
-  }
-
-  // Whether records of an interval (a, b) may be missing: a window (the last
-  // record kept, the loss record) of CPU `cpu` overlaps it; with cpu -1, of
-  // any CPU (the thread may have run on any of them).
-  bool CrossesLoss(int64_t a, int64_t b, int16_t cpu = -1) const {
-    const Windows* w = &loss_;
-    if (cpu >= 0) {
-      auto it = loss_by_cpu_.find(cpu);
-      if (it == loss_by_cpu_.end()) return false;
-      w = &it->second;
-    }
-    if (w->empty()) return false;
-    auto it = std::lower_bound(w->begin(), w->end(), b,
-                               [](const std::pair<int64_t, int64_t>& x, int64_t v) { return x.first < v; });
-    return it != w->begin() && std::prev(it)->second > a;
+    for (const auto& x : st_.loss_windows) loss_.Add(x.cpu, x.from, x.to);
+    loss_.Seal();
   }
 
   // ---- thread ends ----
@@ -652,8 +621,7 @@ class Replay {
   std::map<std::tuple<uint32_t, int32_t, std::string>, uint32_t> series_;
   std::unordered_map<uint32_t, bool> comm_named_;
   int32_t unknown_frame_ = -1;
-  Windows loss_;
-  std::unordered_map<int16_t, Windows> loss_by_cpu_;
+  LossWindows loss_;
   std::unordered_map<uint32_t, int64_t> process_exit_;
   int64_t end_ = INT64_MIN;
   uint64_t unmatched_exits_ = 0;
