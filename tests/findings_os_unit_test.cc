@@ -79,8 +79,10 @@ TEST(FindingsOs, CpuContentionNamesTheThreadThatRanWhileTheStepWaited) {
 
 // Ten 1 ms steps on thread 0 of pid 100; a second thread of the same process
 // (tid 101) runs while the step's thread waits for the CPU, one CPU sample a
-// step in the one frame `fn` of `module`.
-model::Trace SameProcessCompetitor(const char* fn, const char* module, model::FrameKind kind) {
+// step in the one frame `fn` of `module` (called into the kernel's
+// `kernel_fn`, innermost, where one is given).
+model::Trace SameProcessCompetitor(const char* fn, const char* module, model::FrameKind kind,
+                                   const char* kernel_fn = nullptr) {
   model::Trace t = StepTrace(10);
   t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("")});
   t.frames.function.push_back(t.strings.Intern(fn));
@@ -91,12 +93,24 @@ model::Trace SameProcessCompetitor(const char* fn, const char* module, model::Fr
   t.callsites.parent.push_back(model::kNone);
   t.callsites.frame.push_back(0);
   t.callsites.depth.push_back(0);
+  int32_t sampled = 0;
+  if (kernel_fn) {
+    t.frames.function.push_back(t.strings.Intern(kernel_fn));
+    t.frames.module.push_back(t.strings.Intern("[kernel]"));
+    t.frames.kind.push_back(model::FrameKind::kKernel);
+    t.frames.pc.push_back(20);
+    t.frames.line.push_back(0);
+    t.callsites.parent.push_back(0);
+    t.callsites.frame.push_back(1);
+    t.callsites.depth.push_back(1);
+    sampled = 1;
+  }
   ShareOneCpu(t);
   for (int i = 0; i < 10; ++i) {
     t.cpu_samples.ts.push_back(i * kMs + kMs * 3 / 4);
     t.cpu_samples.track.push_back(1);
     t.cpu_samples.cpu.push_back(0);
-    t.cpu_samples.callsite.push_back(0);
+    t.cpu_samples.callsite.push_back(sampled);
   }
   t.Finalize();
   return t;
@@ -113,6 +127,23 @@ TEST(FindingsOs, CpuContentionSaysWhatTheCompetitorRan) {
             std::string::npos)
       << f->evidence;
   EXPECT_EQ(f->suggestion.find("GIL"), std::string::npos) << f->suggestion;
+}
+
+// A competitor whose samples are in the kernel (zeroing pages for its page
+// faults) is named by the user-space function that asked, not the kernel's.
+TEST(FindingsOs, CpuContentionNamesTheCompetitorsUserSpaceFunctionOverTheKernels) {
+  // Every sample's stack: clear_page_erms (kernel, innermost) called from memset.
+  model::Trace t = SameProcessCompetitor("memset", "libc.so.6", model::FrameKind::kNative, "clear_page_erms");
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("(a thread of the step's own process, running memset)"), std::string::npos) << f->evidence;
+  // A stack with kernel frames only is still named, by the innermost of them.
+  model::Trace k = SameProcessCompetitor("clear_page_erms", "[kernel]", model::FrameKind::kKernel);
+  fs = analysis::Diagnose(k);
+  f = Find(fs, "cpu_contention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("running clear_page_erms)"), std::string::npos) << f->evidence;
 }
 
 // A competitor running the program's Python in a thread of its process also

@@ -39,8 +39,10 @@ std::string ThreadName(const model::Trace& t, uint32_t track) {
 
 // What a thread was doing inside the steps' windows, from its CPU samples: its
 // most sampled innermost Python function where the stack has one ("importing
-// modules" for the import machinery), else its innermost native function; ""
-// without samples.
+// modules" for the import machinery), else its innermost user-space native
+// function (the code that asked: memset, not the kernel's clear_page_erms
+// serving its page faults), else its innermost kernel function; "" without
+// samples.
 std::string BusyWith(const FindingsContext& c, uint32_t track) {
   const model::Trace& t = c.t;
   const auto& cs = t.cpu_samples;
@@ -50,10 +52,15 @@ std::string BusyWith(const FindingsContext& c, uint32_t track) {
     auto [lo, hi] = RowsAt(cs, rows, w.start, w.end);
     for (size_t r = lo; r < hi; ++r) {
       std::string label;
+      std::string_view kernel;  // the innermost kernel function, for a stack with no user-space one
       bool python = false;
       for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
         uint32_t f = t.callsites.frame[static_cast<size_t>(k)];
         std::string_view fn = t.strings.Get(t.frames.function[f]);
+        if (t.frames.kind[f] == model::FrameKind::kKernel) {
+          if (kernel.empty() && !fn.empty() && fn[0] != '[') kernel = fn;
+          continue;
+        }
         if (t.frames.kind[f] == model::FrameKind::kPython) {
           std::string_view file = t.strings.Get(t.frames.module[f]);
           if (file.find("importlib") != std::string_view::npos) {
@@ -69,6 +76,7 @@ std::string BusyWith(const FindingsContext& c, uint32_t track) {
         }
         if (label.empty() && !fn.empty() && fn[0] != '[') label = std::string(fn);
       }
+      if (label.empty()) label = std::string(kernel);
       if (!label.empty()) ++count[label];
     }
   }
