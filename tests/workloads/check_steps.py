@@ -419,13 +419,22 @@ def main():
                 # repeats (a forward, a fetch), not where the program's clock
                 # ticks, so an iteration slower than the rest (a stall under
                 # load) can fall in a step next to its iteration; over the same
-                # span both count it once.
+                # span both count it once. The span holds as many iterations
+                # as strata counted steps (matching each end to its nearest
+                # iteration end on its own, a 5 ms stall under load between the
+                # program's clock and the loop's head once made the program's
+                # span one iteration shorter than strata's: 8% apart).
                 first = min(st["ts_ns"] for st in counted)
                 last = max(st["ts_ns"] + st["duration_ns"] for st in counted)
                 # Iteration i runs from starts[i] to starts[i + 1].
                 starts = [ends[0] - int(iters[0] * 1e6)] + ends
-                lo = min(range(len(starts)), key=lambda i: abs(starts[i] - first))
-                hi = min(range(len(starts)), key=lambda i: abs(starts[i] - last))
+                n = len(counted)
+                if n < len(starts):
+                    lo = min(range(len(starts) - n), key=lambda i: abs(starts[i] - first) + abs(starts[i + n] - last))
+                    hi = lo + n
+                else:
+                    lo = min(range(len(starts)), key=lambda i: abs(starts[i] - first))
+                    hi = min(range(len(starts)), key=lambda i: abs(starts[i] - last))
                 if hi > lo:
                     own_sps = sum(per[lo:hi]) / ((starts[hi] - starts[lo]) / 1e9)
                     # A median of ten durations moves to the split when the
