@@ -1,4 +1,4 @@
-// Fuzz target: the decoding of CPython 3.11 stacks read from a traced
+// Fuzz target: the decoding of CPython 3.11-3.13 stacks read from a traced
 // process's memory (collectors/os/python_stacks.h): the walk from _PyRuntime
 // through the interpreter's thread states, the frame chain and each code
 // object's name strings. Every pointer in that memory is untrusted: the
@@ -10,6 +10,8 @@
 // seeds (make_fuzz_seeds python-stacks) keep their meaning from run to run.
 //   image[0..3]  the thread id to look up
 //   image[4..7]  offset of _PyRuntime in the image
+// The image is walked as each supported version's interpreter in turn (seeds
+// are written with 3.11's layout; the others read them as hostile memory).
 // Pointers outside the image read this process's other memory or fail (EFAULT),
 // as stale pointers into a real process do.
 #include <sys/mman.h>
@@ -28,7 +30,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace strata::collectors::os;
   using strata::fuzz::kPyImageBase;
   using strata::fuzz::kPyImageSize;
-  if (!PythonStacks::Supported()) return 0;  // built without python3.11-dev: nothing to decode
   static uint8_t* mem = [] {
     void* m = ::mmap(reinterpret_cast<void*>(kPyImageBase), kPyImageSize, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
@@ -45,15 +46,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::memcpy(&tid, mem, 4);
     std::memcpy(&runtime_off, mem + 4, 4);
   }
-  PythonStacks stacks;
   std::vector<PythonFrame> frames;
-  // Twice: the second walk goes through the caches of thread states and code objects.
-  for (int pass = 0; pass < 2; ++pass) {
-    frames.clear();
-    (void)stacks.ReadStack(::getpid(), kPyImageBase + runtime_off, tid, &frames);
-    if (frames.size() > 256) __builtin_trap();  // the depth is bounded
-    for (const PythonFrame& f : frames)
-      if (f.function.size() > 4096 || f.file.size() > 4096) __builtin_trap();  // so are the names
+  for (size_t v = 0; v < kStrataPyLayoutCount; ++v) {
+    PythonStacks stacks;
+    stacks.Assume(::getpid(), kStrataPyLayouts[v]);
+    // Twice: the second walk goes through the caches of thread states and code objects.
+    for (int pass = 0; pass < 2; ++pass) {
+      frames.clear();
+      (void)stacks.ReadStack(::getpid(), kPyImageBase + runtime_off, tid, &frames);
+      if (frames.size() > 256) __builtin_trap();  // the depth is bounded
+      for (const PythonFrame& f : frames)
+        if (f.function.size() > 4096 || f.file.size() > 4096) __builtin_trap();  // so are the names
+    }
   }
   return 0;
 }

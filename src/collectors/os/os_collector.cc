@@ -409,15 +409,12 @@ void OsCollector::Impl::OpenSampling() {
     Note("os.python", "off", "no CPU samples");
   } else if (!opt.python) {
     Note("os.python", "off", "not requested");
-  } else if (!PythonStacks::Supported()) {
-    Note("os.python", "unavailable",
-         "strata was built without python3.11-dev: samples of Python threads show interpreter C functions only");
   } else if (python_bpf) {
-    Note("os.python", "ok", "Python " + PythonStacks::SupportedVersion() +
+    Note("os.python", "ok", "Python " + PythonStacks::SupportedVersions() +
                                 " frames (function, file, line) read by a BPF program at each sample of an interpreter "
                                 "thread");
   } else {
-    Note("os.python", "partial", "Python " + PythonStacks::SupportedVersion() + " frames (function, file, line) " + LateNote());
+    Note("os.python", "partial", "Python " + PythonStacks::SupportedVersions() + " frames (function, file, line) " + LateNote());
   }
   if (!opt.page_faults) {
     Note("os.faults", "off", "not requested (--page-faults)");
@@ -707,7 +704,7 @@ Status OsCollector::Stop() {
       if (es.python_processes > 0)
         m.SetNote("os.python", extra.empty() && at_sample ? "ok" : "partial",
                   fmt::format("Python {} frames in {} of {} samples ({} interpreter processes), {}{}",
-                              PythonStacks::SupportedVersion(), es.python_samples, es.samples, es.python_processes,
+                              m.encoder->PythonVersionsSeen(), es.python_samples, es.samples, es.python_processes,
                               how,
                               extra.empty() ? "" : "; not read: " + extra));
       else if (!extra.empty())

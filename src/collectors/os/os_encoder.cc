@@ -287,7 +287,8 @@ void OsEncoder::OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork
       child.py_checked_generation = child.as.generation();
       python_.Inherit(static_cast<pid_t>(t.pid), static_cast<pid_t>(t.ppid));
       ++stats_.python_processes;
-      (void)bpf_->AddProcess(t.pid, child.py_runtime);
+      if (const StrataPyLayout* l = python_.LayoutOf(static_cast<pid_t>(t.pid)))
+        (void)bpf_->AddProcess(t.pid, child.py_runtime, *l);
     }
   }
   if (!fork && t.pid == t.tid) {
@@ -405,7 +406,7 @@ void OsEncoder::CheckPython(Space& sp) {
   sp.py_runtime = python_.FindRuntime(static_cast<pid_t>(sp.pid), sp.as, &symbolizer_, &why);
   if (sp.py_runtime) {
     ++stats_.python_processes;
-    if (bpf_) (void)bpf_->AddProcess(sp.pid, sp.py_runtime);
+    if (bpf_) (void)bpf_->AddProcess(sp.pid, sp.py_runtime, *python_.LayoutOf(static_cast<pid_t>(sp.pid)));
     for (const Mapping& m : sp.as.mappings()) {
       std::string base = ModuleName(m.path);
       if (base.rfind("python", 0) == 0 || base.rfind("libpython", 0) == 0) {

@@ -107,6 +107,8 @@ class OsEncoder {
   void ResolveFrames();
 
   const EncoderStats& stats() const { return stats_; }
+  // The Python versions of the interpreters read ("3.12").
+  std::string PythonVersionsSeen() const { return python_.VersionsSeen(); }
   uint64_t lost(uint32_t ring) const { return ring < lost_.size() ? lost_[ring] : 0; }
 
  private:

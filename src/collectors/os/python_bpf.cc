@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -29,11 +31,14 @@ extern const size_t kPythonStacksBpf_size;
 
 namespace {
 
-// python_stacks.bpf.c's struct layout.
-struct BpfLayout {
+// python_stacks.bpf.c's struct proc (and its struct layout).
+struct BpfProc {
+  uint64_t runtime;
   uint64_t runtime_interpreters_head, interp_threads_head, tstate_next, tstate_native_thread_id, tstate_cframe,
-      cframe_current_frame, frame_code, frame_previous, frame_prev_instr;
+      cframe_current_frame, current_frame_direct, frame_code, frame_previous, frame_prev_instr, frame_owner,
+      cstack_owner;
 };
+constexpr size_t kFrameHeadBytes = 80;  // python_stacks.bpf.c's FRAME_HEAD_BYTES
 
 // libbpf reports through one process-wide callback; the supervisor loads one
 // program, once, so a static buffer holds what it said.
@@ -41,6 +46,12 @@ std::mutex g_log_mu;
 std::string* g_log = nullptr;
 
 int CaptureLog(enum libbpf_print_level level, const char* format, va_list args) {
+  // STRATA_BPF_LOG=1: all of libbpf's and the verifier's words on stderr (the
+  // note keeps only the last line), for whoever changes python_stacks.bpf.c.
+  if (std::getenv("STRATA_BPF_LOG")) {
+    std::vfprintf(stderr, format, args);
+    return 0;
+  }
   if (level == LIBBPF_DEBUG || !g_log) return 0;
   char line[512];
   int n = std::vsnprintf(line, sizeof line, format, args);
@@ -77,12 +88,6 @@ struct PythonBpf::Impl {
 bool PythonBpf::Built() { return true; }
 
 StatusOr<std::unique_ptr<PythonBpf>> PythonBpf::Load() {
-  const StrataPyLayout* l = StrataPython311Layout();
-  if (!l) return Status(StatusCode::kUnsupported, "strata was built without python3.11-dev");
-  // The program reads a frame's first 64 bytes, 8-byte words.
-  for (size_t off : {l->frame_code, l->frame_previous, l->frame_prev_instr})
-    if (off % 8 != 0 || off + 8 > 64)
-      return Status(StatusCode::kUnsupported, "this interpreter's frame layout does not fit the BPF program");
   std::unique_ptr<PythonBpf> p(new PythonBpf());
   p->impl_ = std::make_unique<Impl>();
   Impl& m = *p->impl_;
@@ -108,19 +113,12 @@ StatusOr<std::unique_ptr<PythonBpf>> PythonBpf::Load() {
                last.empty() ? "" : ": " + last);
   }
   bpf_program* prog = bpf_object__find_program_by_name(m.obj, "python_stack");
-  bpf_map* layout = bpf_object__find_map_by_name(m.obj, "layout");
   bpf_map* procs = bpf_object__find_map_by_name(m.obj, "procs");
   bpf_map* out = bpf_object__find_map_by_name(m.obj, "out");
-  if (!prog || !layout || !procs || !out) return Status(StatusCode::kInternal, "the BPF object lacks its program or maps");
+  if (!prog || !procs || !out) return Status(StatusCode::kInternal, "the BPF object lacks its program or maps");
   m.prog = bpf_program__fd(prog);
   m.procs = bpf_map__fd(procs);
   m.out = bpf_map__fd(out);
-  BpfLayout bl{l->runtime_interpreters_head, l->interp_threads_head, l->tstate_next, l->tstate_native_thread_id,
-               l->tstate_cframe,             l->cframe_current_frame, l->frame_code, l->frame_previous,
-               l->frame_prev_instr};
-  uint32_t zero = 0;
-  if (bpf_map_update_elem(bpf_map__fd(layout), &zero, &bl, BPF_ANY) != 0)
-    return Err(StatusCode::kInternal, "bpf_map_update_elem(layout): {}", std::strerror(errno));
   return p;
 }
 
@@ -152,8 +150,17 @@ StatusOr<int> PythonBpf::OpenOutput(int cpu) {
   return *fd;
 }
 
-Status PythonBpf::AddProcess(uint32_t pid, uint64_t runtime) {
-  if (bpf_map_update_elem(impl_->procs, &pid, &runtime, BPF_ANY) != 0)
+Status PythonBpf::AddProcess(uint32_t pid, uint64_t runtime, const StrataPyLayout& l) {
+  // The program reads a frame's first kFrameHeadBytes, as 8-byte words.
+  for (size_t off : {l.frame_code, l.frame_previous, l.frame_prev_instr})
+    if (off % 8 != 0 || off + 8 > kFrameHeadBytes)
+      return Status(StatusCode::kUnsupported, "this interpreter's frame layout does not fit the BPF program");
+  if (l.frame_owner >= kFrameHeadBytes)
+    return Status(StatusCode::kUnsupported, "this interpreter's frame layout does not fit the BPF program");
+  BpfProc p{runtime,          l.runtime_interpreters_head, l.interp_threads_head, l.tstate_next,
+            l.tstate_native_thread_id, l.tstate_cframe, l.cframe_current_frame, l.current_frame_direct,
+            l.frame_code,     l.frame_previous, l.frame_prev_instr, l.frame_owner, l.cstack_owner};
+  if (bpf_map_update_elem(impl_->procs, &pid, &p, BPF_ANY) != 0)
     return Err(StatusCode::kUnavailable, "bpf_map_update_elem(procs): {}", std::strerror(errno));
   return OkStatus();
 }
@@ -173,7 +180,7 @@ StatusOr<std::unique_ptr<PythonBpf>> PythonBpf::Load() {
 PythonBpf::~PythonBpf() = default;
 Status PythonBpf::Attach(int) { return Status(StatusCode::kUnsupported, "no BPF"); }
 StatusOr<int> PythonBpf::OpenOutput(int) { return Status(StatusCode::kUnsupported, "no BPF"); }
-Status PythonBpf::AddProcess(uint32_t, uint64_t) { return Status(StatusCode::kUnsupported, "no BPF"); }
+Status PythonBpf::AddProcess(uint32_t, uint64_t, const StrataPyLayout&) { return Status(StatusCode::kUnsupported, "no BPF"); }
 void PythonBpf::RemoveProcess(uint32_t) {}
 
 #endif

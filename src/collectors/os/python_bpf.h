@@ -49,7 +49,7 @@ class PythonBpf {
   // Opens the BPF output event of `cpu` and returns its fd (to route into that
   // CPU's ring with PerfSetOutput).
   StatusOr<int> OpenOutput(int cpu);
-  Status AddProcess(uint32_t pid, uint64_t runtime);
+  Status AddProcess(uint32_t pid, uint64_t runtime, const StrataPyLayout& layout);
   void RemoveProcess(uint32_t pid);
 
  private:

@@ -1,7 +1,12 @@
-// Byte offsets inside a CPython 3.11 interpreter, for reading its stacks from
-// outside the process (python_stacks.cc). python311_layout.c computes them by
-// compiling against the installed interpreter's internal headers
-// (python3.11-dev), so no offset is typed in by hand.
+// Byte offsets inside a CPython interpreter (3.11, 3.12, 3.13), for reading
+// its stacks from outside the process (python_stacks.cc, python_stacks.bpf.c).
+//
+// The tables are typed in (python_layouts.c) so that one strata build reads
+// every supported version, whatever Python's headers the build machine has.
+// Each table is checked against the offsets the compiler computes from that
+// version's own internal headers wherever they are installed
+// (python_layout_from_headers.c, tests/python_layout_test.cc), so a typo or a
+// layout change in a new release fails a test instead of misreading frames.
 #pragma once
 
 #include <stddef.h>
@@ -12,18 +17,20 @@ extern "C" {
 #endif
 
 struct StrataPyLayout {
-  uint32_t version_hex;              // PY_VERSION_HEX of the headers (major.minor must match the target)
+  uint32_t version_hex;              // major.minor the table is for (PY_VERSION_HEX & 0xffff0000)
+  uint32_t current_frame_direct;     // 1: tstate_cframe is PyThreadState.current_frame (3.13+), no _PyCFrame
+  uint32_t cstack_owner;             // _PyInterpreterFrame.owner of the C stack's shim frames (3.12+), else 0xff
   size_t object_type;                // PyObject.ob_type
   size_t runtime_interpreters_head;  // _PyRuntimeState.interpreters.head
   size_t interp_threads_head;        // PyInterpreterState.threads.head
   size_t tstate_next;                // PyThreadState.next
   size_t tstate_native_thread_id;    // PyThreadState.native_thread_id
-  size_t tstate_cframe;              // PyThreadState.cframe
-  size_t cframe_current_frame;       // _PyCFrame.current_frame
-  size_t frame_code;                 // _PyInterpreterFrame.f_code
+  size_t tstate_cframe;              // PyThreadState.cframe (3.11, 3.12) or .current_frame (3.13)
+  size_t cframe_current_frame;       // _PyCFrame.current_frame (unused when current_frame_direct)
+  size_t frame_code;                 // _PyInterpreterFrame.f_code (3.13: f_executable)
   size_t frame_previous;             // _PyInterpreterFrame.previous
   size_t frame_owner;                // _PyInterpreterFrame.owner (char)
-  size_t frame_prev_instr;           // _PyInterpreterFrame.prev_instr (_Py_CODEUNIT*): the instruction running
+  size_t frame_prev_instr;           // _PyInterpreterFrame.prev_instr (3.13: instr_ptr): the instruction running
   size_t code_filename;              // PyCodeObject.co_filename
   size_t code_qualname;              // PyCodeObject.co_qualname
   size_t code_firstlineno;           // PyCodeObject.co_firstlineno (int)
@@ -39,8 +46,13 @@ struct StrataPyLayout {
   size_t compact_utf8_length;        // PyCompactUnicodeObject.utf8_length
 };
 
-// Null when strata was built without python3.11-dev.
-const struct StrataPyLayout* StrataPython311Layout(void);
+// The layouts strata reads, oldest first, and how many.
+extern const struct StrataPyLayout kStrataPyLayouts[];
+extern const size_t kStrataPyLayoutCount;
+
+// The layout for an interpreter whose Py_Version is `version_hex` (only major
+// and minor count), or null when strata does not read that version.
+const struct StrataPyLayout* StrataPythonLayout(uint32_t version_hex);
 
 #ifdef __cplusplus
 }

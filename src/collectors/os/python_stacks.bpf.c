@@ -9,9 +9,11 @@
 // sampled thread is stopped in its timer interrupt while we walk its frames.
 //
 // For each sample of a thread of an interpreter the supervisor registered
-// (`procs`: pid -> address of _PyRuntime), the program finds the thread's
-// PyThreadState (cached in `tstates`, checked against native_thread_id), walks
-// cframe->current_frame and the `previous` links, and writes one record to
+// (`procs`: pid -> address of _PyRuntime and that interpreter's layout), the
+// program finds the thread's PyThreadState (cached in `tstates`, checked
+// against native_thread_id), walks cframe->current_frame (3.13:
+// current_frame) and the `previous` links, marking the shim frames of entries
+// from C (3.12+), and writes one record to
 // the CPU's ring (`out`, a BPF_OUTPUT event sharing the ring of the sample,
 // written just before the sample itself):
 //
@@ -19,8 +21,8 @@
 //
 // The supervisor names code objects and turns prev_instr into a line later:
 // code objects live as long as their function, unlike the frames. Offsets
-// come from `layout` (filled from python311_layout.c, the interpreter's own
-// headers), so nothing here is tied to one build of CPython.
+// come from the process's entry (python_layout.h's table for its version),
+// so nothing here is tied to one build of CPython.
 //
 // Built with clang -target bpf (see CMakeLists.txt); loaded by python_bpf.cc.
 #include <linux/bpf.h>
@@ -31,6 +33,8 @@
 #define MAX_THREADS 256 // PyThreadStates scanned for an unknown thread
 #define RECORD_MAGIC 0x54535950u  // "PYST"
 
+#define FRAME_HEAD_BYTES 80  // what is read of each frame: f_code, previous, prev_instr and owner lie within
+
 struct layout {
   __u64 runtime_interpreters_head;
   __u64 interp_threads_head;
@@ -38,9 +42,17 @@ struct layout {
   __u64 tstate_native_thread_id;
   __u64 tstate_cframe;
   __u64 cframe_current_frame;
+  __u64 current_frame_direct;  // 1: tstate_cframe is the current frame's own field (3.13)
   __u64 frame_code;
   __u64 frame_previous;
   __u64 frame_prev_instr;
+  __u64 frame_owner;
+  __u64 cstack_owner;  // owner of frames to skip (3.12+ shims), 0xff for none
+};
+
+struct proc {
+  __u64 runtime;  // address of _PyRuntime in the process
+  struct layout l;
 };
 
 struct frame_out {
@@ -54,24 +66,17 @@ struct record {
   __u32 pid;
   __u32 frames;
   struct frame_out frame[MAX_FRAMES];
-  // Not sent: the first 64 bytes of the frame being read. One read per frame
-  // instead of one per field (each costs a fault-tolerant user copy); the
-  // loader checks that f_code, previous and prev_instr lie within them.
-  __u64 frame_head[8];
+  // Not sent: the first FRAME_HEAD_BYTES of the frame being read. One read
+  // per frame instead of one per field (each costs a fault-tolerant user
+  // copy); the loader checks that the fields lie within them.
+  __u64 frame_head[16];
 };
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct layout);
-} layout SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 4096);
-  __type(key, __u32);    // pid
-  __type(value, __u64);  // address of _PyRuntime in that process
+  __type(key, __u32);  // pid
+  __type(value, struct proc);
 } procs SEC(".maps");
 
 struct {
@@ -144,13 +149,17 @@ struct frame_walk {
 static long frame_step(__u32 i, struct frame_walk* w) {
   struct record* r = w->r;
   const struct layout* l = w->l;
-  if (!w->frame || bpf_probe_read_user(r->frame_head, sizeof r->frame_head, (const void*)w->frame) != 0) return 1;
-  __u64 code = r->frame_head[(l->frame_code / 8) & 7];
+  if (!w->frame || bpf_probe_read_user(r->frame_head, FRAME_HEAD_BYTES, (const void*)w->frame) != 0) return 1;
+  __u64 code = r->frame_head[(l->frame_code / 8) & 15];
   if (!code) return 1;
-  r->frame[i & (MAX_FRAMES - 1)].code = code;
-  r->frame[i & (MAX_FRAMES - 1)].prev_instr = r->frame_head[(l->frame_prev_instr / 8) & 7];
+  // A shim frame (3.12+) is sent with bit 0 of its code pointer set (code
+  // objects are 8-byte aligned) and skipped when named: a frame counter that
+  // skipped it here would be a value the verifier follows one by one.
+  __u64 owner = (r->frame_head[(l->frame_owner / 8) & 15] >> ((l->frame_owner % 8) * 8)) & 0xff;
+  r->frame[i & (MAX_FRAMES - 1)].code = code | (owner == l->cstack_owner ? 1 : 0);
+  r->frame[i & (MAX_FRAMES - 1)].prev_instr = r->frame_head[(l->frame_prev_instr / 8) & 15];
   w->n = i + 1;
-  w->frame = r->frame_head[(l->frame_previous / 8) & 7];
+  w->frame = r->frame_head[(l->frame_previous / 8) & 15];
   return 0;
 }
 
@@ -158,16 +167,17 @@ SEC("perf_event")
 int python_stack(struct bpf_perf_event_data* ctx) {
   __u64 id = bpf_get_current_pid_tgid();
   __u32 pid = id >> 32, tid = (__u32)id;
-  __u64* runtime = bpf_map_lookup_elem(&procs, &pid);
-  if (!runtime) return 1;  // 1: the sample itself is written as usual
+  const struct proc* p = bpf_map_lookup_elem(&procs, &pid);
+  if (!p) return 1;  // 1: the sample itself is written as usual
+  const struct layout* l = &p->l;
   __u32 zero = 0;
-  const struct layout* l = bpf_map_lookup_elem(&layout, &zero);
   struct record* r = bpf_map_lookup_elem(&scratch, &zero);
-  if (!l || !r) return 1;
-  __u64 ts = find_tstate(l, *runtime, pid, tid);
+  if (!r) return 1;
+  __u64 ts = find_tstate(l, p->runtime, pid, tid);
   if (!ts) return 1;  // not a Python thread (torch's pool, strata's own)
   __u64 cframe = read_u64(ts + l->tstate_cframe);
-  struct frame_walk w = {l, r, cframe ? read_u64(cframe + l->cframe_current_frame) : 0, 0};
+  __u64 frame = l->current_frame_direct ? cframe : cframe ? read_u64(cframe + l->cframe_current_frame) : 0;
+  struct frame_walk w = {l, r, frame, 0};
   bpf_loop(MAX_FRAMES, frame_step, &w, 0);
   __u32 n = w.n;
   r->magic = RECORD_MAGIC;

@@ -10,8 +10,6 @@
 namespace strata::collectors::os {
 namespace {
 
-const StrataPyLayout* Layout() { return StrataPython311Layout(); }
-
 uint64_t U64At(const std::vector<uint8_t>& b, size_t off) {
   uint64_t v = 0;
   if (off + 8 <= b.size()) std::memcpy(&v, b.data() + off, 8);
@@ -22,7 +20,7 @@ constexpr size_t kMaxDepth = 256;
 
 }  // namespace
 
-bool PythonStacks::Supported() { return Layout() != nullptr; }
+bool PythonStacks::Supported() { return kStrataPyLayoutCount > 0; }
 
 namespace {
 
@@ -57,10 +55,28 @@ bool ValidUtf8(std::string_view s) {
 
 }  // namespace
 
-std::string PythonStacks::SupportedVersion() {
-  const StrataPyLayout* l = Layout();
-  if (!l) return "";
-  return std::to_string(l->version_hex >> 24) + "." + std::to_string((l->version_hex >> 16) & 0xff);
+std::string PythonStacks::VersionName(uint32_t version_hex) {
+  return std::to_string(version_hex >> 24) + "." + std::to_string((version_hex >> 16) & 0xff);
+}
+
+std::string PythonStacks::SupportedVersions() {
+  std::string s;
+  for (size_t i = 0; i < kStrataPyLayoutCount; ++i)
+    s += (s.empty() ? "" : i + 1 == kStrataPyLayoutCount ? " and " : ", ") + VersionName(kStrataPyLayouts[i].version_hex);
+  return s;
+}
+
+const StrataPyLayout* PythonStacks::LayoutOf(pid_t pid) const {
+  auto it = layouts_.find(static_cast<uint32_t>(pid));
+  return it == layouts_.end() ? nullptr : &it->second;
+}
+
+void PythonStacks::Assume(pid_t pid, const StrataPyLayout& layout) { layouts_[static_cast<uint32_t>(pid)] = layout; }
+
+std::string PythonStacks::VersionsSeen() const {
+  std::string s;
+  for (uint32_t v : seen_) s += (s.empty() ? "" : ", ") + VersionName(v);
+  return s;
 }
 
 bool PythonStacks::Read(pid_t pid, uint64_t addr, void* buf, size_t n) {
@@ -70,8 +86,50 @@ bool PythonStacks::Read(pid_t pid, uint64_t addr, void* buf, size_t n) {
   return addr != 0 && ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
 
+// CPython 3.13+ describes its own layout at the start of _PyRuntime
+// (_Py_DebugOffsets, for debuggers and profilers): where it is there, it is
+// what the interpreter was built with, so it overrides the typed-in table.
+// The positions below are those of 3.13's _Py_DebugOffsets (Include/internal/
+// pycore_runtime.h), which CPython keeps within a minor release.
+namespace {
+struct DebugOffsetsField {
+  size_t at;                        // where _Py_DebugOffsets holds the offset
+  size_t StrataPyLayout::*field;    // the layout field it gives
+};
+constexpr DebugOffsetsField kDebugOffsets313[] = {
+    {40, &StrataPyLayout::runtime_interpreters_head},  {72, &StrataPyLayout::interp_threads_head},
+    {168, &StrataPyLayout::tstate_next},               {184, &StrataPyLayout::tstate_cframe},
+    {200, &StrataPyLayout::tstate_native_thread_id},   {232, &StrataPyLayout::frame_previous},
+    {240, &StrataPyLayout::frame_code},                {248, &StrataPyLayout::frame_prev_instr},
+    {264, &StrataPyLayout::frame_owner},               {280, &StrataPyLayout::code_filename},
+    {296, &StrataPyLayout::code_qualname},             {304, &StrataPyLayout::code_linetable},
+    {312, &StrataPyLayout::code_firstlineno},          {344, &StrataPyLayout::code_code_adaptive},
+    {360, &StrataPyLayout::object_type},               {520, &StrataPyLayout::bytes_size},
+    {528, &StrataPyLayout::bytes_sval},                {544, &StrataPyLayout::ascii_state},
+    {552, &StrataPyLayout::ascii_length},              {560, &StrataPyLayout::ascii_size},
+};
+constexpr size_t kDebugOffsets313Size = 568;
+}  // namespace
+
+bool PythonStacks::FromDebugOffsets(pid_t pid, uint64_t runtime, StrataPyLayout* l) {
+  if ((l->version_hex >> 16) != 0x030d) return true;  // 3.11 and 3.12 have none
+  std::vector<uint8_t> d(kDebugOffsets313Size);
+  if (!Read(pid, runtime, d.data(), d.size())) return false;
+  uint64_t version = U64At(d, 8);
+  if (std::memcmp(d.data(), "xdebugpy", 8) != 0 || (version >> 16) != (l->version_hex >> 16)) return false;
+  for (const DebugOffsetsField& f : kDebugOffsets313) {
+    uint64_t v = U64At(d, f.at);
+    if (v > (1u << 16)) return false;  // not an offset into one of these structs
+    l->*f.field = static_cast<size_t>(v);
+  }
+  // A compact str's UTF-8 fields follow its PyASCIIObject header.
+  l->compact_utf8_length = l->ascii_size;
+  l->compact_utf8 = l->ascii_size + 8;
+  l->compact_size = l->ascii_size + 16;
+  return true;
+}
+
 uint64_t PythonStacks::FindRuntime(pid_t pid, const AddressSpace& as, Symbolizer* sym, std::string* why) {
-  const StrataPyLayout* l = Layout();
   for (const Mapping& m : as.mappings()) {
     std::string base = ModuleName(m.path);
     if (base.rfind("python", 0) != 0 && base.rfind("libpython", 0) != 0) continue;
@@ -88,16 +146,18 @@ uint64_t PythonStacks::FindRuntime(pid_t pid, const AddressSpace& as, Symbolizer
       if (why) *why = base + ": a Python older than 3.11 (no Py_Version)";
       return 0;
     }
+    const StrataPyLayout* l = StrataPythonLayout(version);
     if (!l) {
-      if (why) *why = "strata was built without python3.11-dev";
+      if (why) *why = base + ": Python " + VersionName(version) + " (strata reads " + SupportedVersions() + ")";
       return 0;
     }
-    if ((version >> 16) != (l->version_hex >> 16)) {
-      if (why)
-        *why = base + ": Python " + std::to_string(version >> 24) + "." + std::to_string((version >> 16) & 0xff) +
-               " (strata reads " + SupportedVersion() + ")";
+    StrataPyLayout layout = *l;
+    if (!FromDebugOffsets(pid, runtime + bias, &layout)) {
+      if (why) *why = base + ": Python " + VersionName(version) + " whose _PyRuntime.debug_offsets do not match strata's";
       return 0;
     }
+    layouts_[static_cast<uint32_t>(pid)] = layout;
+    seen_.insert(version & 0xffff0000u);
     auto type = [&](const char* name) {
       uint64_t a = s->SymbolAddress(name);
       return a ? a + bias : 0;
@@ -112,16 +172,18 @@ bool PythonStacks::IsA(pid_t pid, uint64_t obj, uint64_t Types::*type) {
   auto it = types_.find(static_cast<uint32_t>(pid));
   if (it == types_.end() || it->second.*type == 0) return true;  // cannot tell
   uint64_t t = 0;
-  return Read(pid, obj + Layout()->object_type, &t, 8) && t == it->second.*type;
+  return Read(pid, obj + LayoutOf(pid)->object_type, &t, 8) && t == it->second.*type;
 }
 
 void PythonStacks::Inherit(pid_t child, pid_t parent) {
   auto it = types_.find(static_cast<uint32_t>(parent));
   if (it != types_.end()) types_[static_cast<uint32_t>(child)] = it->second;
+  auto l = layouts_.find(static_cast<uint32_t>(parent));
+  if (l != layouts_.end()) layouts_[static_cast<uint32_t>(child)] = l->second;
 }
 
 bool PythonStacks::ReadString(pid_t pid, uint64_t obj, std::string* out) {
-  const StrataPyLayout* l = Layout();
+  const StrataPyLayout* l = LayoutOf(pid);
   if (!IsA(pid, obj, &Types::str)) return false;
   std::vector<uint8_t> hdr(l->ascii_size);
   if (!Read(pid, obj, hdr.data(), hdr.size())) return false;
@@ -162,7 +224,7 @@ bool PythonStacks::ReadString(pid_t pid, uint64_t obj, std::string* out) {
 }
 
 uint64_t PythonStacks::FindThreadState(pid_t pid, uint64_t runtime, uint32_t tid) {
-  const StrataPyLayout* l = Layout();
+  const StrataPyLayout* l = LayoutOf(pid);
   uint64_t key = (uint64_t{static_cast<uint32_t>(pid)} << 32) | tid;
   auto it = tstates_.find(key);
   if (it != tstates_.end()) {
@@ -238,7 +300,7 @@ int32_t PythonLineAt(std::string_view t, int32_t first_line, int64_t offset) {
 }
 
 bool PythonStacks::ReadBytes(pid_t pid, uint64_t obj, std::string* out) {
-  const StrataPyLayout* l = Layout();
+  const StrataPyLayout* l = LayoutOf(pid);
   int64_t size = 0;
   if (!obj || !IsA(pid, obj, &Types::bytes) || !Read(pid, obj + l->bytes_size, &size, 8) || size < 0 ||
       size > (1 << 20))
@@ -248,7 +310,8 @@ bool PythonStacks::ReadBytes(pid_t pid, uint64_t obj, std::string* out) {
 }
 
 const PythonStacks::Code* PythonStacks::CodeAt(pid_t pid, uint64_t code) {
-  const StrataPyLayout* l = Layout();
+  const StrataPyLayout* l = LayoutOf(pid);
+  if (!l) return nullptr;
   size_t span = std::max({l->object_type, l->code_filename, l->code_qualname, l->code_firstlineno, l->code_linetable}) + 8;
   code_buf_.resize(span);
   uint64_t key = (uint64_t{static_cast<uint32_t>(pid)} << 48) ^ code;
@@ -293,7 +356,7 @@ PythonFrame PythonStacks::FrameOf(pid_t pid, uint64_t code, uint64_t prev_instr)
   // prev_instr is the code unit before the next instruction: the call a caller
   // frame waits in, the instruction the innermost one runs. Before the first
   // instruction (a frame being set up) it points below the code.
-  uint64_t base = code + Layout()->code_code_adaptive;
+  uint64_t base = code + LayoutOf(pid)->code_code_adaptive;
   int64_t offset = prev_instr >= base ? static_cast<int64_t>(prev_instr - base) : -1;
   int32_t line = offset > (int64_t{1} << 30) ? -1 : PythonLineAt(c->table, c->firstlineno, offset);
   f.line = line > 0 ? static_cast<uint32_t>(line) : f.first_line;
@@ -301,17 +364,23 @@ PythonFrame PythonStacks::FrameOf(pid_t pid, uint64_t code, uint64_t prev_instr)
 }
 
 void PythonStacks::Resolve(pid_t pid, const PythonRawFrame* frames, size_t n, std::vector<PythonFrame>* out) {
-  for (size_t i = 0; i < n; ++i) out->push_back(FrameOf(pid, frames[i].code, frames[i].prev_instr));
+  for (size_t i = 0; i < n; ++i)
+    if (!(frames[i].code & 1)) out->push_back(FrameOf(pid, frames[i].code, frames[i].prev_instr));  // bit 0: a shim
 }
 
 bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vector<PythonFrame>* out) {
-  const StrataPyLayout* l = Layout();
+  const StrataPyLayout* l = LayoutOf(pid);
   if (!l || !runtime) return false;
   uint64_t ts = FindThreadState(pid, runtime, tid);
   if (!ts) return false;
   uint64_t cframe = 0, frame = 0;
-  if (!Read(pid, ts + l->tstate_cframe, &cframe, 8) || !cframe ||
-      !Read(pid, cframe + l->cframe_current_frame, &frame, 8)) {
+  if (!Read(pid, ts + l->tstate_cframe, &cframe, 8) || !cframe) {
+    ++failures_;
+    return false;
+  }
+  if (l->current_frame_direct) {
+    frame = cframe;
+  } else if (!Read(pid, cframe + l->cframe_current_frame, &frame, 8)) {
     ++failures_;
     return false;
   }
@@ -327,7 +396,9 @@ bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vec
       ++failures_;
       return !out->empty();
     }
-    out->push_back(FrameOf(pid, code, U64At(fb, l->frame_prev_instr)));
+    // 3.12+: the shim frame of each entry into the interpreter from C is not
+    // the program's code.
+    if (fb[l->frame_owner] != l->cstack_owner) out->push_back(FrameOf(pid, code, U64At(fb, l->frame_prev_instr)));
     frame = U64At(fb, l->frame_previous);
   }
   return !out->empty();
@@ -335,6 +406,7 @@ bool PythonStacks::ReadStack(pid_t pid, uint64_t runtime, uint32_t tid, std::vec
 
 void PythonStacks::Forget(pid_t pid) {
   types_.erase(static_cast<uint32_t>(pid));
+  layouts_.erase(static_cast<uint32_t>(pid));
   for (auto it = tstates_.begin(); it != tstates_.end();)
     it = (it->first >> 32) == static_cast<uint32_t>(pid) ? tstates_.erase(it) : std::next(it);
   for (auto it = codes_.begin(); it != codes_.end();)

@@ -1,10 +1,12 @@
-// Python stacks of a traced CPython 3.11 process, for CPU samples of
-// interpreter threads.
+// Python stacks of a traced CPython 3.11, 3.12 or 3.13 process, for CPU
+// samples of interpreter threads.
 //
 // Why out of process: in 3.11 Python-to-Python calls do not recurse in C, and
 // the frames live in each thread's heap-allocated data stack, so neither frame
 // pointers nor a copy of the C stack contain them; 3.11 has no perf trampolines
-// (-X perf arrives in 3.12).
+// (-X perf arrives in 3.12, and needs frame pointers or the program's
+// consent). Each process is read with its own version's layout
+// (python_layout.h), so one recording can hold interpreters of several.
 //
 // Two ways to get the frames of a sample:
 //  - at the sample (python_bpf.h): a BPF program on the cpu-clock events walks
@@ -20,8 +22,7 @@
 // code object's location table), not the function's first line; the first
 // line is kept too, to name the function. Code objects are read from memory
 // once and cached: they live as long as their function, unlike frames. Other
-// Python versions than the one strata was built against, and
-// subinterpreters, are not read.
+// Python versions (see SupportedVersions), and subinterpreters, are not read.
 #pragma once
 
 #include <sys/types.h>
@@ -29,9 +30,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
+#include "collectors/os/python_layout.h"
 #include "collectors/os/symbolizer.h"
 
 namespace strata::collectors::os {
@@ -45,7 +48,7 @@ struct PythonFrame {
 
 // One frame as the BPF program reports it.
 struct PythonRawFrame {
-  uint64_t code = 0;        // PyCodeObject*
+  uint64_t code = 0;        // PyCodeObject*; bit 0 set: a shim frame of an entry from C (3.12+), not named
   uint64_t prev_instr = 0;  // _PyInterpreterFrame.prev_instr
 };
 
@@ -57,14 +60,18 @@ int32_t PythonLineAt(std::string_view linetable, int32_t first_line, int64_t off
 
 class PythonStacks {
  public:
-  // Whether this build can read any interpreter (python3.11-dev was present).
+  // Whether this build can read any interpreter.
   static bool Supported();
-  // "3.11" for the version the layout was compiled against, "" if none.
-  static std::string SupportedVersion();
+  // "3.11, 3.12 and 3.13": the versions strata reads.
+  static std::string SupportedVersions();
+  static std::string VersionName(uint32_t version_hex);  // "3.12"
+  // The versions of the interpreters found so far ("3.12", "3.11, 3.12").
+  std::string VersionsSeen() const;
 
-  // Looks for a CPython interpreter of the supported version among `as`'s
-  // mappings. Returns the address of _PyRuntime in the process, or 0.
-  // `*why` explains a miss worth reporting (another Python version, ...).
+  // Looks for a CPython interpreter of a supported version among `as`'s
+  // mappings and takes its layout for this process. Returns the address of
+  // _PyRuntime in the process, or 0. `*why` explains a miss worth reporting
+  // (another Python version, ...).
   uint64_t FindRuntime(pid_t pid, const AddressSpace& as, Symbolizer* sym, std::string* why);
 
   // The Python stack of thread `tid` now, innermost first. False if the thread
@@ -74,6 +81,11 @@ class PythonStacks {
   // Names frames captured at a sample (innermost first). Frames whose code
   // object cannot be read are named "<unknown>".
   void Resolve(pid_t pid, const PythonRawFrame* frames, size_t n, std::vector<PythonFrame>* out);
+
+  // The layout FindRuntime took for `pid` (null if none), or assumes one
+  // (a memory image read as if it were such a process: the fuzz target).
+  const StrataPyLayout* LayoutOf(pid_t pid) const;
+  void Assume(pid_t pid, const StrataPyLayout& layout);
 
   // A forked child: the parent's interpreter at the same addresses.
   void Inherit(pid_t child, pid_t parent);
@@ -102,10 +114,15 @@ class PythonStacks {
   const Code* CodeAt(pid_t pid, uint64_t code);
   PythonFrame FrameOf(pid_t pid, uint64_t code, uint64_t prev_instr);
   uint64_t FindThreadState(pid_t pid, uint64_t runtime, uint32_t tid);
+  // Overrides `l` with what a 3.13+ interpreter's _PyRuntime.debug_offsets
+  // says; false when they are not there or make no sense.
+  bool FromDebugOffsets(pid_t pid, uint64_t runtime, StrataPyLayout* l);
 
   std::unordered_map<uint64_t, Code> codes_;            // key: pid << 48 ^ code address
   std::unordered_map<uint64_t, uint64_t> tstates_;      // key: pid << 32 | tid
   std::unordered_map<uint32_t, Types> types_;           // by pid
+  std::unordered_map<uint32_t, StrataPyLayout> layouts_;  // by pid
+  std::set<uint32_t> seen_;                             // versions found (major.minor hex)
   std::vector<uint8_t> code_buf_;
   uint64_t reads_ = 0, failures_ = 0;
 };

@@ -1,0 +1,93 @@
+// The typed-in interpreter layouts (collectors/os/python_layouts.c) against
+// the offsets the compiler computes from each Python version's own internal
+// headers, for every version whose headers CMake found on this machine
+// (Debian's python3.11-dev; 3.12 and 3.13 where pyenv or the distribution put
+// them). A version without headers here is skipped, and says so.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "collectors/os/python_layout.h"
+
+extern "C" {
+#ifdef STRATA_HEADER_LAYOUT_311
+const StrataPyLayout* StrataHeaderLayout311(void);
+#endif
+#ifdef STRATA_HEADER_LAYOUT_312
+const StrataPyLayout* StrataHeaderLayout312(void);
+#endif
+#ifdef STRATA_HEADER_LAYOUT_313
+const StrataPyLayout* StrataHeaderLayout313(void);
+#endif
+}
+
+namespace {
+
+const StrataPyLayout* FromHeaders(uint32_t version) {
+  switch (version) {
+#ifdef STRATA_HEADER_LAYOUT_311
+    case 0x030b0000: return StrataHeaderLayout311();
+#endif
+#ifdef STRATA_HEADER_LAYOUT_312
+    case 0x030c0000: return StrataHeaderLayout312();
+#endif
+#ifdef STRATA_HEADER_LAYOUT_313
+    case 0x030d0000: return StrataHeaderLayout313();
+#endif
+    default: return nullptr;
+  }
+}
+
+class PythonLayout : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(PythonLayout, TypedTableEqualsTheHeaders) {
+  uint32_t v = GetParam();
+  const StrataPyLayout* typed = StrataPythonLayout(v | 0x04f0);  // 3.x.4 final: any micro release reads the same
+  ASSERT_NE(typed, nullptr);
+  EXPECT_EQ(typed->version_hex, v);
+  const StrataPyLayout* h = FromHeaders(v);
+  if (!h) GTEST_SKIP() << "no internal headers of Python " << (v >> 24) << "." << ((v >> 16) & 0xff) << " here";
+  ASSERT_EQ(h->version_hex, v);
+#define SAME(f) EXPECT_EQ(typed->f, h->f) << #f
+  SAME(current_frame_direct);
+  SAME(cstack_owner);
+  SAME(object_type);
+  SAME(runtime_interpreters_head);
+  SAME(interp_threads_head);
+  SAME(tstate_next);
+  SAME(tstate_native_thread_id);
+  SAME(tstate_cframe);
+  SAME(cframe_current_frame);
+  SAME(frame_code);
+  SAME(frame_previous);
+  SAME(frame_owner);
+  SAME(frame_prev_instr);
+  SAME(code_filename);
+  SAME(code_qualname);
+  SAME(code_firstlineno);
+  SAME(code_linetable);
+  SAME(code_code_adaptive);
+  SAME(bytes_size);
+  SAME(bytes_sval);
+  SAME(ascii_length);
+  SAME(ascii_state);
+  SAME(ascii_size);
+  SAME(compact_size);
+  SAME(compact_utf8);
+  SAME(compact_utf8_length);
+#undef SAME
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, PythonLayout, ::testing::Values(0x030b0000u, 0x030c0000u, 0x030d0000u),
+                         [](const ::testing::TestParamInfo<uint32_t>& i) {
+                           return "Python3" + std::to_string((i.param >> 16) & 0xff);
+                         });
+
+TEST(PythonLayout, OtherVersionsAreNotRead) {
+  EXPECT_EQ(StrataPythonLayout(0x030a0cf0), nullptr);  // 3.10.12
+  EXPECT_EQ(StrataPythonLayout(0x030e00f0), nullptr);  // 3.14.0
+  EXPECT_EQ(StrataPythonLayout(0x020712f0), nullptr);  // 2.7.18
+  EXPECT_EQ(kStrataPyLayoutCount, 3u);
+}
+
+}  // namespace
