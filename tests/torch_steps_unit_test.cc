@@ -1,0 +1,79 @@
+// Steps found from optimizer steps (importers/strata/torch_steps.h), on
+// hand-built boundaries: where each step ends given the Python side's
+// loop-head marks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "importers/strata/decoder.h"
+#include "importers/strata/torch_steps.h"
+#include "model/trace.h"
+
+namespace strata::importers::strata_ctf {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+struct Loop {
+  LoadContext ctx;
+  uint32_t process = 0, track = 0;
+  std::vector<FoundStep> found;
+  std::vector<OptimizerMark> marks;
+  Loop() {
+    process = ctx.Process(4242, 0).index;
+    track = ctx.Track(process, model::TrackKind::kThread, 4242, -1);
+    // Three iterations of 100 ms: the first activity at +10 ms, the optimizer
+    // step from +70 ms (the Python side's mark) to +80 ms.
+    for (int64_t k = 0; k < 3; ++k) {
+      found.push_back({(10 + 100 * k) * kMs, (80 + 100 * k) * kMs, track, process, static_cast<uint64_t>(k)});
+      marks.push_back({track, (70 + 100 * k) * kMs, 0});
+    }
+  }
+  // The (begin, end) of each step the function adds, in order.
+  std::vector<std::pair<int64_t, int64_t>> Steps(const std::vector<LoopHead>& heads) {
+    model::Trace& t = ctx.trace();
+    AddFoundSteps(ctx, found, marks, heads, t.strings.Intern("step"));
+    std::vector<std::pair<int64_t, int64_t>> v;
+    for (size_t i = 0; i < t.slices.size(); ++i)
+      if (t.slices.kind[i] == model::SliceKind::kStep) v.emplace_back(t.slices.ts[i], t.slices.end(i));
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+};
+
+// Steps end at the loop's head the Python side saw after each optimizer step.
+TEST(FoundSteps, EndAtTheLoopHeadAfterTheOptimizerStep) {
+  Loop l;
+  auto s = l.Steps({{l.track, 95 * kMs, true}, {l.track, 195 * kMs, true}});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].second, 95 * kMs);
+  EXPECT_EQ(s[1].first, 95 * kMs);
+  EXPECT_EQ(s[1].second, 195 * kMs);
+  EXPECT_EQ(s[2].first, 195 * kMs);
+}
+
+// The Python side gave up looking for the head while the optimizer step was
+// still unwinding (its thread preempted there: seen under load), so its "gave
+// up" mark lies inside that step, before its end. It belongs after the end:
+// the step runs on to the next iteration's first activity (its tail, an
+// evaluation say, stays in it), not to the optimizer step's end.
+TEST(FoundSteps, AGiveUpMarkInsideTheOptimizerStepCountsFromItsEnd) {
+  Loop l;
+  auto s = l.Steps({{l.track, 95 * kMs, true}, {l.track, 179 * kMs, false}});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].second, 95 * kMs);
+  EXPECT_EQ(s[1].second, 210 * kMs) << "ended at " << s[1].second / kMs << " ms";
+  EXPECT_EQ(s[2].first, 210 * kMs);
+}
+
+// A mark before the optimizer step began (an earlier call's) is not moved.
+TEST(FoundSteps, AGiveUpMarkBeforeTheOptimizerStepIsNotMoved) {
+  Loop l;
+  auto s = l.Steps({{l.track, 95 * kMs, true}, {l.track, 160 * kMs, false}});
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[1].second, 180 * kMs) << "ended at " << s[1].second / kMs << " ms";
+}
+
+}  // namespace
+}  // namespace strata::importers::strata_ctf
