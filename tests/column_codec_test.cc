@@ -38,9 +38,10 @@ bool Decode(const std::vector<uint8_t>& bytes, size_t n, std::vector<T>* out, Tr
   if (!ScanChunks(&p, bytes.data() + bytes.size(), n, sizeof(T), &t, &chunks)) return false;
   if (p != bytes.data() + bytes.size()) return false;
   out->assign(n, T{});
-  UndeltaFn undelta = t == Transform::kDelta ? UndeltaFor<T>() : nullptr;
+  bool delta = t == Transform::kDelta || t == Transform::kDeltaShuffle;
+  UndeltaFn undelta = delta ? UndeltaFor<T>() : nullptr;
   for (const ChunkRef& c : chunks)
-    if (!DecodeChunk(c, sizeof(T), out->data(), undelta)) return false;
+    if (!DecodeChunk(c, sizeof(T), out->data(), t, undelta)) return false;
   if (transform) *transform = t;
   if (chunk_count) *chunk_count = chunks.size();
   return true;
@@ -54,12 +55,14 @@ TEST(ColumnCodec, SortedTimestampsAreStoredAsDifferencesInChunks) {
   for (auto& v : ts) v = t += 1000 + static_cast<int64_t>(rng() % 200);
   Encoded e = Encode(ts);
   ASSERT_TRUE(e.packed);
-  EXPECT_LT(e.bytes.size(), ts.size() * sizeof(int64_t) / 4);  // differences of ~1000 fit in two bytes or less
+  // Differences of ~1000 fit in two bytes; as byte planes, six of the eight
+  // are zeros and the low two compress too.
+  EXPECT_LT(e.bytes.size(), ts.size() * sizeof(int64_t) / 5);
   std::vector<int64_t> back;
   Transform tr{};
   size_t chunks = 0;
   ASSERT_TRUE(Decode(e.bytes, ts.size(), &back, &tr, &chunks));
-  EXPECT_EQ(tr, Transform::kDelta);
+  EXPECT_EQ(tr, Transform::kDeltaShuffle);
   EXPECT_EQ(chunks, 4u);
   EXPECT_EQ(back, ts);
 }
@@ -93,10 +96,39 @@ TEST(ColumnCodec, FloatsAndArraysAreCompressedWithoutDifferences) {
   Transform tv{}, tg{};
   ASSERT_TRUE(Decode(v.bytes, value.size(), &bv, &tv));
   ASSERT_TRUE(Decode(g.bytes, grid.size(), &bg, &tg));
-  EXPECT_EQ(tv, Transform::kNone);
-  EXPECT_EQ(tg, Transform::kNone);
+  EXPECT_NE(tv, Transform::kDelta);  // no differences of floats (byte planes may pay)
+  EXPECT_NE(tv, Transform::kDeltaShuffle);
+  EXPECT_EQ(tg, Transform::kNone);  // 12-byte rows: neither
   EXPECT_EQ(bv, value);
   EXPECT_EQ(bg, grid);
+}
+
+// Byte planes of 4- and 8-byte rows, whatever the row count (blocks of 8 rows
+// transposed at once, the rest one by one), in chunks that do not end on a
+// block: every value, negative and wrapping ones too, comes back.
+TEST(ColumnCodec, BytePlanesComeBackExactlyForAnyRowCount) {
+  std::mt19937_64 rng(11);
+  for (size_t n : {1031u, 262147u, 400003u}) {
+    std::vector<uint64_t> wide(n);
+    std::vector<int32_t> narrow(n);
+    uint64_t acc = 0;
+    for (size_t i = 0; i < n; ++i) {
+      acc += rng() % 300;  // sorted, small differences: delta then planes
+      wide[i] = i % 4097 == 0 ? UINT64_MAX - i : acc;
+      narrow[i] = static_cast<int32_t>(i / 3) - (i % 11 == 0 ? 70000 : 0);
+    }
+    Encoded w = Encode(wide), m = Encode(narrow);
+    ASSERT_TRUE(w.packed);
+    ASSERT_TRUE(m.packed);
+    std::vector<uint64_t> bw;
+    std::vector<int32_t> bm;
+    Transform tw{}, tm{};
+    ASSERT_TRUE(Decode(w.bytes, n, &bw, &tw));
+    ASSERT_TRUE(Decode(m.bytes, n, &bm, &tm));
+    EXPECT_EQ(tw, Transform::kDeltaShuffle) << n;
+    EXPECT_EQ(bw, wide) << n;
+    EXPECT_EQ(bm, narrow) << n << " transform " << static_cast<int>(tm);
+  }
 }
 
 TEST(ColumnCodec, SmallAndIncompressibleColumnsStayRaw) {

@@ -8,7 +8,8 @@
 // compressor, per block).
 //
 // A compressed column, after its row count and encoding word:
-//   u64 transform (0 none, 1 delta), u64 chunks,
+//   u64 transform (0 none, 1 delta, 2 byte planes, 3 delta then byte planes),
+//   u64 chunks,
 //   then per chunk: u64 rows, u64 bytes, the zstd frame (its content size
 //   stated, equal to rows x row size).
 // Every chunk decodes alone (a delta restarts at 0 in each), so chunks decode
@@ -24,7 +25,9 @@
 namespace strata::index::codec {
 
 enum class Encoding : uint64_t { kRaw = 0, kZstd = 1 };
-enum class Transform : uint64_t { kNone = 0, kDelta = 1 };
+// kShuffle: the rows' bytes stored as planes (byte 0 of every row, then byte
+// 1, ...); kDeltaShuffle: differences, then planes. Rows of 4 or 8 bytes.
+enum class Transform : uint64_t { kNone = 0, kDelta = 1, kShuffle = 2, kDeltaShuffle = 3 };
 
 // Rows per chunk are this many bytes' worth (the last chunk has the rest).
 inline constexpr size_t kChunkBytes = size_t{1} << 20;
@@ -98,6 +101,6 @@ bool ScanChunks(const uint8_t** p, const uint8_t* end, size_t n, size_t row_byte
 // Decodes one chunk into `column` (the column's first row; the chunk's rows
 // go at its first_row), undoing the transform. Thread-safe. False when the
 // frame is damaged.
-bool DecodeChunk(const ChunkRef& c, size_t row_bytes, void* column, UndeltaFn undelta);
+bool DecodeChunk(const ChunkRef& c, size_t row_bytes, void* column, Transform transform, UndeltaFn undelta);
 
 }  // namespace strata::index::codec

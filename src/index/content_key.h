@@ -23,7 +23,7 @@ struct ContentKey {
 };
 
 // The version of the index file's layout; bump on any change to it.
-inline constexpr uint32_t kIndexFormatVersion = 4;  // 2: a checksum per section; 3: collectives; 4: compressed columns
+inline constexpr uint32_t kIndexFormatVersion = 5;  // 2: a checksum per section; 3: collectives; 4: compressed columns; 5: byte planes
 
 // File names an index takes inside a trace directory and beside a trace file:
 // left out of the key (and hidden from babeltrace2, which skips dot files).

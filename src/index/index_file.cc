@@ -269,6 +269,7 @@ struct DecodeJob {
   codec::ChunkRef chunk;
   size_t row_bytes;
   void* column;
+  codec::Transform transform;
   codec::UndeltaFn undelta;
 };
 
@@ -374,11 +375,12 @@ class Reader {
         codec::Transform transform{};
         std::vector<codec::ChunkRef> chunks;
         if (!codec::ScanChunks(&p_, end_, n, sizeof(E), &transform, &chunks)) return void(ok_ = false);
-        codec::UndeltaFn undelta = transform == codec::Transform::kDelta ? codec::UndeltaFor<E>() : nullptr;
-        if (transform == codec::Transform::kDelta && undelta == nullptr) return void(ok_ = false);
+        bool delta = transform == codec::Transform::kDelta || transform == codec::Transform::kDeltaShuffle;
+        codec::UndeltaFn undelta = delta ? codec::UndeltaFor<E>() : nullptr;
+        if (delta && undelta == nullptr) return void(ok_ = false);
         v.resize_for_overwrite(n);
         AdviseHugePages(v.data(), n * sizeof(E));
-        for (const auto& c : chunks) jobs_.push_back({c, sizeof(E), v.data(), undelta});
+        for (const auto& c : chunks) jobs_.push_back({c, sizeof(E), v.data(), transform, undelta});
         Align();
         return;
       }
@@ -422,7 +424,7 @@ bool DecodeAll(const std::vector<DecodeJob>& jobs) {
   std::atomic<bool> ok{true};
   base::ParallelFor(jobs.size(), [&](size_t i) {
     const DecodeJob& j = jobs[i];
-    if (ok.load(std::memory_order_relaxed) && !codec::DecodeChunk(j.chunk, j.row_bytes, j.column, j.undelta))
+    if (ok.load(std::memory_order_relaxed) && !codec::DecodeChunk(j.chunk, j.row_bytes, j.column, j.transform, j.undelta))
       ok = false;
   });
   return ok;
