@@ -59,38 +59,29 @@ template <class W>
   a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
 }
 
-// Rows of R bytes (R = 4 or 8) to planes and back, R rows at a time.
-template <size_t R>
-void ShuffleRows(const uint8_t* in, uint8_t* out, size_t rows) {
+// Rows of R bytes (R = 4 or 8) to planes (kBack: planes to rows), R rows at
+// a time: a block is R words of rows one way, R words of planes the other.
+template <size_t R, bool kBack>
+void PlaneRows(const uint8_t* in, uint8_t* out, size_t rows) {
   using W = std::conditional_t<R == 8, uint64_t, uint32_t>;
+  // Where byte b of row r lies, as planes and as rows.
+  auto plane = [rows](size_t b, size_t r) { return b * rows + r; };
+  auto row = [](size_t b, size_t r) { return r * R + b; };
   size_t i = 0;
   for (; i + R <= rows; i += R) {
     W a[R];
-    std::memcpy(a, in + i * R, sizeof a);
+    for (size_t b = 0; b < R; ++b) std::memcpy(&a[b], in + (kBack ? plane(b, i) : row(0, i + b)), R);
     Transpose(a);
-    for (size_t b = 0; b < R; ++b) std::memcpy(out + b * rows + i, &a[b], R);
+    for (size_t b = 0; b < R; ++b) std::memcpy(out + (kBack ? row(0, i + b) : plane(b, i)), &a[b], R);
   }
   for (; i < rows; ++i)
-    for (size_t b = 0; b < R; ++b) out[b * rows + i] = in[i * R + b];
-}
-template <size_t R>
-void UnshuffleRows(const uint8_t* in, uint8_t* out, size_t rows) {
-  using W = std::conditional_t<R == 8, uint64_t, uint32_t>;
-  size_t i = 0;
-  for (; i + R <= rows; i += R) {
-    W a[R];
-    for (size_t b = 0; b < R; ++b) std::memcpy(&a[b], in + b * rows + i, R);
-    Transpose(a);
-    std::memcpy(out + i * R, a, sizeof a);
-  }
-  for (; i < rows; ++i)
-    for (size_t b = 0; b < R; ++b) out[i * R + b] = in[b * rows + i];
+    for (size_t b = 0; b < R; ++b) out[kBack ? row(b, i) : plane(b, i)] = in[kBack ? plane(b, i) : row(b, i)];
 }
 bool Shuffle(const void* in, void* out, size_t rows, size_t row_bytes, bool back) {
   auto* i = static_cast<const uint8_t*>(in);
   auto* o = static_cast<uint8_t*>(out);
-  if (row_bytes == 8) back ? UnshuffleRows<8>(i, o, rows) : ShuffleRows<8>(i, o, rows);
-  else if (row_bytes == 4) back ? UnshuffleRows<4>(i, o, rows) : ShuffleRows<4>(i, o, rows);
+  if (row_bytes == 8) back ? PlaneRows<8, true>(i, o, rows) : PlaneRows<8, false>(i, o, rows);
+  else if (row_bytes == 4) back ? PlaneRows<4, true>(i, o, rows) : PlaneRows<4, false>(i, o, rows);
   else return false;
   return true;
 }
