@@ -19,8 +19,9 @@ PACKAGES=(
   # HSA tools library (built; its tests fake the runtime). The CUDA toolkit is not in Debian:
   # the CUDA collector builds where /usr/local/cuda (STRATA_CUDA_ROOT) has one.
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo libclblast-dev libhsa-runtime-dev
-  # OS level: DWARF unwinding and ELF symbols; CPython 3.11 internals for Python stacks; libbpf for
-  # the BPF program that reads them at each sample (compiled by clang, above)
+  # OS level: DWARF unwinding and ELF symbols; libbpf for the BPF program that reads Python stacks
+  # at each sample (compiled by clang, above); CPython 3.11's internal headers, against which
+  # tests/python_layout_test checks strata's typed-in interpreter layouts
   libdw-dev libelf-dev python3.11-dev libbpf-dev
   # the Python package (python/): a fresh venv, and setuptools + wheel to build it offline
   # (pip install --no-index --find-links /usr/share/python-wheels ./python)
