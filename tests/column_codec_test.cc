@@ -38,8 +38,7 @@ bool Decode(const std::vector<uint8_t>& bytes, size_t n, std::vector<T>* out, Tr
   if (!ScanChunks(&p, bytes.data() + bytes.size(), n, sizeof(T), &t, &chunks)) return false;
   if (p != bytes.data() + bytes.size()) return false;
   out->assign(n, T{});
-  bool delta = t == Transform::kDelta || t == Transform::kDeltaShuffle;
-  UndeltaFn undelta = delta ? UndeltaFor<T>() : nullptr;
+  UndeltaFn undelta = HasDelta(t) ? UndeltaFor<T>() : nullptr;
   for (const ChunkRef& c : chunks)
     if (!DecodeChunk(c, sizeof(T), out->data(), t, undelta)) return false;
   if (transform) *transform = t;

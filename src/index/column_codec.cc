@@ -133,10 +133,8 @@ bool EncodeColumn(const void* data, size_t n, size_t row_bytes, DeltaFn delta,
   Transform transform = Transform::kNone;
   Compress(base, chunk_bytes(0), row_bytes, nullptr, false, &first);
   auto consider = [&](Transform t) {
-    bool d = t == Transform::kDelta || t == Transform::kDeltaShuffle;
-    if (d && !delta) return;
-    Compress(base, chunk_bytes(0), row_bytes, d ? delta : nullptr,
-             t == Transform::kShuffle || t == Transform::kDeltaShuffle, &alt);
+    if (HasDelta(t) && !delta) return;
+    Compress(base, chunk_bytes(0), row_bytes, HasDelta(t) ? delta : nullptr, HasPlanes(t), &alt);
     if (!alt.empty() && (first.empty() || alt.size() < first.size())) {
       first.swap(alt);
       transform = t;
@@ -144,8 +142,8 @@ bool EncodeColumn(const void* data, size_t n, size_t row_bytes, DeltaFn delta,
   };
   for (Transform t : {Transform::kDelta, Transform::kShuffle, Transform::kDeltaShuffle}) consider(t);
   if (first.empty() || static_cast<double>(first.size()) > kMaxRatio * static_cast<double>(chunk_bytes(0))) return false;
-  if (transform != Transform::kDelta && transform != Transform::kDeltaShuffle) delta = nullptr;
-  const bool shuffle = transform == Transform::kShuffle || transform == Transform::kDeltaShuffle;
+  if (!HasDelta(transform)) delta = nullptr;
+  const bool shuffle = HasPlanes(transform);
 
   PutU64(emit, static_cast<uint64_t>(transform));
   PutU64(emit, chunks);
@@ -177,9 +175,7 @@ bool ScanChunks(const uint8_t** p, const uint8_t* end, size_t n, size_t row_byte
   uint64_t t = 0, count = 0;
   if (!GetU64(p, end, &t) || !GetU64(p, end, &count)) return false;
   if (t > static_cast<uint64_t>(Transform::kDeltaShuffle)) return false;
-  if ((t == static_cast<uint64_t>(Transform::kShuffle) || t == static_cast<uint64_t>(Transform::kDeltaShuffle)) &&
-      row_bytes != 4 && row_bytes != 8)
-    return false;
+  if (HasPlanes(static_cast<Transform>(t)) && row_bytes != 4 && row_bytes != 8) return false;
   *transform = static_cast<Transform>(t);
   if (count > static_cast<size_t>(end - *p) / 16) return false;  // each chunk has two words at least
   chunks->clear();
@@ -205,7 +201,7 @@ bool DecodeChunk(const ChunkRef& c, size_t row_bytes, void* column, Transform tr
   if (d == nullptr) return false;
   char* dst = static_cast<char*>(column) + c.first_row * row_bytes;
   size_t want = c.rows * row_bytes;
-  bool shuffled = transform == Transform::kShuffle || transform == Transform::kDeltaShuffle;
+  bool shuffled = HasPlanes(transform);
   thread_local std::vector<char> planes;
   if (shuffled) planes.resize(want);
   char* to = shuffled ? planes.data() : dst;

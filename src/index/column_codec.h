@@ -28,6 +28,8 @@ enum class Encoding : uint64_t { kRaw = 0, kZstd = 1 };
 // kShuffle: the rows' bytes stored as planes (byte 0 of every row, then byte
 // 1, ...); kDeltaShuffle: differences, then planes. Rows of 4 or 8 bytes.
 enum class Transform : uint64_t { kNone = 0, kDelta = 1, kShuffle = 2, kDeltaShuffle = 3 };
+constexpr bool HasDelta(Transform t) { return t == Transform::kDelta || t == Transform::kDeltaShuffle; }
+constexpr bool HasPlanes(Transform t) { return t == Transform::kShuffle || t == Transform::kDeltaShuffle; }
 
 // Rows per chunk are this many bytes' worth (the last chunk has the rest).
 inline constexpr size_t kChunkBytes = size_t{1} << 20;

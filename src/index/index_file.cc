@@ -375,9 +375,8 @@ class Reader {
         codec::Transform transform{};
         std::vector<codec::ChunkRef> chunks;
         if (!codec::ScanChunks(&p_, end_, n, sizeof(E), &transform, &chunks)) return void(ok_ = false);
-        bool delta = transform == codec::Transform::kDelta || transform == codec::Transform::kDeltaShuffle;
-        codec::UndeltaFn undelta = delta ? codec::UndeltaFor<E>() : nullptr;
-        if (delta && undelta == nullptr) return void(ok_ = false);
+        codec::UndeltaFn undelta = codec::HasDelta(transform) ? codec::UndeltaFor<E>() : nullptr;
+        if (codec::HasDelta(transform) && undelta == nullptr) return void(ok_ = false);
         v.resize_for_overwrite(n);
         AdviseHugePages(v.data(), n * sizeof(E));
         for (const auto& c : chunks) jobs_.push_back({c, sizeof(E), v.data(), transform, undelta});
