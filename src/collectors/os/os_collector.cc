@@ -701,6 +701,11 @@ Status OsCollector::Stop() {
       for (const auto& n : es.python_notes) extra += (extra.empty() ? "" : "; ") + n;
       bool at_sample = m.python_bpf != nullptr;
       std::string how = at_sample ? "read by a BPF program at each sample" : m.LateNote();
+      if (at_sample && es.python_bpf_refused > 0) {
+        how += fmt::format(", except {} processes read from memory after each sample ({})", es.python_bpf_refused,
+                           es.python_bpf_why);
+        at_sample = false;
+      }
       if (es.python_processes > 0)
         m.SetNote("os.python", extra.empty() && at_sample ? "ok" : "partial",
                   fmt::format("Python {} frames in {} of {} samples ({} interpreter processes), {}{}",

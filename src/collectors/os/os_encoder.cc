@@ -287,8 +287,7 @@ void OsEncoder::OnTask(uint32_t ring, const uint8_t* rec, size_t size, bool fork
       child.py_checked_generation = child.as.generation();
       python_.Inherit(static_cast<pid_t>(t.pid), static_cast<pid_t>(t.ppid));
       ++stats_.python_processes;
-      if (const StrataPyLayout* l = python_.LayoutOf(static_cast<pid_t>(t.pid)))
-        (void)bpf_->AddProcess(t.pid, child.py_runtime, *l);
+      AddToBpf(child);
     }
   }
   if (!fork && t.pid == t.tid) {
@@ -398,6 +397,17 @@ uint32_t OsEncoder::PythonFrameId(uint32_t ring, const PythonFrame& f) {
   return id;
 }
 
+void OsEncoder::AddToBpf(Space& sp) {
+  const StrataPyLayout* l = python_.LayoutOf(static_cast<pid_t>(sp.pid));
+  if (!bpf_ || !l) return;
+  Status st = bpf_->AddProcess(sp.pid, sp.py_runtime, *l);
+  sp.py_at_sample = st.ok();
+  if (!st.ok()) {
+    if (stats_.python_bpf_refused == 0) stats_.python_bpf_why = st.message();
+    ++stats_.python_bpf_refused;
+  }
+}
+
 void OsEncoder::CheckPython(Space& sp) {
   if (!opt_.python || sp.py_checked_generation == sp.as.generation()) return;
   sp.py_checked_generation = sp.as.generation();
@@ -406,7 +416,7 @@ void OsEncoder::CheckPython(Space& sp) {
   sp.py_runtime = python_.FindRuntime(static_cast<pid_t>(sp.pid), sp.as, &symbolizer_, &why);
   if (sp.py_runtime) {
     ++stats_.python_processes;
-    if (bpf_) (void)bpf_->AddProcess(sp.pid, sp.py_runtime, *python_.LayoutOf(static_cast<pid_t>(sp.pid)));
+    AddToBpf(sp);
     for (const Mapping& m : sp.as.mappings()) {
       std::string base = ModuleName(m.path);
       if (base.rfind("python", 0) == 0 || base.rfind("libpython", 0) == 0) {
@@ -585,9 +595,12 @@ void OsEncoder::OnSample(uint32_t ring, const uint8_t* rec, size_t size, const u
     }
     case EventKind::kCpuClock: {
       ++stats_.samples;
-      // With BPF, a sample without its record is of a thread that runs no
-      // Python: reading later would only give another moment's frames.
-      uint32_t cs = StackOf(ring, SpaceOf(s.pid), s, true, py, /*late=*/bpf_ == nullptr);
+      // Where the BPF program reads the process, a sample without its record
+      // is of a thread that runs no Python: reading later would only give
+      // another moment's frames. Elsewhere (no BPF, or a process it refused)
+      // the stack is read from memory now.
+      uint32_t space = SpaceOf(s.pid);
+      uint32_t cs = StackOf(ring, space, s, true, py, /*late=*/!spaces_[space].py_at_sample);
       Payload(buf_).Put(s.pid).Put(s.tid).Put(cs);
       Emit(ring, format::kCpuSample, s.time);
       break;

@@ -64,6 +64,8 @@ struct EncoderStats {
   uint64_t dwarf_failures = 0;  // samples DWARF could not unwind (fell back to the sampled IP)
   uint64_t python_samples = 0;  // samples with Python frames
   uint64_t python_late = 0;     // ... of them read from memory after the sample (no BPF)
+  uint64_t python_bpf_refused = 0;  // interpreter processes the BPF program could not take (read late)
+  std::string python_bpf_why;       // the first refusal's reason
   uint64_t python_processes = 0;
   std::vector<std::string> python_notes;  // interpreters found but not readable, and why
 };
@@ -118,7 +120,11 @@ class OsEncoder {
     uint64_t py_runtime = 0;
     uint64_t py_checked_generation = UINT64_MAX;
     std::string py_module;
+    bool py_at_sample = false;  // the BPF program reads this interpreter's stacks at each sample
   };
+  // Hands an interpreter found in `sp` to the BPF program, if there is one;
+  // one it refuses is read from memory after each sample instead.
+  void AddToBpf(Space& sp);
   struct PendingFrame {
     uint32_t id;
     uint32_t ring;
