@@ -255,6 +255,7 @@ uint32_t OsEncoder::NewSpace(uint32_t pid, const Space* copy_from) {
   if (copy_from) sp = *copy_from;
   sp.pid = pid;
   sp.py_runtime = 0;
+  sp.py_at_sample = false;  // (a forked child is handed to the BPF program on its own)
   sp.py_checked_generation = UINT64_MAX;
   auto id = static_cast<uint32_t>(spaces_.size());
   spaces_.push_back(std::move(sp));
