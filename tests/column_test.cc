@@ -44,6 +44,31 @@ TEST(Column, BehavesAsAVector) {
   EXPECT_TRUE(e.empty());
 }
 
+// Large columns are mappings of their own, grown in place (mremap) rather
+// than copied: rows survive growing into one from malloc's memory, growing
+// within it, shrinking back below it, and a copy of one.
+TEST(Column, LargeColumnsKeepTheirRowsAcrossEveryKindOfGrowth) {
+  Column<int64_t> c;
+  const int64_t n = (int64_t{48} << 20) / 8 + 12345;  // past 16 MiB, 32 MiB, to 64 MiB of capacity
+  for (int64_t i = 0; i < n; ++i) c.push_back(i * 7 - 3);
+  ASSERT_EQ(c.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i += 4093) ASSERT_EQ(c[static_cast<size_t>(i)], i * 7 - 3) << i;
+  EXPECT_EQ(c.back(), (n - 1) * 7 - 3);
+  Column<int64_t> copy = c;
+  EXPECT_EQ(copy, c);
+  c.resize(1000);
+  c.shrink_to_fit();  // from a mapping back to malloc
+  EXPECT_EQ(c.capacity(), 1000u);
+  for (int64_t i = 0; i < 1000; ++i) ASSERT_EQ(c[static_cast<size_t>(i)], i * 7 - 3);
+  copy.resize(size_t{3} << 20);
+  copy.shrink_to_fit();  // a mapping to a smaller mapping
+  EXPECT_EQ(copy.back(), ((int64_t{3} << 20) - 1) * 7 - 3);
+  copy.resize_for_overwrite(size_t{5} << 20);
+  copy.back() = 42;
+  EXPECT_EQ(copy.size(), size_t{5} << 20);
+  EXPECT_EQ(copy.back(), 42);
+}
+
 TEST(Column, ViewIsReadInPlaceAndCopiedOnItsFirstChange) {
   auto rows = std::make_shared<std::vector<uint32_t>>(std::vector<uint32_t>{4, 5, 6});
   std::weak_ptr<std::vector<uint32_t>> alive = rows;
