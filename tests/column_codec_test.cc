@@ -130,6 +130,31 @@ TEST(ColumnCodec, BytePlanesComeBackExactlyForAnyRowCount) {
   }
 }
 
+// The planes are a format on disk: byte b of row r is at b * rows + r, by the
+// vector path and the portable one alike, for row counts around the vector
+// block (16 rows) and the word block (8 or 4), and back again.
+TEST(ColumnCodec, BytePlanesAreTheDefinitionOnEveryPath) {
+  std::mt19937_64 rng(5);
+  for (size_t row_bytes : {4u, 8u}) {
+    for (size_t rows : {0u, 1u, 3u, 4u, 7u, 8u, 15u, 16u, 17u, 31u, 32u, 33u, 100u, 4099u}) {
+      std::vector<uint8_t> in(rows * row_bytes);
+      for (auto& b : in) b = static_cast<uint8_t>(rng());
+      std::vector<uint8_t> want(in.size());
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t b = 0; b < row_bytes; ++b) want[b * rows + r] = in[r * row_bytes + b];
+      for (bool vector : {true, false}) {
+        std::vector<uint8_t> planes(in.size(), 0xee), back(in.size(), 0xee);
+        ASSERT_TRUE(strata::index::codec::BytePlanes(in.data(), planes.data(), rows, row_bytes, false, vector));
+        EXPECT_EQ(planes, want) << row_bytes << " bytes, " << rows << " rows, vector " << vector;
+        ASSERT_TRUE(strata::index::codec::BytePlanes(planes.data(), back.data(), rows, row_bytes, true, vector));
+        EXPECT_EQ(back, in) << row_bytes << " bytes, " << rows << " rows, vector " << vector;
+      }
+    }
+  }
+  uint8_t x[12] = {};
+  EXPECT_FALSE(strata::index::codec::BytePlanes(x, x, 1, 12, false));
+}
+
 TEST(ColumnCodec, SmallAndIncompressibleColumnsStayRaw) {
   std::vector<int64_t> small(100, 5);
   EXPECT_FALSE(Encode(small).packed);

@@ -31,6 +31,12 @@ enum class Transform : uint64_t { kNone = 0, kDelta = 1, kShuffle = 2, kDeltaShu
 constexpr bool HasDelta(Transform t) { return t == Transform::kDelta || t == Transform::kDeltaShuffle; }
 constexpr bool HasPlanes(Transform t) { return t == Transform::kShuffle || t == Transform::kDeltaShuffle; }
 
+// `rows` rows of `row_bytes` (4 or 8) to byte planes, or back: row r's byte b
+// is plane byte b * rows + r. `vector` uses SSE2 where the build has it (the
+// columns' way); false, the portable word transposes (tests compare the two).
+// False for another row size.
+bool BytePlanes(const void* in, void* out, size_t rows, size_t row_bytes, bool back, bool vector = true);
+
 // Rows per chunk are this many bytes' worth (the last chunk has the rest).
 inline constexpr size_t kChunkBytes = size_t{1} << 20;
 // Columns smaller than this are stored raw: compressing them saves nothing
