@@ -126,13 +126,11 @@ class Column {
   T& front() { return Mutable()[0]; }
   T& back() { return Mutable()[size_ - 1]; }
 
-  void push_back(const T& v) {
-    if (size_ == cap_) [[unlikely]] {
-      T copy = v;  // v may be a row of this column
-      Reallocate(NextCapacity(size_ + 1));
-      data_[size_++] = copy;
-      return;
-    }
+  // Inline where it is called (importers append rows by the million); the
+  // growth is out of line.
+  [[gnu::always_inline]] void push_back(const T& v) {
+    if (size_ == cap_) [[unlikely]]
+      return GrowAndPush(v);
     data_[size_++] = v;
   }
   template <class... A>
@@ -215,6 +213,11 @@ class Column {
   }
 
  private:
+  [[gnu::noinline]] void GrowAndPush(const T& v) {
+    T copy = v;  // v may be a row of this column
+    Reallocate(NextCapacity(size_ + 1));
+    data_[size_++] = copy;
+  }
   static size_t NextCapacity(size_t need) {
     size_t c = 16;
     while (c < need) c *= 2;

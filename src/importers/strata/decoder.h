@@ -67,8 +67,19 @@ class LoadContext {
   ProcessState& Process(uint32_t pid, uint64_t instance);
   uint32_t Track(uint32_t process, model::TrackKind kind, int64_t tid, int32_t device);
   // Resolves a process-interned name id (a warning is counted if undefined).
-  model::StringId Name(ProcessState& ps, uint32_t id);
-  uint32_t CounterSeries(uint32_t process, model::StringId name);
+  // Both inline on their common path: they run once per event.
+  model::StringId Name(ProcessState& ps, uint32_t id) {
+    if (id < ps.names.size() && ps.names[id] != UINT32_MAX) [[likely]]
+      return ps.names[id];
+    return UndefinedName(id);
+  }
+  uint32_t CounterSeries(uint32_t process, model::StringId name) {
+    auto key = (uint64_t{process} << 32) | name;
+    // Counter samples come in long runs of one series: skip the hash lookup.
+    if (key == last_series_key_) [[likely]]
+      return last_series_;
+    return NewCounterSeries(key, process, name);
+  }
   // Appends a finished slice; `depth` is the nesting hint for equal bounds.
   // Runs the registry's slice hooks.
   uint32_t AddSlice(const OpenSlice& o, int64_t end_ts, uint32_t track, size_t depth);
@@ -98,6 +109,8 @@ class LoadContext {
   std::map<std::pair<uint32_t, uint64_t>, ProcessState> procs_;
   ProcessTracker tracks_{trace_};
   std::unordered_map<uint64_t, uint32_t> series_;
+  model::StringId UndefinedName(uint32_t id);
+  uint32_t NewCounterSeries(uint64_t key, uint32_t process, model::StringId name);
   uint64_t last_series_key_ = UINT64_MAX;
   uint32_t last_series_ = 0;
   std::map<std::string, uint64_t> counted_warnings_;

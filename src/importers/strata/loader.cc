@@ -38,16 +38,12 @@ uint32_t LoadContext::Track(uint32_t process, model::TrackKind kind, int64_t tid
   return tracks_.Track(process, kind, tid, device);
 }
 
-model::StringId LoadContext::Name(ProcessState& ps, uint32_t id) {
-  if (id < ps.names.size() && ps.names[id] != UINT32_MAX) return ps.names[id];
+model::StringId LoadContext::UndefinedName(uint32_t id) {
   CountWarning("events name an undefined string id");
   return trace_.strings.Intern("<name " + std::to_string(id) + ">");
 }
 
-uint32_t LoadContext::CounterSeries(uint32_t process, model::StringId name) {
-  auto key = (uint64_t{process} << 32) | name;
-  // Counter samples come in long runs of one series: skip the hash lookup.
-  if (key == last_series_key_) return last_series_;
+uint32_t LoadContext::NewCounterSeries(uint64_t key, uint32_t process, model::StringId name) {
   last_series_key_ = key;
   auto it = series_.find(key);
   if (it != series_.end()) return last_series_ = it->second;
