@@ -419,5 +419,32 @@ TEST(FindingsOs, ALoopWaitingForItsLoadersWorkersWaitsForInput) {
   EXPECT_NEAR(f.estimated_gain_pct, 50.0, 2.0) << f.what_if;
 }
 
+TEST(FindingsOs, StepsSlowFromALongerWaitForInputAreTheInputPipelinesFinding) {
+  // Twenty steps of a loop blocked on its producer (0.7 ms, then a 0.3 ms
+  // forward), where the producer is late at times: steps 5, 11 and 17 wait
+  // 2.7 ms. They are a tail of slow steps, but their cause is the input the
+  // input_pipeline finding names (more producers take those waits away too):
+  // no straggler finding, and the input finding says how uneven the waits are.
+  model::Trace t;
+  t.processes.push_back({.pid = 100, .name = t.strings.Intern("server")});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+  int64_t s = 0;
+  for (int i = 0; i < 20; ++i) {
+    int64_t wait = i % 6 == 5 ? 2'700'000 : 700'000;
+    t.slices.Add(s, wait + 300'000, 0, t.strings.Intern("step"), SliceKind::kStep, static_cast<uint64_t>(i));
+    t.thread_states.Add(s, wait, 0, ThreadState::kSleeping, 0);
+    t.thread_states.Add(s + wait, 300'000, 0, ThreadState::kRunning, 0);
+    t.slices.Add(s + wait, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
+    t.slices.Add(s + wait + 5'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
+    s += wait + 300'000;
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  ASSERT_FALSE(fs.empty());
+  EXPECT_EQ(fs[0].category, "input_pipeline") << fs[0].title;
+  EXPECT_NE(fs[0].evidence.find("The waits are uneven: 3 of "), std::string::npos) << fs[0].evidence;
+  EXPECT_EQ(Find(fs, "straggler"), nullptr) << Find(fs, "straggler")->title;
+}
+
 }  // namespace
 }  // namespace strata

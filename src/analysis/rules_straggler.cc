@@ -301,6 +301,25 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
         return;
       }
   }
+  // Slow steps that are slow because they wait longer for their batch (a
+  // producer thread that is late at times, a loader's uneven reads) are the
+  // input pipeline's finding: its fix takes their wait away too. It says
+  // how uneven the waits are instead.
+  if (c.breakdown.steps.size() == c.windows.size()) {
+    double slow_input = 0, typ_input = 0, excess_mean = 0;
+    for (size_t i = 0; i < c.windows.size(); ++i)
+      (is_slow[i] ? slow_input : typ_input) +=
+          static_cast<double>(c.breakdown.steps[i].host[static_cast<size_t>(StepPart::kInput)]);
+    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
+    double input_extra = slow_input / n_slow - typ_input / n_typ;
+    for (Finding& g : *out)
+      if (g.category == "input_pipeline" && input_extra > 0.5 * excess_mean) {
+        g.evidence += fmt::format(" The waits are uneven: {} of {} steps take {:.1f}x the median step, {} more waiting "
+                                  "for input in them.",
+                                  slow.size(), c.steps, (p50 + excess_mean) / p50, Ms(input_extra));
+        return;
+      }
+  }
   std::string blocked_cause;
   if (top_state == 2 && !blocked_in.empty())
     blocked_cause = std::max_element(blocked_in.begin(), blocked_in.end(), [](const auto& a, const auto& b) {
