@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectors/os/python_layout.h"
+#include "collectors/os/python_stacks.h"
 
 extern "C" {
 #ifdef STRATA_HEADER_LAYOUT_311
@@ -18,6 +19,7 @@ const StrataPyLayout* StrataHeaderLayout312(void);
 #endif
 #ifdef STRATA_HEADER_LAYOUT_313
 const StrataPyLayout* StrataHeaderLayout313(void);
+const StrataPyLayout* StrataHeaderDebugOffsets313(size_t* bytes);
 #endif
 }
 
@@ -82,6 +84,48 @@ INSTANTIATE_TEST_SUITE_P(Versions, PythonLayout, ::testing::Values(0x030b0000u, 
                          [](const ::testing::TestParamInfo<uint32_t>& i) {
                            return "Python3" + std::to_string((i.param >> 16) & 0xff);
                          });
+
+// 3.13's own description of its layout (_Py_DebugOffsets at the start of
+// _PyRuntime) is read at the positions strata types in: each against the
+// header's offsetof, and the bytes read against where the part strata uses ends.
+TEST(PythonLayout, DebugOffsetPositionsEqualTheHeader313) {
+  StrataPyLayout typed{};
+  size_t typed_bytes = 0;
+  ASSERT_TRUE(strata::collectors::os::PythonStacks::DebugOffsetPositions(0x030d04f0, &typed, &typed_bytes));
+  EXPECT_FALSE(strata::collectors::os::PythonStacks::DebugOffsetPositions(0x030c04f0, &typed, &typed_bytes));
+  ASSERT_TRUE(strata::collectors::os::PythonStacks::DebugOffsetPositions(0x030d04f0, &typed, &typed_bytes));
+#ifdef STRATA_HEADER_LAYOUT_313
+  size_t bytes = 0;
+  const StrataPyLayout* h = StrataHeaderDebugOffsets313(&bytes);
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(typed_bytes, bytes);
+#define SAME(f) EXPECT_EQ(typed.f, h->f) << #f
+  SAME(object_type);
+  SAME(runtime_interpreters_head);
+  SAME(interp_threads_head);
+  SAME(tstate_next);
+  SAME(tstate_native_thread_id);
+  SAME(tstate_cframe);
+  SAME(cframe_current_frame);
+  SAME(frame_code);
+  SAME(frame_previous);
+  SAME(frame_owner);
+  SAME(frame_prev_instr);
+  SAME(code_filename);
+  SAME(code_qualname);
+  SAME(code_firstlineno);
+  SAME(code_linetable);
+  SAME(code_code_adaptive);
+  SAME(bytes_size);
+  SAME(bytes_sval);
+  SAME(ascii_length);
+  SAME(ascii_state);
+  SAME(ascii_size);
+#undef SAME
+#else
+  GTEST_SKIP() << "no internal headers of Python 3.13 here";
+#endif
+}
 
 TEST(PythonLayout, OtherVersionsAreNotRead) {
   EXPECT_EQ(StrataPythonLayout(0x030a0cf0), nullptr);  // 3.10.12

@@ -111,6 +111,14 @@ constexpr DebugOffsetsField kDebugOffsets313[] = {
 constexpr size_t kDebugOffsets313Size = 568;
 }  // namespace
 
+bool PythonStacks::DebugOffsetPositions(uint32_t version_hex, StrataPyLayout* positions, size_t* bytes) {
+  if ((version_hex >> 16) != 0x030d) return false;
+  *positions = StrataPyLayout{};
+  for (const DebugOffsetsField& f : kDebugOffsets313) positions->*f.field = f.at;
+  *bytes = kDebugOffsets313Size;
+  return true;
+}
+
 bool PythonStacks::FromDebugOffsets(pid_t pid, uint64_t runtime, StrataPyLayout* l) {
   if ((l->version_hex >> 16) != 0x030d) return true;  // 3.11 and 3.12 have none
   std::vector<uint8_t> d(kDebugOffsets313Size);

@@ -65,6 +65,11 @@ class PythonStacks {
   // "3.11, 3.12 and 3.13": the versions strata reads.
   static std::string SupportedVersions();
   static std::string VersionName(uint32_t version_hex);  // "3.12"
+  // Where `version`'s _Py_DebugOffsets holds each offset FromDebugOffsets
+  // takes (a layout whose fields are those positions, 0 for the fields it
+  // does not give), and the bytes read; false for a version without them
+  // (before 3.13). For tests against the interpreter's own header.
+  static bool DebugOffsetPositions(uint32_t version_hex, StrataPyLayout* positions, size_t* bytes);
   // The versions of the interpreters found so far ("3.12", "3.11, 3.12").
   std::string VersionsSeen() const;
 
