@@ -250,6 +250,46 @@ TEST(FindingsOs, StragglerFindsThePeriodAndWhatTheSlowStepsDo) {
   EXPECT_NEAR(f.estimated_gain_pct, 100.0 * 3 * (6 * kMs - (kMs + 1000)) / total, 0.01);
 }
 
+// Slow steps whose thread is blocked on a thread of its own process (an
+// op's intra-op worker) while that worker waits for a CPU are slowed by
+// contention, not a tail of their own: every 10th step the worker is runnable
+// 5 ms while the step's thread blocks on it. No straggler finding; with the
+// worker running those 5 ms instead (the step's own work), one.
+TEST(FindingsOs, StepsBlockedOnTheirProcesssRunnableWorkerAreNoTail) {
+  for (ThreadState worker_state : {ThreadState::kRunnable, ThreadState::kRunning}) {
+    model::Trace t;
+    t.processes.push_back({.pid = 100, .name = t.strings.Intern("trainer")});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 100, t.strings.Intern("main")});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("worker")});
+    model::StringId step = t.strings.Intern("step"), mm = t.strings.Intern("aten::addmm");
+    int64_t at = 0;
+    for (uint64_t i = 0; i < 40; ++i) {
+      const bool slow = i > 0 && i % 10 == 0;
+      const int64_t d = slow ? 6 * kMs : kMs;
+      t.slices.Add(at, d, 0, step, SliceKind::kStep, i);
+      t.slices.Add(at, d, 0, mm, SliceKind::kOp);
+      t.thread_states.Add(at, kMs, 0, ThreadState::kRunning, 0);
+      if (slow) t.thread_states.Add(at + kMs, 5 * kMs, 0, ThreadState::kSleeping, 0);
+      at += d;
+    }
+    at = 0;
+    for (uint64_t i = 0; i < 40; ++i) {  // (the OS tables sorted by track, then time)
+      const bool slow = i > 0 && i % 10 == 0;
+      const int64_t d = slow ? 6 * kMs : kMs;
+      t.thread_states.Add(at, kMs, 1, ThreadState::kSleeping, 1);
+      if (slow) t.thread_states.Add(at + kMs, 5 * kMs, 1, worker_state, 1);
+      at += d;
+    }
+    t.Finalize();
+    auto fs = analysis::Diagnose(t);
+    if (worker_state == ThreadState::kRunnable) {
+      EXPECT_EQ(Find(fs, "straggler"), nullptr) << Find(fs, "straggler")->evidence;
+    } else {
+      EXPECT_NE(Find(fs, "straggler"), nullptr);
+    }
+  }
+}
+
 // The step thread's Python stacks say which of the program's functions the
 // slow steps run: validate() on every 10th step, never otherwise; not the
 // loop's own frame (<module>, in every sample) nor what validate() calls

@@ -190,12 +190,42 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   // A step slowed down mostly by waiting for a CPU is contention (the
   // cpu_contention rule's), not something the step itself did.
   const auto& st = t.thread_states;
+  // The step's work waits for a CPU on its own thread, and on the threads of
+  // its process it blocks for (an op's intra-op pool, a TorchScript forward's
+  // workers): while the step's thread is blocked, the time any of those is
+  // runnable counts too.
   auto runnable_in = [&](const FindingsContext::Window& w) {
     int64_t r = 0;
     if (st.size() == 0 || w.track == UINT32_MAX) return r;
+    std::vector<std::pair<int64_t, int64_t>> blocked;
     RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t q) {
-      if (st.state[q] == ThreadState::kRunnable) r += Overlap(st.ts[q], st.ts[q] + st.dur[q], w.start, w.end);
+      int64_t a = std::max(st.ts[q], w.start), b = std::min(st.ts[q] + st.dur[q], w.end);
+      if (b <= a) return;
+      if (st.state[q] == ThreadState::kRunnable) r += b - a;
+      else if (st.state[q] != ThreadState::kRunning && st.state[q] != ThreadState::kUnknown) blocked.emplace_back(a, b);
     });
+    if (blocked.empty()) return r;
+    std::vector<uint32_t> process_threads;
+    for (uint32_t k = 0; k < t.tracks.size(); ++k)
+      if (k != w.track && t.tracks[k].kind == model::TrackKind::kThread && t.tracks[k].process == t.tracks[w.track].process)
+        process_threads.push_back(k);
+    std::vector<std::pair<int64_t, int64_t>> waiting;  // others' runnable time inside the blocked stretches
+    for (uint32_t k : process_threads)
+      RowsIn(st, TrackRows(st, k), w.start, w.end, [&](size_t q) {
+        if (st.state[q] != ThreadState::kRunnable) return;
+        auto it = std::upper_bound(blocked.begin(), blocked.end(), std::make_pair(st.ts[q], INT64_MAX));
+        if (it != blocked.begin()) --it;
+        for (; it != blocked.end() && it->first < st.ts[q] + st.dur[q]; ++it) {
+          int64_t a = std::max(st.ts[q], it->first), b = std::min(st.ts[q] + st.dur[q], it->second);
+          if (b > a) waiting.emplace_back(a, b);
+        }
+      });
+    std::sort(waiting.begin(), waiting.end());
+    int64_t end = INT64_MIN;
+    for (auto [a, b] : waiting) {  // their union
+      a = std::max(a, end);
+      if (b > a) r += b - a, end = b;
+    }
     return r;
   };
   std::vector<size_t> slow;
