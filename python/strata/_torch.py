@@ -552,7 +552,16 @@ def _put_module_scopes(torch, way):
         return undo
     mm = torch.nn.modules.module
     pre, post = (_hooks.pre_hook, _hooks.post_hook) if way == "hooks" else (_pre_hook, _post_hook)
-    handles = (mm.register_module_forward_pre_hook(pre), mm.register_module_forward_hook(post))
+    # The post hook also when the forward raises (always_call, PyTorch 2.x):
+    # torch.utils.checkpoint's non-reentrant recompute stops a block's forward
+    # by raising once it has what the backward needs; without the hook that
+    # scope stayed open, so the next iteration's model forward was no root
+    # (no batch size, no step activity) for the rest of the run.
+    try:
+        post_handle = mm.register_module_forward_hook(post, always_call=True)
+    except TypeError:  # a PyTorch without always_call
+        post_handle = mm.register_module_forward_hook(post)
+    handles = (mm.register_module_forward_pre_hook(pre), post_handle)
 
     def undo():
         for h in handles:

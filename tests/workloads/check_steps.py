@@ -70,6 +70,10 @@ WORKLOADS = [
     # forwards' tiny ops at 34% on torch 2.5, and which led was up to the machine.)
     ("rl_env_updates", ["--iters", "60", "--batch", "16", "--physics", "800"], 16),
     ("manual_sgd", ["--iters", "30", "--batch", "128"], 128),
+    # (torch.utils.checkpoint's recompute, non-reentrant on torch 2.x, stops a
+    # block's forward by raising: its module scope must close all the same, or
+    # later forwards are no roots and the steps lose their batch size.)
+    ("ckpt_bf16_multitask", ["--iters", "30", "--batch", "128"], 128),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).
