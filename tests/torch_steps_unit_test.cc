@@ -75,5 +75,31 @@ TEST(FoundSteps, AGiveUpMarkBeforeTheOptimizerStepIsNotMoved) {
   EXPECT_EQ(s[1].second, 180 * kMs) << "ended at " << s[1].second / kMs << " ms";
 }
 
+// A step's samples are its root forwards' batches, less those of forwards
+// that raised (flag 4, a batch the loop skipped): two training forwards of 32
+// in the step, the second raising, give 32; a raised forward that gave no
+// batch mark (no tensor input) takes none from the one before it.
+TEST(StepSamples, AForwardThatRaisedCountsNoSamples) {
+  for (bool second_has_mark : {true, false}) {
+    model::Trace t;
+    t.processes.push_back({.pid = 7});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 7});
+    model::StringId net = t.strings.Intern("Net");
+    t.slices.Add(0, 100 * kMs, 0, t.strings.Intern("step"), model::SliceKind::kStep, 0);
+    t.slices.Add(10 * kMs, 20 * kMs, 0, net, model::SliceKind::kModule);
+    t.slices.Add(50 * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
+    t.Finalize();
+    std::vector<BatchMark> marks = {{0, 10 * kMs + 1, 32, 3}};
+    if (second_has_mark) marks.push_back({0, 50 * kMs + 1, 32, 3});
+    marks.push_back({0, 55 * kMs - 1, 0, 5});
+    AttachStepSamples(t, marks, {}, {}, {});
+    model::StringId key = t.strings.Find("batch_size");
+    ASSERT_NE(key, model::StringPool::kNotFound);
+    int32_t arg = t.FindArg(0, key);
+    ASSERT_NE(arg, model::kNone);
+    EXPECT_EQ(t.args.num[static_cast<size_t>(arg)], 32) << "second forward with a mark: " << second_has_mark;
+  }
+}
+
 }  // namespace
 }  // namespace strata::importers::strata_ctf

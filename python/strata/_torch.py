@@ -25,6 +25,7 @@ import ctypes
 import functools
 import json
 import os
+import sys
 import threading
 
 from strata import _loop_head
@@ -107,6 +108,9 @@ def attach(torch):
     lib.strata_torch_module_begin.restype = None
     lib.strata_torch_module_end.argtypes = [ctypes.c_uint32]
     lib.strata_torch_module_end.restype = None
+    if hasattr(lib, "strata_torch_root_raised"):
+        lib.strata_torch_root_raised.argtypes = []
+        lib.strata_torch_root_raised.restype = None
     lib.strata_torch_graph.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_char_p]
     lib.strata_torch_graph.restype = None
     lib.strata_torch_step_samples.argtypes = [ctypes.c_int64]
@@ -444,6 +448,11 @@ def _post_hook(module, inputs, output):
     stack = getattr(_tls, "stack", None)
     if not stack or not any(m is module for m, _ in stack):
         return  # its pre hook recorded nothing
+    # The root forward raised (PyTorch 2.x calls this hook from its exception
+    # handler, with no output): it processed no samples.
+    if (output is None and len(stack) == 1 and stack[0][0] is module and sys.exc_info()[0] is not None
+            and hasattr(_lib, "strata_torch_root_raised")):
+        _lib.strata_torch_root_raised()
     # Modules whose forward raised never saw this hook: close them too.
     while stack:
         m, nid = stack.pop()
@@ -478,6 +487,8 @@ def _load_c_hooks():
                      _root_info, _script_graph)
             if hasattr(mod, "set_root_end"):
                 mod.set_root_end(_root_end)
+            if hasattr(mod, "set_root_raised") and hasattr(_lib, "strata_torch_root_raised"):
+                mod.set_root_raised(addr(_lib.strata_torch_root_raised))
             return mod
         except Exception:
             return None

@@ -45,7 +45,9 @@
 //   auto_step_end  {u64 step}                     ...and ends here (optimizer.step, ProfilerStep#)
 //   module_batch   {u64 samples, u32 flags}       right after a root module's module_begin: the
 //                                                 leading dimension of its first tensor input (or
-//                                                 --batch-size); flags 2 = training mode
+//                                                 --batch-size); flags 2 = training mode; flags 4:
+//                                                 that forward raised (samples 0, before its
+//                                                 module_end): its batch is not counted
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
 //   loop_head      {u32 what}                     after an optimizer step, what = 0: the loop that

@@ -49,6 +49,7 @@ namespace {
 
 using BeginFn = void (*)(uint32_t name, uint32_t flags, int64_t batch);
 using EndFn = void (*)(uint32_t name);
+using RaisedFn = void (*)();
 
 BeginFn g_begin = nullptr;
 EndFn g_end = nullptr;
@@ -56,6 +57,7 @@ PyObject* g_entry = nullptr;   // entry(module, parent or None) -> (name id, is 
 PyObject* g_root = nullptr;    // root(module, inputs) -> (flags, batch)
 PyObject* g_script = nullptr;  // script(module): records its graph once
 PyObject* g_root_end = nullptr;  // root_end(module): a root module's forward returned (optional)
+RaisedFn g_root_raised = nullptr;  // the root module's forward in progress raised (optional)
 
 struct Entry {
   PyObject* ref = nullptr;  // weak reference to the module (owned)
@@ -168,8 +170,27 @@ PyObject* PreHook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// Whether `module` is the root forward open on this thread (the only scope).
+bool IsOpenRoot(PyObject* module) { return t_stack.size() == 1 && t_stack.back().module == module; }
+
+// PyTorch 2.x calls the post hook (always_call) also when the forward raised,
+// from its exception handler, with no output: an exception being handled and
+// no output is a forward that raised.
+bool RaisedInHook(Py_ssize_t nargs, PyObject* const* args) {
+  if (nargs < 3 || args[2] != Py_None) return false;
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_GetExcInfo(&type, &value, &tb);
+  bool handling = type != nullptr && type != Py_None;
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  return handling;
+}
+
 PyObject* PostHook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 1 && g_entries) Close(args[0]);
+  if (nargs < 1 || !g_entries) Py_RETURN_NONE;
+  if (g_root_raised && IsOpenRoot(args[0]) && RaisedInHook(nargs, args)) g_root_raised();
+  Close(args[0]);
   Py_RETURN_NONE;
 }
 
@@ -192,6 +213,7 @@ PyObject* ModuleCallVectorcall(PyObject* self, PyObject* const* args, size_t nar
   PyObject* module = args[0];
   bool opened = Open(module, nullptr, args + 1, nargs - 1);
   PyObject* res = PyObject_Vectorcall(orig, args, nargsf, kwnames);
+  if (opened && res == nullptr && g_root_raised && IsOpenRoot(module)) g_root_raised();
   if (opened) Close(module);  // raises nothing: an exception of the forward stays set
   return res;
 }
@@ -395,6 +417,15 @@ PyObject* Init(PyObject*, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+// set_root_raised(address): strata_torch_root_raised, called when a root
+// forward raises.
+PyObject* SetRootRaised(PyObject*, PyObject* arg) {
+  unsigned long long addr = PyLong_AsUnsignedLongLong(arg);
+  if (PyErr_Occurred()) return nullptr;
+  g_root_raised = reinterpret_cast<RaisedFn>(static_cast<uintptr_t>(addr));
+  Py_RETURN_NONE;
+}
+
 // set_root_end(callable or None): called with the module after each root
 // forward that returns.
 PyObject* SetRootEnd(PyObject*, PyObject* fn) {
@@ -418,6 +449,7 @@ PyMethodDef kMethods[] = {
     {"wrap_call", WrapCall, METH_O, "wrap_call(nn.Module.__call__): the same, with a scope around each module's forward"},
     {"depth", Depth, METH_NOARGS, "depth of the calling thread's module stack"},
     {"set_root_end", SetRootEnd, METH_O, "set_root_end(f or None): f(module) after each root forward that returns"},
+    {"set_root_raised", SetRootRaised, METH_O, "set_root_raised(address): called when a root forward raises"},
     {"wrap_site", WrapSite, METH_O, "wrap_site(f): f, telling strata the caller's file:line around each call"},
     {"init_sites", InitSites, METH_VARARGS, "init_sites(site_begin_address, site_end_address, intern_address)"},
     {nullptr, nullptr, 0, nullptr},

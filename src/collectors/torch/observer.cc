@@ -623,7 +623,7 @@ STRATA_TORCH_API uint32_t strata_torch_intern(const char* name) {
   return name ? strata::recorder::Intern(name) : 0;
 }
 
-enum : uint32_t { kModuleRoot = 1, kModuleTraining = 2 };
+enum : uint32_t { kModuleRoot = 1, kModuleTraining = 2, kModuleRaised = 4 };
 
 // A module's forward begins (from a global forward pre-hook). `batch`: the
 // leading dimension of its first tensor input, -1 when none.
@@ -649,6 +649,19 @@ STRATA_TORCH_API void strata_torch_module_begin(uint32_t name, uint32_t flags, i
       strata::recorder::EmitThreadEvent(sf::kModuleBatch, &v, sizeof v);
     }
   }
+}
+
+// The root module's forward in progress raised (a batch the loop skips, a
+// recompute stopped on purpose): it processed no samples. A module_batch of
+// none, flagged, before its module_end: the importer drops the batch the
+// forward's module_batch gave.
+STRATA_TORCH_API void strata_torch_root_raised() {
+  if (!g || !g->modules_on.load(std::memory_order_relaxed)) return;
+  struct {
+    uint64_t samples;
+    uint32_t flags;
+  } __attribute__((packed)) v{0, kModuleRoot | kModuleRaised};
+  strata::recorder::EmitThreadEvent(sf::kModuleBatch, &v, sizeof v);
 }
 
 STRATA_TORCH_API void strata_torch_module_end(uint32_t name) {

@@ -376,7 +376,29 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
   for (uint32_t i = 0; i < t.slices.size(); ++i)
     if (t.slices.kind[i] == SliceKind::kStep) step_at[t.slices.track[i]].emplace_back(t.slices.ts[i], static_cast<int32_t>(i));
   for (auto& [trk, v] : step_at) std::sort(v.begin(), v.end());
+  // A root forward that raised (flag 4, from the hooks as it ended: a batch
+  // the loop skipped) processed no samples: the batch mark its module slice
+  // holds goes (where it had one: a forward of no tensor gave none).
+  std::vector<const BatchMark*> kept;
+  kept.reserve(marks.size());
   for (const BatchMark& b : marks) {
+    if ((b.flags & 4) == 0) {
+      kept.push_back(&b);
+      continue;
+    }
+    int32_t root = kNone;
+    for (int32_t s = t.SliceAt(b.track, b.ts); s != kNone; s = t.slices.parent[static_cast<size_t>(s)])
+      if (t.slices.kind[static_cast<size_t>(s)] == SliceKind::kModule) root = s;
+    if (root == kNone) continue;
+    for (size_t k = kept.size(); k-- > 0;)
+      if (kept[k]->track == b.track) {
+        if (!kept[k]->given && kept[k]->ts >= t.slices.ts[static_cast<size_t>(root)])
+          kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(k));
+        break;
+      }
+  }
+  for (const BatchMark* mark : kept) {
+    const BatchMark& b = *mark;
     int32_t step = kNone, root = kNone;
     auto st = step_at.find(b.track);
     if (st != step_at.end()) {
