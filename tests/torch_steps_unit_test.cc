@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "importers/strata/decoder.h"
@@ -73,6 +74,35 @@ TEST(FoundSteps, AGiveUpMarkBeforeTheOptimizerStepIsNotMoved) {
   auto s = l.Steps({{l.track, 95 * kMs, true}, {l.track, 160 * kMs, false}});
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[1].second, 180 * kMs) << "ended at " << s[1].second / kMs << " ms";
+}
+
+// Two optimizers taking turns (0, 1, 0, 1, ...), each step followed by the
+// loop's head at one line (the loop's): every optimizer step ends an
+// iteration. The same steps where the head after optimizer 0's steps is an
+// inner loop's (another line) and only optimizer 1's are followed by the outer
+// one (a WGAN's critic and generator): two optimizer steps per iteration.
+TEST(FoundSteps, OptimizersTakingTurnsAreAnIterationEachWhereTheLoopHeadSaysSo) {
+  for (bool inner_loop : {false, true}) {
+    LoadContext ctx;
+    uint32_t process = ctx.Process(4242, 0).index;
+    uint32_t track = ctx.Track(process, model::TrackKind::kThread, 4242, -1);
+    std::vector<FoundStep> found;
+    std::vector<OptimizerMark> marks;
+    std::vector<LoopHead> heads;
+    for (int64_t k = 0; k < 12; ++k) {
+      found.push_back({(10 + 100 * k) * kMs, (80 + 100 * k) * kMs, track, process, static_cast<uint64_t>(k)});
+      marks.push_back({track, (70 + 100 * k) * kMs, static_cast<uint32_t>(k % 2)});
+      uint32_t line = inner_loop && k % 2 == 0 ? 45 : 40;
+      heads.push_back({track, (90 + 100 * k) * kMs, true, line});
+    }
+    model::Trace& t = ctx.trace();
+    std::map<uint32_t, size_t> periods;
+    AddFoundSteps(ctx, found, marks, heads, t.strings.Intern("step"), &periods);
+    size_t steps = 0;
+    for (size_t i = 0; i < t.slices.size(); ++i) steps += t.slices.kind[i] == model::SliceKind::kStep;
+    EXPECT_EQ(steps, inner_loop ? 6u : 12u) << "inner loop: " << inner_loop;
+    EXPECT_EQ(periods.count(track), inner_loop ? 1u : 0u);
+  }
 }
 
 // A step's samples are its root forwards' batches, less those of forwards

@@ -90,7 +90,8 @@ def _with_exits(code):
 
 def arm(emit):
     """Called right after an optimizer step, from within it (a hook): calls
-    emit(0) at the loop's next head, or emit(1) where it stops looking."""
+    emit(line << 1) at the loop's next head (the loop's line: inner and outer
+    loops told apart), or emit(1) where it stops looking."""
     now = time.perf_counter()
     budget = max(_MIN_S, _SHARE * (now - _last_arm[0])) if _last_arm[0] else _FIRST_S
     _last_arm[0] = now
@@ -131,7 +132,7 @@ def arm(emit):
         watched[3] = True
         if event == "line":
             if frame.f_lineno <= watched[1] and frame.f_lasti not in _with_exits(frame.f_code):
-                fire(0)
+                fire((frame.f_lineno & 0x7fffffff) << 1)  # seen (bit 0 clear), at this line
                 return None
             if time.perf_counter() > deadline:
                 fire(1)

@@ -50,11 +50,12 @@
 //                                                 module_end): its batch is not counted
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
-//   loop_head      {u32 what}                     after an optimizer step, what = 0: the loop that
+//   loop_head      {u32 what}                     after an optimizer step, bit 0 clear: the loop that
 //                                                 called it takes its next iteration (its
-//                                                 `for`/`while` line, seen from Python): where the
-//                                                 step ends; 1: the Python side stopped looking,
-//                                                 the iteration still running here
+//                                                 `for`/`while` line, seen from Python, in bits
+//                                                 1-31; 0: not said): where the step ends; 1: the
+//                                                 Python side stopped looking, the iteration still
+//                                                 running here
 //   comm_begin     {u32 name, u64 seq, u64 bytes, u32 tensors}
 //                                                 a collective or point-to-point op's work begins
 //                                                 ("gloo:all_reduce", "nccl:all_reduce"; gloo: on

@@ -78,6 +78,9 @@ WORKLOADS = [
     # is skipped: 28 steps of 32 iterations, and the skipped forwards' batches
     # are no samples.)
     ("distill_skip_bad", ["--iters", "32", "--batch", "32"], None),
+    # (Two optimizers taking turns, one per iteration, repeat as a GAN's two
+    # per iteration do: the loop's head after each step tells them apart.)
+    ("alternating_models", ["--iters", "40", "--batch", "64"], 64),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).

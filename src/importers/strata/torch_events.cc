@@ -447,7 +447,8 @@ void RegisterTorchDecoders(DecoderRegistry& r) {
     ctx.Ext<TorchState>().optimizer_marks.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>()});
   });
   r.On(kThreadStream, "loop_head", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
-    ctx.Ext<TorchState>().loop_heads.push_back({ss.track, static_cast<int64_t>(ev.ts), PayloadReader(ev).Get<uint32_t>() == 0});
+    uint32_t what = PayloadReader(ev).Get<uint32_t>();
+    ctx.Ext<TorchState>().loop_heads.push_back({ss.track, static_cast<int64_t>(ev.ts), (what & 1) == 0, what >> 1});
   });
   r.On(kThreadStream, "module_batch", [](LoadContext& ctx, StreamState& ss, const EventView& ev) {
     PayloadReader p(ev);

@@ -241,6 +241,44 @@ size_t Period(const std::vector<Signature>& sig, size_t max_period) {
   return 1;
 }
 
+// Optimizers that take turns, one per iteration (an actor's update on even
+// iterations, a critic's on odd ones), repeat with a period as several per
+// iteration do (a GAN's two updates; a WGAN's critic updates in an inner
+// loop), but the loop's head (seen from Python) comes after each of their
+// steps at one line, the outer loop's: a GAN's generator update follows its
+// discriminator's with no head between, a WGAN's critic steps are followed by
+// the inner loop's head, another line than the one after its generator's.
+// True when most optimizer steps inside a period are followed, before the
+// next one ends, by a head at the line most period ends are followed by.
+bool EachOptimizerStepEndsAnIteration(const std::vector<LoopHead>& heads, uint32_t track,
+                                      const std::vector<const FoundStep*>& steps, size_t period) {
+  std::vector<std::pair<int64_t, uint32_t>> seen;  // (ts, line) of the thread's heads that say their line
+  for (const LoopHead& h : heads)
+    if (h.track == track && h.seen && h.line != 0) seen.emplace_back(h.ts, h.line);
+  std::sort(seen.begin(), seen.end());
+  auto line_after = [&](size_t k) -> uint32_t {  // the head's line after step k, before step k+1 ends; 0: none
+    auto h = std::upper_bound(seen.begin(), seen.end(), std::make_pair(steps[k]->end, UINT32_MAX));
+    return h != seen.end() && h->first < steps[k + 1]->end ? h->second : 0;
+  };
+  std::map<uint32_t, size_t> at_ends;
+  size_t inside = 0;
+  std::map<uint32_t, size_t> at_inside;
+  for (size_t k = 0; k + 1 < steps.size(); ++k) {
+    uint32_t line = line_after(k);
+    if ((k + 1) % period == 0) {
+      if (line) ++at_ends[line];
+    } else {
+      ++inside;
+      if (line) ++at_inside[line];
+    }
+  }
+  if (inside < 2 || at_ends.empty()) return false;
+  uint32_t outer = std::max_element(at_ends.begin(), at_ends.end(), [](const auto& a, const auto& b) {
+                     return a.second < b.second;
+                   })->first;
+  return at_inside[outer] * 5 >= inside * 4;
+}
+
 // The observer writes a step's tentative begin right as the previous one ends
 // (a first activity moves it later); within this of the end, it was not moved.
 constexpr int64_t kTentativeBeginNs = 50'000;
@@ -283,6 +321,10 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
     const uint32_t track = trk;  // (a structured binding: clang 14 does not capture one)
     const bool named = std::any_of(marks.begin(), marks.end(), [track](const OptimizerMark& m) { return m.track == track; });
     size_t period = Period(Signatures(t, trk, slices, v, marks), named ? 16 : 4);
+    // Without a DataLoader, the loop's head itself, seen from Python: the first
+    // mark after the step's last optimizer step, if it comes before the next one's.
+    const std::vector<std::pair<int64_t, bool>> head_ts = HeadsOn(heads, trk, v, marks);
+    if (period > 1 && EachOptimizerStepEndsAnIteration(heads, trk, v, period)) period = 1;
     if (periods && period > 1) (*periods)[trk] = period;
     // The thread's other slices by begin: a step must not cross one (a
     // record_function or strata.scope opened between two iterations and closed
@@ -312,9 +354,6 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
       std::nth_element(counts.begin(), counts.begin() + static_cast<ptrdiff_t>(counts.size() / 2), counts.end());
       per_iteration = counts[counts.size() / 2];
     }
-    // Without a DataLoader, the loop's head itself, seen from Python: the first
-    // mark after the step's last optimizer step, if it comes before the next one's.
-    const std::vector<std::pair<int64_t, bool>> head_ts = HeadsOn(heads, trk, v, marks);
     const std::vector<const FoundStep*>& steps = v;  // (clang 14 captures no structured binding)
     auto loop_head = [&](size_t j) {  // the end of the j-th step (not the last)
       // The fetch goes first where there is one: the observer's step windows

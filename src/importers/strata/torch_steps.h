@@ -47,6 +47,7 @@ struct LoopHead {
   uint32_t track = 0;
   int64_t ts = 0;
   bool seen = true;  // false: not the head, but where the Python side stopped looking for it
+  uint32_t line = 0;  // the loop's line, where seen (0: not said, an older trace)
 };
 
 // Adds kStep slices (before Finalize) for processes that mark no steps of their
