@@ -131,5 +131,36 @@ TEST(StepSamples, AForwardThatRaisedCountsNoSamples) {
   }
 }
 
+// Forwards inside an optimizer's step() re-evaluate the step's batch
+// (LBFGS's closure, 4 per step here): one batch of 2048, not 4. With a
+// forward before the step() too (a sharpness-aware optimizer's first pass),
+// that forward's batch alone.
+TEST(StepSamples, ForwardsInsideTheOptimizerStepAreTheStepsBatchAgain) {
+  for (bool forward_before : {false, true}) {
+    model::Trace t;
+    t.processes.push_back({.pid = 7});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 7});
+    model::StringId net = t.strings.Intern("Sequential");
+    t.slices.Add(0, 100 * kMs, 0, t.strings.Intern("step"), model::SliceKind::kStep, 0);
+    std::vector<BatchMark> marks;
+    if (forward_before) {
+      t.slices.Add(2 * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
+      marks.push_back({0, 2 * kMs + 1, 2048, 3});
+    }
+    t.slices.Add(10 * kMs, 80 * kMs, 0, t.strings.Intern("Optimizer.step#LBFGS.step"), model::SliceKind::kSpan);
+    for (int64_t k = 0; k < 4; ++k) {
+      t.slices.Add((12 + 15 * k) * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
+      marks.push_back({0, (12 + 15 * k) * kMs + 1, 2048, 3});
+    }
+    t.Finalize();
+    AttachStepSamples(t, marks, {}, {}, {});
+    model::StringId key = t.strings.Find("batch_size");
+    ASSERT_NE(key, model::StringPool::kNotFound);
+    int32_t arg = t.FindArg(0, key);
+    ASSERT_NE(arg, model::kNone);
+    EXPECT_EQ(t.args.num[static_cast<size_t>(arg)], 2048) << "a forward before the step(): " << forward_before;
+  }
+}
+
 }  // namespace
 }  // namespace strata::importers::strata_ctf

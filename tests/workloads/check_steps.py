@@ -81,6 +81,9 @@ WORKLOADS = [
     # (Two optimizers taking turns, one per iteration, repeat as a GAN's two
     # per iteration do: the loop's head after each step tells them apart.)
     ("alternating_models", ["--iters", "40", "--batch", "64"], 64),
+    # (LBFGS's closure runs the forward 4 times inside each optimizer.step():
+    # one batch per step, not 4.)
+    ("lbfgs_fit", ["--iters", "25", "--batch", "2048"], 2048),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).

@@ -407,6 +407,8 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     bool any_given = false, training = false;
     std::map<std::pair<bool, model::StringId>, uint64_t> by_module;  // (training, root module) -> samples
     std::map<std::pair<bool, model::StringId>, uint64_t> largest;    // ... -> largest single batch
+    // ... -> largest batch of the forwards inside an optimizer's step()
+    std::map<std::pair<bool, model::StringId>, uint64_t> in_optimizer;
   };
   std::map<int32_t, PerStep> steps;
   // Each thread's steps by begin: a mark's step is found by time (a step need
@@ -446,8 +448,13 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
         step = std::prev(it)->second;
     }
     if (step == kNone) continue;  // setup or teardown
-    for (int32_t s = t.SliceAt(b.track, b.ts); s != kNone; s = t.slices.parent[static_cast<size_t>(s)])
-      if (t.slices.kind[static_cast<size_t>(s)] == SliceKind::kModule) root = s;
+    bool in_optimizer = false;
+    for (int32_t s = t.SliceAt(b.track, b.ts); s != kNone; s = t.slices.parent[static_cast<size_t>(s)]) {
+      const auto kind = t.slices.kind[static_cast<size_t>(s)];
+      if (kind == SliceKind::kModule) root = s;
+      if (kind == SliceKind::kSpan && t.strings.Get(t.slices.name[static_cast<size_t>(s)]).starts_with("Optimizer.step#"))
+        in_optimizer = true;
+    }
     PerStep& ps = steps[step];
     if (b.given) {
       ps.any_given = true;
@@ -456,10 +463,24 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
       bool training = (b.flags & 2) != 0;
       ps.training |= training;
       const std::pair<bool, model::StringId> k{training, t.slices.name[static_cast<size_t>(root)]};
+      if (in_optimizer) {
+        ps.in_optimizer[k] = std::max(ps.in_optimizer[k], b.samples);
+        continue;
+      }
       ps.by_module[k] += b.samples;
       ps.largest[k] = std::max(ps.largest[k], b.samples);
     }
   }
+  // Forwards inside an optimizer's step() evaluate the step's batch again
+  // (torch.optim.LBFGS's closure, several times per step; a sharpness-aware
+  // optimizer's second pass): one batch, counted where no forward outside
+  // the step() gave the module's samples already.
+  for (auto& [s, ps] : steps)
+    for (const auto& [k, v] : ps.in_optimizer)
+      if (!ps.by_module.count(k)) {
+        ps.by_module[k] = v;
+        ps.largest[k] = v;
+      }
   model::StringId key = t.strings.Intern("batch_size");
   bool added = false;
   for (const auto& [s, ps] : steps) {
