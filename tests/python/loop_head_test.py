@@ -15,22 +15,28 @@ from strata import _loop_head  # noqa: E402
 class LoopHeadTest(unittest.TestCase):
     def setUp(self):
         self.events = []
+        self.lines = []
         self.stage = None
         _loop_head._last_arm[0] = 0.0
 
     def emit(self, what):
-        self.events.append((what, self.stage))
+        # Bit 0: gave up (1) or saw the head (0); above it, the head's line.
+        self.events.append((what & 1, self.stage))
+        self.lines.append(what >> 1)
 
     def test_for_loop_with_block(self):
+        head = sys._getframe().f_lineno + 1
         for _ in range(3):
             self.stage = "head"
             with contextlib.nullcontext():
                 self.stage = "work"; _loop_head.arm(self.emit)  # noqa: E702
             self.stage = "tail"
         self.assertEqual(self.events, [(0, "tail")] * 3)
+        self.assertEqual(self.lines, [head] * 3)  # the loop's own line
 
     def test_while_loop_with_block(self):
         i = 0
+        head = sys._getframe().f_lineno + 1
         while i < 3:
             with contextlib.nullcontext():
                 with contextlib.nullcontext():
@@ -38,6 +44,7 @@ class LoopHeadTest(unittest.TestCase):
             self.stage = "tail"
             i += 1
         self.assertEqual(self.events, [(0, "tail")] * 3)
+        self.assertEqual(self.lines, [head] * 3)
 
     def test_helper_does_the_work(self):
         def step():
