@@ -152,6 +152,11 @@ TEST(OsPython, SamplesInsideAnOpCarryThePythonStackOfThatInstant) {
       {"aten::mm", "call_mm"}, {"aten::sort", "call_sort"}, {"aten::conv2d", "call_conv"}};
   std::map<std::string, std::map<std::string, uint64_t>> by_op;  // op -> innermost Python function -> samples
   std::map<uint32_t, uint64_t> module_lines;  // samples of the program's module-level code outside ops, by line
+  // (From the first op on: the set-up lines before the loop, torch.set_num_threads
+  // starting its pool, take samples of their own, more of them on a busy machine.)
+  int64_t first_op = INT64_MAX;
+  for (size_t i = 0; i < t.slices.size(); ++i)
+    if (t.slices.kind[i] == model::SliceKind::kOp) first_op = std::min(first_op, t.slices.ts[i]);
   const auto& cs = t.cpu_samples;
   for (size_t i = 0; i < cs.size(); ++i) {
     int32_t f = InnermostPython(t, cs.callsite[i]);
@@ -160,7 +165,8 @@ TEST(OsPython, SamplesInsideAnOpCarryThePythonStackOfThatInstant) {
     int32_t op = OutermostOp(t, cs.track[i], cs.ts[i]);
     if (op >= 0) {
       ++by_op[std::string(t.strings.Get(t.slices.name[static_cast<size_t>(op)]))][fn];
-    } else if (fn == "<module>" && std::string(t.strings.Get(t.frames.module[static_cast<size_t>(f)])) == program) {
+    } else if (fn == "<module>" && cs.ts[i] >= first_op &&
+               std::string(t.strings.Get(t.frames.module[static_cast<size_t>(f)])) == program) {
       ++module_lines[t.frames.line[static_cast<size_t>(f)]];
     }
   }
