@@ -100,18 +100,20 @@ TEST(Comms, DdpCollectivesMatchAcrossFourRanks) {
     EXPECT_EQ(works[p], works.begin()->second) << "rank process " << p;
   }
   // The all-reduces carry the gradients: 256x1024 + 1024x1024 + 1024x10
-  // weights and their biases, in float32, per iteration (each all-reduce's
-  // size as the rank that saw its inputs says).
+  // weights and their biases, in float32, per iteration, in DDP's buckets
+  // (each all-reduce's size as the ranks that saw its inputs say). The
+  // buckets of one iteration may reach the workers in either order on each
+  // rank, so the sizes are compared as multisets, not by position: each
+  // size counted as often as the rank that saw it most often.
   int64_t params = 256 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10;
-  std::map<uint32_t, uint32_t> nth;
-  std::map<uint32_t, int64_t> largest;  // n-th all-reduce -> its bytes on any rank
+  std::map<uint32_t, std::map<int64_t, int>> sizes;  // process -> bytes -> all-reduces
   for (size_t i = 0; i < c.size(); ++i)
-    if (t.strings.Get(c.name[i]) == "gloo:all_reduce") {
-      uint32_t n = nth[c.process[i]]++;
-      largest[n] = std::max(largest[n], c.bytes[i]);
-    }
+    if (t.strings.Get(c.name[i]) == "gloo:all_reduce" && c.bytes[i] > 0) ++sizes[c.process[i]][c.bytes[i]];
+  std::map<int64_t, int> most;  // bytes -> all-reduces of that size on the rank that saw most
+  for (auto& [p, by_size] : sizes)
+    for (auto& [bytes, n] : by_size) most[bytes] = std::max(most[bytes], n);
   int64_t all_reduced = 0;
-  for (auto& [n, b] : largest) all_reduced += b;
+  for (auto& [bytes, n] : most) all_reduced += bytes * n;
   EXPECT_EQ(all_reduced % (params * 4), 0) << all_reduced;
   EXPECT_GE(all_reduced / (params * 4), 8);
 
