@@ -105,29 +105,43 @@ TEST(FoundSteps, OptimizersTakingTurnsAreAnIterationEachWhereTheLoopHeadSaysSo) 
   }
 }
 
+// One step of 100 ms on one thread, for the samples tests: forwards and spans
+// are added to it, then BatchSize() attaches the step's samples from the
+// batch marks and reads them back.
+struct OneStep {
+  model::Trace t;
+  OneStep() {
+    t.processes.push_back({.pid = 7});
+    t.tracks.push_back({model::TrackKind::kThread, 0, 7});
+    t.slices.Add(0, 100 * kMs, 0, t.strings.Intern("step"), model::SliceKind::kStep, 0);
+  }
+  void Add(int64_t ts, int64_t dur, const char* name, model::SliceKind kind = model::SliceKind::kModule) {
+    t.slices.Add(ts, dur, 0, t.strings.Intern(name), kind);
+  }
+  // The step's batch_size argument (-1 when there is none).
+  int64_t BatchSize(const std::vector<BatchMark>& marks) {
+    t.Finalize();
+    AttachStepSamples(t, marks, {}, {}, {});
+    model::StringId key = t.strings.Find("batch_size");
+    if (key == model::StringPool::kNotFound) return -1;
+    int32_t arg = t.FindArg(0, key);
+    return arg == model::kNone ? -1 : t.args.num[static_cast<size_t>(arg)];
+  }
+};
+
 // A step's samples are its root forwards' batches, less those of forwards
 // that raised (flag 4, a batch the loop skipped): two training forwards of 32
 // in the step, the second raising, give 32; a raised forward that gave no
 // batch mark (no tensor input) takes none from the one before it.
 TEST(StepSamples, AForwardThatRaisedCountsNoSamples) {
   for (bool second_has_mark : {true, false}) {
-    model::Trace t;
-    t.processes.push_back({.pid = 7});
-    t.tracks.push_back({model::TrackKind::kThread, 0, 7});
-    model::StringId net = t.strings.Intern("Net");
-    t.slices.Add(0, 100 * kMs, 0, t.strings.Intern("step"), model::SliceKind::kStep, 0);
-    t.slices.Add(10 * kMs, 20 * kMs, 0, net, model::SliceKind::kModule);
-    t.slices.Add(50 * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
-    t.Finalize();
+    OneStep s;
+    s.Add(10 * kMs, 20 * kMs, "Net");
+    s.Add(50 * kMs, 5 * kMs, "Net");
     std::vector<BatchMark> marks = {{0, 10 * kMs + 1, 32, 3}};
     if (second_has_mark) marks.push_back({0, 50 * kMs + 1, 32, 3});
     marks.push_back({0, 55 * kMs - 1, 0, 5});
-    AttachStepSamples(t, marks, {}, {}, {});
-    model::StringId key = t.strings.Find("batch_size");
-    ASSERT_NE(key, model::StringPool::kNotFound);
-    int32_t arg = t.FindArg(0, key);
-    ASSERT_NE(arg, model::kNone);
-    EXPECT_EQ(t.args.num[static_cast<size_t>(arg)], 32) << "second forward with a mark: " << second_has_mark;
+    EXPECT_EQ(s.BatchSize(marks), 32) << "second forward with a mark: " << second_has_mark;
   }
 }
 
@@ -137,28 +151,18 @@ TEST(StepSamples, AForwardThatRaisedCountsNoSamples) {
 // that forward's batch alone.
 TEST(StepSamples, ForwardsInsideTheOptimizerStepAreTheStepsBatchAgain) {
   for (bool forward_before : {false, true}) {
-    model::Trace t;
-    t.processes.push_back({.pid = 7});
-    t.tracks.push_back({model::TrackKind::kThread, 0, 7});
-    model::StringId net = t.strings.Intern("Sequential");
-    t.slices.Add(0, 100 * kMs, 0, t.strings.Intern("step"), model::SliceKind::kStep, 0);
+    OneStep s;
     std::vector<BatchMark> marks;
     if (forward_before) {
-      t.slices.Add(2 * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
+      s.Add(2 * kMs, 5 * kMs, "Sequential");
       marks.push_back({0, 2 * kMs + 1, 2048, 3});
     }
-    t.slices.Add(10 * kMs, 80 * kMs, 0, t.strings.Intern("Optimizer.step#LBFGS.step"), model::SliceKind::kSpan);
+    s.Add(10 * kMs, 80 * kMs, "Optimizer.step#LBFGS.step", model::SliceKind::kSpan);
     for (int64_t k = 0; k < 4; ++k) {
-      t.slices.Add((12 + 15 * k) * kMs, 5 * kMs, 0, net, model::SliceKind::kModule);
+      s.Add((12 + 15 * k) * kMs, 5 * kMs, "Sequential");
       marks.push_back({0, (12 + 15 * k) * kMs + 1, 2048, 3});
     }
-    t.Finalize();
-    AttachStepSamples(t, marks, {}, {}, {});
-    model::StringId key = t.strings.Find("batch_size");
-    ASSERT_NE(key, model::StringPool::kNotFound);
-    int32_t arg = t.FindArg(0, key);
-    ASSERT_NE(arg, model::kNone);
-    EXPECT_EQ(t.args.num[static_cast<size_t>(arg)], 2048) << "a forward before the step(): " << forward_before;
+    EXPECT_EQ(s.BatchSize(marks), 2048) << "a forward before the step(): " << forward_before;
   }
 }
 

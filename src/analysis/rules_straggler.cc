@@ -282,6 +282,20 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
     });
   }
   double n_slow = static_cast<double>(slow.size()), n_typ = static_cast<double>(c.steps - slow.size());
+  double excess_mean = 0;  // how much longer than the median a slow step takes, on average
+  for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
+  // When another finding's fix takes the slow steps' extra away too, that
+  // finding says how uneven the waits are and this one stays silent.
+  auto defer_to = [&](const char* category, double extra, double share, const char* waiting) {
+    if (extra <= share * excess_mean) return false;
+    for (Finding& g : *out)
+      if (g.category == category) {
+        g.evidence += fmt::format(" The waits are uneven: {} of {} steps take {:.1f}x the median step, {} more {} in them.",
+                                  slow.size(), c.steps, (p50 + excess_mean) / p50, Ms(extra), waiting);
+        return true;
+      }
+    return false;
+  };
   const SlowCode code = SlowStepsCode(t, c.windows, is_slow, n_slow, n_typ);
   std::string top_child;
   double top_child_extra = 0;
@@ -311,44 +325,23 @@ void SlowStepsTail(FindingsContext& c, std::vector<Finding>* out) {
   // wait in it and must have run ahead (RanAhead): a slow step that queues its
   // own work (an evaluation every Nth step) and waits for it stays a tail.
   if (!top_child.empty() && IsSyncName(top_child)) {
-    double excess_mean = 0;
-    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
     const auto& v = child[top_child];
     if (top_child_extra > 0.5 * excess_mean && v.second / n_typ < 0.1 * excess_mean && RanAhead(t, c.windows, is_slow))
       return;
   }
   // Slow steps that are slow because the step's thread sleeps while another
   // Python thread holds the GIL are that finding's (rules_gil.cc, run before
-  // this one): it says how uneven the waits are instead.
-  if (top_state == 2) {
-    double excess_mean = 0;
-    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
-    for (Finding& g : *out)
-      if (g.category == "gil_contention" && top_state_extra > 0.3 * excess_mean) {
-        g.evidence += fmt::format(" The waits are uneven: {} of {} steps take {:.1f}x the median step, {} more blocked "
-                                  "in them.",
-                                  slow.size(), c.steps, (p50 + excess_mean) / p50, Ms(top_state_extra));
-        return;
-      }
-  }
+  // this one).
+  if (top_state == 2 && defer_to("gil_contention", top_state_extra, 0.3, "blocked")) return;
   // Slow steps that are slow because they wait longer for their batch (a
   // producer thread that is late at times, a loader's uneven reads) are the
-  // input pipeline's finding: its fix takes their wait away too. It says
-  // how uneven the waits are instead.
+  // input pipeline's finding: its fix takes their wait away too.
   if (c.breakdown.steps.size() == c.windows.size()) {
-    double slow_input = 0, typ_input = 0, excess_mean = 0;
+    double slow_input = 0, typ_input = 0;
     for (size_t i = 0; i < c.windows.size(); ++i)
       (is_slow[i] ? slow_input : typ_input) +=
           static_cast<double>(c.breakdown.steps[i].host[static_cast<size_t>(StepPart::kInput)]);
-    for (size_t i : slow) excess_mean += (static_cast<double>(durs[i]) - p50) / n_slow;
-    double input_extra = slow_input / n_slow - typ_input / n_typ;
-    for (Finding& g : *out)
-      if (g.category == "input_pipeline" && input_extra > 0.5 * excess_mean) {
-        g.evidence += fmt::format(" The waits are uneven: {} of {} steps take {:.1f}x the median step, {} more waiting "
-                                  "for input in them.",
-                                  slow.size(), c.steps, (p50 + excess_mean) / p50, Ms(input_extra));
-        return;
-      }
+    if (defer_to("input_pipeline", slow_input / n_slow - typ_input / n_typ, 0.5, "waiting for input")) return;
   }
   std::string blocked_cause;
   if (top_state == 2 && !blocked_in.empty())
