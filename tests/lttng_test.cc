@@ -373,6 +373,30 @@ TEST(LttngDetect, DamagedTraceIsAnErrorNotACrash) {
   EXPECT_FALSE(t.ok());
 }
 
+// Metadata whose events take no bits (no header, no context, no fields: what
+// a fuzzer made of a real trace) has babeltrace2 decode the same empty event
+// forever; the read stops at the first million at one time with an error
+// saying so (it ran until memory ran out).
+TEST(LttngDetect, EventsOfNoSizeEndTheReadNotTheMemory) {
+  REQUIRE_LTTNG();
+  std::string d = testing::TempDir("lttng_no_size");
+  std::filesystem::create_directories(d);
+  auto files = synth::UserTrace();
+  std::string m = files["metadata"];
+  for (std::string_view cut : {"  event.header := struct { uint32_t id; clk64_t timestamp; };\n",
+                               "  event.context := struct { int32_t _vpid; int32_t _vtid; };\n"}) {
+    size_t at = m.find(cut);
+    ASSERT_NE(at, std::string::npos) << cut;
+    m.erase(at, cut.size());
+  }
+  m = m.substr(0, m.find("event {")) + "event { name = \"myapp:tick\"; id = 0; stream_id = 0; fields := struct { }; };\n";
+  synth::WriteFile(d + "/metadata", m);
+  synth::WriteFile(d + "/chan_0", files["chan_0"]);
+  auto t = importers::LoadTrace(d);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("events at one time"), std::string::npos) << t.status().message();
+}
+
 // Writes the fuzz target's seeds (metadata, a NUL, one stream file) when asked:
 //   STRATA_WRITE_LTTNG_SEEDS=fuzz/corpus/lttng ./lttng_test --gtest_filter=LttngSeeds.*
 TEST(LttngSeeds, Write) {

@@ -173,6 +173,7 @@ struct StreamClassInfo {
 class Reader {
  public:
   Reader(model::StringPool& strings, LttngEvents& out) : strings_(strings), out_(out) {}
+  const std::string& malformed() const { return malformed_; }
 
   void Handle(const bt_message* msg) {
     switch (bt_message_get_type(msg)) {
@@ -190,6 +191,11 @@ class Reader {
   struct StreamState {
     uint32_t row = 0;  // LttngEvents::streams
     const StreamClassInfo* sc = nullptr;
+    // The run of this stream's events at one time: where it began in
+    // LttngEvents' events and arg columns, and how long it is.
+    int64_t run_ts = INT64_MIN;
+    uint64_t run = 0;
+    size_t run_event = 0, run_arg = 0;
   };
 
   const StreamClassInfo& StreamClassOf(const bt_stream_class* sc) {
@@ -277,6 +283,32 @@ class Reader {
   }
 
   model::StringId Intern(std::string_view s) { return strings_.Intern(s); }
+
+  // Metadata whose event header and fields take no bits (a damaged or
+  // hostile trace) makes babeltrace2 decode the same empty event forever, at
+  // one time: no tracer writes a million events of one stream at one
+  // nanosecond. Such a run ends the read where it began (its events dropped,
+  // and what follows), and the importer says why.
+  static constexpr uint64_t kMaxEventsAtOneTime = uint64_t{1} << 20;
+  bool CountRun(StreamState& st, int64_t ts) {
+    if (ts != st.run_ts || st.run == 0) {
+      st.run_ts = ts;
+      st.run = 0;
+      st.run_event = out_.events.size();
+      st.run_arg = out_.arg_key.size();
+    }
+    if (++st.run <= kMaxEventsAtOneTime) return true;
+    malformed_ = fmt::format(
+        "stream {} has more than {} events at one time ({} ns): its event classes take no bits (malformed metadata); "
+        "the events from there on are left out",
+        out_.streams[st.row].name, kMaxEventsAtOneTime, ts);
+    out_.total -= out_.events.size() - st.run_event + 1;
+    out_.events.resize(st.run_event);
+    out_.arg_key.resize(st.run_arg);
+    out_.arg_str.resize(st.run_arg);
+    out_.arg_num.resize(st.run_arg);
+    return false;
+  }
 
   ClassInfo Classify(const bt_event_class* ec, bool kernel) {
     ClassInfo ci;
@@ -389,6 +421,7 @@ class Reader {
   }
 
   void OnEvent(const bt_message* msg) {
+    if (!malformed_.empty()) return;
     ++out_.total;
     const bt_event* ev = bt_message_event_borrow_event_const(msg);
     StreamState& st = StreamOf(bt_event_borrow_stream_const(ev));
@@ -396,6 +429,7 @@ class Reader {
     Event e;
     e.cpu = sd.cpu;
     if (st.sc->clock) e.ts = Ns(bt_message_event_borrow_default_clock_snapshot_const(msg));
+    if (!CountRun(st, e.ts)) return;
     const bt_field* ctx = bt_event_borrow_common_context_field_const(ev);
     int64_t v;
     if (IntOf(Member(ctx, st.sc->tid), &v)) e.tid = static_cast<int32_t>(v);
@@ -485,6 +519,7 @@ class Reader {
   std::unordered_map<const bt_event_class*, ClassInfo> classes_;
   std::unordered_map<const bt_trace*, bool> traces_;  // kernel domain?
   std::string text_;
+  std::string malformed_;  // why the read stopped early (CountRun)
 };
 
 // The calling thread's babeltrace2 error, as one line (its causes, outermost first).
@@ -535,8 +570,9 @@ bt_graph_simple_sink_component_consume_func_status SinkConsume(bt_message_iterat
 #endif
     bt_message_put_ref(msgs[i]);
   }
-  return oom ? BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR
-             : BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+  if (oom) return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
+  return r->malformed().empty() ? BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK
+                                : BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
 }
 
 // Owns the graph and the plugins for one read.
@@ -655,7 +691,10 @@ Status ReadLttngInProcess(const std::vector<std::string>& dirs, model::StringPoo
     bt_graph_run_status s = bt_graph_run(g.graph);
     if (s == BT_GRAPH_RUN_STATUS_OK) break;
     if (s == BT_GRAPH_RUN_STATUS_AGAIN) continue;
-    std::string why = s == BT_GRAPH_RUN_STATUS_MEMORY_ERROR ? "out of memory" : TakeError();
+    std::string why = !reader.malformed().empty()            ? reader.malformed()
+                      : s == BT_GRAPH_RUN_STATUS_MEMORY_ERROR ? "out of memory"
+                                                              : TakeError();
+    if (!reader.malformed().empty()) TakeError();  // (babeltrace2's own error: the sink said stop)
     if (out.total == 0) return Err(StatusCode::kCorrupt, "babeltrace2 could not read the trace: {}", why);
     *stopped = why;
     break;
