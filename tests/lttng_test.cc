@@ -397,6 +397,32 @@ TEST(LttngDetect, EventsOfNoSizeEndTheReadNotTheMemory) {
   EXPECT_NE(t.status().message().find("events at one time"), std::string::npos) << t.status().message();
 }
 
+// The same events of no size in a trace that says LTTng-UST 0.x: babeltrace2
+// decodes the last packet's events while it opens the trace (a fix-up for
+// that tracer's timestamps) and loops there, before any message reaches
+// strata. The child reading it is stopped at its time limit (10 s for a trace
+// this small) with an error, not waited for without end.
+TEST(LttngDetect, ABabeltraceThatLoopsIsStoppedAtItsTimeLimit) {
+  REQUIRE_LTTNG();
+  std::string d = testing::TempDir("lttng_loops");
+  std::filesystem::create_directories(d);
+  auto files = synth::UserTrace();
+  std::string m = files["metadata"];
+  for (std::string_view cut : {"  event.header := struct { uint32_t id; clk64_t timestamp; };\n",
+                               "  event.context := struct { int32_t _vpid; int32_t _vtid; };\n", "tracer_major = 2;"}) {
+    size_t at = m.find(cut);
+    ASSERT_NE(at, std::string::npos) << cut;
+    m.replace(at, cut.size(), cut[0] == 't' ? "tracer_major = 0;" : "");
+  }
+  m = m.substr(0, m.find("event {")) + "event { name = \"myapp:tick\"; id = 0; stream_id = 0; fields := struct { }; };\n";
+  synth::WriteFile(d + "/metadata", m);
+  synth::WriteFile(d + "/chan_0", files["chan_0"]);
+  auto t = importers::LoadTrace(d);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("did not finish reading the trace in 10 s"), std::string::npos)
+      << t.status().message();
+}
+
 // Writes the fuzz target's seeds (metadata, a NUL, one stream file) when asked:
 //   STRATA_WRITE_LTTNG_SEEDS=fuzz/corpus/lttng ./lttng_test --gtest_filter=LttngSeeds.*
 TEST(LttngSeeds, Write) {

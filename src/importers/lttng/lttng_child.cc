@@ -5,13 +5,18 @@
 // does. A damaged trace must be an error, not the end of `strata report`: the
 // graph runs in a child, which hands its LttngEvents back through a memory
 // file (memfd) as flat columns, its strings last, re-interned here.
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <filesystem>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -159,6 +164,50 @@ Status Deserialize(std::string_view bytes, model::StringPool& strings, LttngEven
   return OkStatus();
 }
 
+// How long babeltrace2 may take over the trace: 10 s and 1 s more per MiB of
+// its files, far more than it needs (it reads 3.7M events a second here, tens
+// of MB). Damaged metadata can have it loop without end inside its own code
+// (LTTng-UST 0.x's packet fix-up decoding events that take no bits, again and
+// again, before any message), where nothing reaches strata's sink to stop it.
+double ReadLimitSeconds(const std::vector<std::string>& dirs) {
+  std::error_code ec;
+  uint64_t bytes = 0;
+  for (const std::string& d : dirs)
+    for (auto it = std::filesystem::recursive_directory_iterator(d, ec); !ec && it != decltype(it)(); it.increment(ec))
+      if (it->is_regular_file(ec)) bytes += it->file_size(ec);
+  return 10.0 + static_cast<double>(bytes) / (1 << 20);
+}
+
+// Waits for the child until `limit_s`; kills it past that. True when it ended
+// by itself.
+bool WaitOrKill(pid_t pid, double limit_s, int* ws) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(limit_s));
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  for (;;) {
+    pid_t r = ::waitpid(pid, ws, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, ws, 0) < 0 && errno == EINTR) {
+      }
+      if (pidfd >= 0) ::close(pidfd);
+      return false;
+    }
+    if (pidfd >= 0) {
+      struct pollfd p = {pidfd, POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));  // readable when the child ends
+    } else {
+      ::usleep(5000);  // (no pidfd_open before Linux 5.3)
+    }
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  return true;
+}
+
 }  // namespace
 
 Status ReadLttng(const std::vector<std::string>& dirs, model::StringPool& strings, LttngEvents& out,
@@ -190,7 +239,13 @@ Status ReadLttng(const std::vector<std::string>& dirs, model::StringPool& string
     ::_exit(w.WriteTo(fd) ? 0 : 1);
   }
   int ws = 0;
-  while (::waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  const double limit_s = ReadLimitSeconds(dirs);
+  if (!WaitOrKill(pid, limit_s, &ws)) {
+    ::close(fd);
+    return Err(StatusCode::kCorrupt,
+               "babeltrace2 did not finish reading the trace in {:.0f} s (10 s and 1 s per MiB of its files), "
+               "stopped: it loops on the trace's metadata or packets; the trace is damaged",
+               limit_s);
   }
   struct stat sb;
   std::string bytes;
