@@ -166,5 +166,30 @@ TEST(StepSamples, ForwardsInsideTheOptimizerStepAreTheStepsBatchAgain) {
   }
 }
 
+// Training forwards of one module with no backward pass between them (flag 8
+// on the second: two views of the same 64 images, or a decoder called per
+// time step) process the same samples again: one run counts its largest
+// batch once. With a backward between them (gradient accumulation's
+// micro-batches: no flag), each counts.
+TEST(StepSamples, ForwardsWithNoBackwardBetweenThemCountTheirBatchOnce) {
+  struct Case {
+    std::vector<std::pair<uint64_t, uint32_t>> forwards;  // (batch, flags)
+    int64_t samples;
+  };
+  for (const Case& c : std::vector<Case>{{{{64, 3}, {64, 3 | 8}}, 64},
+                                         {{{16, 3}, {16, 3}, {16, 3}}, 48},
+                                         {{{8, 3}, {8, 3 | 8}, {12, 3 | 8}, {8, 3}, {8, 3 | 8}}, 20},
+                                         {{{32, 3 | 8}}, 32}}) {
+    OneStep s;
+    std::vector<BatchMark> marks;
+    for (size_t k = 0; k < c.forwards.size(); ++k) {
+      int64_t ts = (5 + 10 * static_cast<int64_t>(k)) * kMs;
+      s.Add(ts, 5 * kMs, "Encoder");
+      marks.push_back({0, ts + 1, c.forwards[k].first, c.forwards[k].second});
+    }
+    EXPECT_EQ(s.BatchSize(marks), c.samples) << ::testing::PrintToString(c.forwards);
+  }
+}
+
 }  // namespace
 }  // namespace strata::importers::strata_ctf

@@ -39,6 +39,10 @@ _roots = {}  # class name -> weak references to the root modules of that class s
 
 _ROOT = 1
 _TRAINING = 2
+# A training forward of a root module that ran again with no backward pass
+# since its last one (the importer counts its batch once with the one before:
+# two views of the same images, a decoder called once per time step).
+_AGAIN = 8
 
 
 def _report(state, detail):
@@ -106,6 +110,9 @@ def attach(torch):
     lib.strata_torch_intern.restype = ctypes.c_uint32
     lib.strata_torch_module_begin.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64]
     lib.strata_torch_module_begin.restype = None
+    if hasattr(lib, "strata_torch_root_batch"):
+        lib.strata_torch_root_batch.argtypes = [ctypes.c_uint32, ctypes.c_int64]
+        lib.strata_torch_root_batch.restype = None
     lib.strata_torch_module_end.argtypes = [ctypes.c_uint32]
     lib.strata_torch_module_end.restype = None
     if hasattr(lib, "strata_torch_root_raised"):
@@ -251,9 +258,10 @@ def _mark_optimizer_steps(torch):
 # and replays the step without it). Never raises into the program; the calls
 # themselves are unchanged.
 
-def _span_around(owner, attr, name, when=None, after=None):
-    """Replaces owner.attr by a wrapper that runs it inside a span `name` (when
-    `when()` is true, if given), then calls `after()`."""
+def _span_around(owner, attr, name, when=None, after=None, before=None):
+    """Replaces owner.attr by a wrapper that calls `before()` (if given), runs
+    it inside a span `name` (when `when()` is true, if given), then calls
+    `after()`."""
     try:
         import strata
         lib = strata._lib
@@ -265,6 +273,8 @@ def _span_around(owner, attr, name, when=None, after=None):
             return
 
         def wrapper(*args, **kwargs):
+            if before is not None:
+                before()
             if when is not None and not when():
                 return real(*args, **kwargs)
             lib.strata_span_begin_(sid)
@@ -296,7 +306,8 @@ def _arm_loop_head():
 
 
 def _mark_backward(torch):
-    _span_around(torch.autograd, "backward", "torch.autograd.backward", _no_optimizer_yet, _arm_loop_head)
+    _span_around(torch.autograd, "backward", "torch.autograd.backward", _no_optimizer_yet, _arm_loop_head,
+                 _count_backward)
 
 
 def _mark_saves(torch):
@@ -398,18 +409,70 @@ def _entry(module, parent):
     return ent
 
 
+def _leading_dim(x):
+    return int(x.shape[0]) if isinstance(x, _torch.Tensor) and x.dim() > 0 else -1
+
+
+def _batch_of(items):
+    """The leading dimension of the first tensor (not a scalar) among `items`,
+    looking one level into dicts, lists and tuples (model(**batch), a dict of
+    inputs, a (tokens, lengths) pair); -1 when there is none."""
+    if not isinstance(items, (tuple, list)):
+        items = (items,)
+    for x in items:
+        b = _leading_dim(x)
+        if b > 0:
+            return b
+        if isinstance(x, dict):
+            inner = x.values()
+        elif isinstance(x, (list, tuple)):
+            inner = x
+        else:
+            continue
+        for v in inner:
+            b = _leading_dim(v)
+            if b > 0:
+                return b
+    return -1
+
+
+# Backward passes run so far (torch.autograd.backward calls), and that count at
+# each training module's last root forward.
+_backwards = 0
+_backwards_at_forward = {}
+
+
+def _count_backward():
+    global _backwards
+    _backwards += 1
+
+
 def _root_info(module, inputs):
     """Flags and batch size (-1: unknown) of a root module's forward. A forward
     trains when its module is in training mode and gradients are recorded: a
     policy acting under torch.no_grad() between updates (its module still in
-    training mode) processes no training samples."""
-    flags = _ROOT | (_TRAINING if module.training and _torch.is_grad_enabled() else 0)
-    batch = -1
-    if inputs:
-        x = inputs[0]
-        if isinstance(x, _torch.Tensor) and x.dim() > 0:
-            batch = int(x.shape[0])
-    return flags, batch
+    training mode) processes no training samples. The batch: the first
+    tensor's leading dimension among the positional arguments (and, through
+    the __call__ wrapper, the keyword ones)."""
+    training = module.training and _torch.is_grad_enabled()
+    flags = _ROOT | (_TRAINING if training else 0)
+    if training:
+        key = id(module)
+        if _backwards_at_forward.get(key) == _backwards:
+            flags |= _AGAIN
+        _backwards_at_forward[key] = _backwards
+    return flags, _batch_of(inputs) if inputs else -1
+
+
+def _size_from_output(root, output):
+    """A root forward whose inputs gave no batch size (keyword arguments, which
+    PyTorch's global hooks do not see; strings tokenized inside the forward):
+    the leading dimension of its output's first tensor, as its batch."""
+    if root is None or root[1] > 0 or output is None or not hasattr(_lib, "strata_torch_root_batch"):
+        return
+    b = _batch_of(output)
+    if b > 0:
+        _lib.strata_torch_root_batch(root[0], b)
 
 
 # The hooks in C (_strata_torch_hooks, built next to the observer) call these
@@ -438,6 +501,7 @@ def _pre_hook(module, inputs):
     batch = -1
     if not stack:
         flags, batch = _root_info(module, inputs)
+        _tls.root = (flags, batch)
     if ent[3]:
         _record_graph(module, ent[2])
     stack.append((module, ent[1]))
@@ -453,6 +517,8 @@ def _post_hook(module, inputs, output):
     if (output is None and len(stack) == 1 and stack[0][0] is module and sys.exc_info()[0] is not None
             and hasattr(_lib, "strata_torch_root_raised")):
         _lib.strata_torch_root_raised()
+    elif len(stack) == 1 and stack[0][0] is module:
+        _size_from_output(getattr(_tls, "root", None), output)
     # Modules whose forward raised never saw this hook: close them too.
     while stack:
         m, nid = stack.pop()
@@ -489,6 +555,8 @@ def _load_c_hooks():
                 mod.set_root_end(_root_end)
             if hasattr(mod, "set_root_raised") and hasattr(_lib, "strata_torch_root_raised"):
                 mod.set_root_raised(addr(_lib.strata_torch_root_raised))
+            if hasattr(mod, "set_root_batch") and hasattr(_lib, "strata_torch_root_batch"):
+                mod.set_root_batch(addr(_lib.strata_torch_root_batch), _batch_of)
             return mod
         except Exception:
             return None

@@ -44,10 +44,15 @@
 //                                                 later auto_step_begin replaces it
 //   auto_step_end  {u64 step}                     ...and ends here (optimizer.step, ProfilerStep#)
 //   module_batch   {u64 samples, u32 flags}       right after a root module's module_begin: the
-//                                                 leading dimension of its first tensor input (or
-//                                                 --batch-size); flags 2 = training mode; flags 4:
-//                                                 that forward raised (samples 0, before its
-//                                                 module_end): its batch is not counted
+//                                                 leading dimension of its first tensor input,
+//                                                 keyword ones too (or --batch-size); or, where the
+//                                                 inputs gave none, of its output's first tensor,
+//                                                 before its module_end; flags 2 = training mode;
+//                                                 flags 4: that forward raised (samples 0, before
+//                                                 its module_end): its batch is not counted;
+//                                                 flags 8: a training forward of the module again
+//                                                 with no backward pass since its last one (the
+//                                                 same samples: counted once)
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
 //   loop_head      {u32 what}                     after an optimizer step, bit 0 clear: the loop that

@@ -84,6 +84,12 @@ WORKLOADS = [
     # (LBFGS's closure runs the forward 4 times inside each optimizer.step():
     # one batch per step, not 4.)
     ("lbfgs_fit", ["--iters", "25", "--batch", "2048"], 2048),
+    # (The model called as model(**batch): torch 2.x's global hooks see no
+    # keyword arguments, so the batch comes from the output's logits.)
+    ("hf_kwargs_lm", ["--iters", "20", "--batch", "16"], 16),
+    # (One encoder on two views of each batch, one backward: 64 samples per
+    # step, not 128.)
+    ("simclr_two_views", ["--iters", "30", "--batch", "64"], 64),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).

@@ -50,6 +50,7 @@ namespace {
 using BeginFn = void (*)(uint32_t name, uint32_t flags, int64_t batch);
 using EndFn = void (*)(uint32_t name);
 using RaisedFn = void (*)();
+using RootBatchFn = void (*)(uint32_t flags, int64_t batch);
 
 BeginFn g_begin = nullptr;
 EndFn g_end = nullptr;
@@ -58,6 +59,8 @@ PyObject* g_root = nullptr;    // root(module, inputs) -> (flags, batch)
 PyObject* g_script = nullptr;  // script(module): records its graph once
 PyObject* g_root_end = nullptr;  // root_end(module): a root module's forward returned (optional)
 RaisedFn g_root_raised = nullptr;  // the root module's forward in progress raised (optional)
+RootBatchFn g_root_batch = nullptr;  // a root forward's batch, from its output (optional)
+PyObject* g_batch_of = nullptr;      // batch_of(output) -> leading dimension or -1 (with g_root_batch)
 
 struct Entry {
   PyObject* ref = nullptr;  // weak reference to the module (owned)
@@ -72,6 +75,8 @@ std::unordered_map<PyObject*, Entry>* g_entries = nullptr;
 struct Frame {
   PyObject* module;  // owned while on the stack
   uint32_t id;
+  uint32_t flags = 0;    // a root's, as its begin said
+  bool unsized = false;  // a root whose inputs gave no batch size
 };
 thread_local std::vector<Frame> t_stack;
 
@@ -133,9 +138,24 @@ bool Open(PyObject* module, PyObject* inputs, PyObject* const* items, Py_ssize_t
     Py_XDECREF(res);
     PyErr_Clear();
   }
-  stack.push_back({Py_NewRef(module), id});
+  bool unsized = stack.empty() && batch <= 0 && g_root_batch && g_batch_of;
+  stack.push_back({Py_NewRef(module), id, flags, unsized});
   g_begin(id, flags, static_cast<int64_t>(batch));
   return true;
+}
+
+// A root forward that returned `output` and whose inputs gave no batch size
+// (keyword arguments, which the global hooks do not see): its output's
+// leading dimension is its batch. Called with no exception set.
+void SizeFromOutput(PyObject* module, PyObject* output) {
+  if (t_stack.size() != 1 || t_stack.back().module != module || !t_stack.back().unsized || !output ||
+      output == Py_None)
+    return;
+  PyObject* res = PyObject_CallOneArg(g_batch_of, output);
+  long long b = res ? PyLong_AsLongLong(res) : -1;
+  Py_XDECREF(res);
+  PyErr_Clear();
+  if (b > 0) g_root_batch(t_stack.back().flags, static_cast<int64_t>(b));
 }
 
 // Closes the module's scope and those of modules inside it still open (with
@@ -189,7 +209,13 @@ bool RaisedInHook(Py_ssize_t nargs, PyObject* const* args) {
 
 PyObject* PostHook(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 1 || !g_entries) Py_RETURN_NONE;
-  if (g_root_raised && IsOpenRoot(args[0]) && RaisedInHook(nargs, args)) g_root_raised();
+  if (IsOpenRoot(args[0])) {
+    if (RaisedInHook(nargs, args)) {
+      if (g_root_raised) g_root_raised();
+    } else if (nargs >= 3) {
+      SizeFromOutput(args[0], args[2]);
+    }
+  }
   Close(args[0]);
   Py_RETURN_NONE;
 }
@@ -211,9 +237,13 @@ PyObject* ModuleCallVectorcall(PyObject* self, PyObject* const* args, size_t nar
   Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
   if (nargs < 1 || !g_entries) return PyObject_Vectorcall(orig, args, nargsf, kwnames);
   PyObject* module = args[0];
-  bool opened = Open(module, nullptr, args + 1, nargs - 1);
+  // The keyword arguments' values follow the positional ones: a model called
+  // as model(**batch) has its batch size from them.
+  Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  bool opened = Open(module, nullptr, args + 1, nargs - 1 + nkw);
   PyObject* res = PyObject_Vectorcall(orig, args, nargsf, kwnames);
   if (opened && res == nullptr && g_root_raised && IsOpenRoot(module)) g_root_raised();
+  if (opened && res != nullptr) SizeFromOutput(module, res);
   if (opened) Close(module);  // raises nothing: an exception of the forward stays set
   return res;
 }
@@ -426,6 +456,22 @@ PyObject* SetRootRaised(PyObject*, PyObject* arg) {
   Py_RETURN_NONE;
 }
 
+// set_root_batch(address, batch_of): strata_torch_root_batch, called with the
+// leading dimension batch_of(output) gives for a root forward whose inputs
+// gave none.
+PyObject* SetRootBatch(PyObject*, PyObject* args) {
+  unsigned long long addr = 0;
+  PyObject* fn = nullptr;
+  if (!PyArg_ParseTuple(args, "KO", &addr, &fn)) return nullptr;
+  if (!addr || !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_ValueError, "set_root_batch: null entry point or a callback that is not callable");
+    return nullptr;
+  }
+  g_root_batch = reinterpret_cast<RootBatchFn>(static_cast<uintptr_t>(addr));
+  Py_XSETREF(g_batch_of, Py_NewRef(fn));
+  Py_RETURN_NONE;
+}
+
 // set_root_end(callable or None): called with the module after each root
 // forward that returns.
 PyObject* SetRootEnd(PyObject*, PyObject* fn) {
@@ -450,6 +496,8 @@ PyMethodDef kMethods[] = {
     {"depth", Depth, METH_NOARGS, "depth of the calling thread's module stack"},
     {"set_root_end", SetRootEnd, METH_O, "set_root_end(f or None): f(module) after each root forward that returns"},
     {"set_root_raised", SetRootRaised, METH_O, "set_root_raised(address): called when a root forward raises"},
+    {"set_root_batch", SetRootBatch, METH_VARARGS,
+     "set_root_batch(address, batch_of): a root forward's batch from its output when its inputs gave none"},
     {"wrap_site", WrapSite, METH_O, "wrap_site(f): f, telling strata the caller's file:line around each call"},
     {"init_sites", InitSites, METH_VARARGS, "init_sites(site_begin_address, site_end_address, intern_address)"},
     {nullptr, nullptr, 0, nullptr},

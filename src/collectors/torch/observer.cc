@@ -651,6 +651,20 @@ STRATA_TORCH_API void strata_torch_module_begin(uint32_t name, uint32_t flags, i
   }
 }
 
+// A root forward whose inputs gave no batch size (keyword arguments, which
+// PyTorch 2.x's global hooks do not see; strings tokenized inside the
+// forward) has it from its output's first tensor, as it returns: a
+// module_batch with the flags its begin had, before its module_end.
+STRATA_TORCH_API void strata_torch_root_batch(uint32_t flags, int64_t batch) {
+  if (!g || !g->modules_on.load(std::memory_order_relaxed) || batch <= 0) return;
+  if (g->batch_size.load(std::memory_order_relaxed) > 0) return;  // the begin gave the batch the user set
+  struct {
+    uint64_t samples;
+    uint32_t flags;
+  } __attribute__((packed)) v{static_cast<uint64_t>(batch), flags | kModuleRoot};
+  strata::recorder::EmitThreadEvent(sf::kModuleBatch, &v, sizeof v);
+}
+
 // The root module's forward in progress raised (a batch the loop skips, a
 // recompute stopped on purpose): it processed no samples. A module_batch of
 // none, flagged, before its module_end: the importer drops the batch the

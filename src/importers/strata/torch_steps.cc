@@ -409,6 +409,9 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
     std::map<std::pair<bool, model::StringId>, uint64_t> largest;    // ... -> largest single batch
     // ... -> largest batch of the forwards inside an optimizer's step()
     std::map<std::pair<bool, model::StringId>, uint64_t> in_optimizer;
+    // ... -> the samples of the module's last run of forwards with no backward
+    // pass between them
+    std::map<std::pair<bool, model::StringId>, uint64_t> run;
   };
   std::map<int32_t, PerStep> steps;
   // Each thread's steps by begin: a mark's step is found by time (a step need
@@ -467,7 +470,21 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
         ps.in_optimizer[k] = std::max(ps.in_optimizer[k], b.samples);
         continue;
       }
-      ps.by_module[k] += b.samples;
+      // A training forward that ran again with no backward pass since the
+      // module's last one (flag 8: two views of the same images, a decoder
+      // called per time step) processes those samples again: a run of them
+      // counts its largest batch once. Forwards with a backward between
+      // them (gradient accumulation's micro-batches) each count.
+      auto run = ps.run.find(k);
+      if ((b.flags & 8) != 0 && run != ps.run.end()) {
+        if (b.samples > run->second) {
+          ps.by_module[k] += b.samples - run->second;
+          run->second = b.samples;
+        }
+      } else {
+        ps.by_module[k] += b.samples;
+        ps.run[k] = b.samples;
+      }
       ps.largest[k] = std::max(ps.largest[k], b.samples);
     }
   }
