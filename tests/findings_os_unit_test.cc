@@ -459,6 +459,33 @@ TEST(FindingsOs, ALoopWaitingForItsLoadersWorkersWaitsForInput) {
   EXPECT_NEAR(f.estimated_gain_pct, 50.0, 2.0) << f.what_if;
 }
 
+// A loop that loads in line (0.7 ms in a single-process DataLoader, on CPU)
+// and then runs its model (0.3 ms), with an intra-op thread of the framework
+// busy beside the forward: 1.3 ms of CPU per 1 ms step. Loading in 3 workers
+// beside the rest would leave 0.3 ms steps (70%) on cores enough; on the 2
+// CPUs the manifest says, the 1.3 ms take at least 0.65 ms (35%).
+TEST(FindingsOs, LoadingMovedToWorkersStillNeedsTheCores) {
+  for (int cpus : {2, 8}) {
+    model::Trace t = WaitThenForward([](model::Trace& tr, int64_t s) {
+      tr.slices.Add(s, 700'000, 0, tr.strings.Intern("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"),
+                    SliceKind::kSpan);
+      tr.thread_states.Add(s, kMs, 0, ThreadState::kRunning, static_cast<int16_t>(s / kMs % 2));
+    });
+    t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("intra-op")});
+    for (int i = 0; i < 10; ++i) {
+      int64_t s = i * kMs;
+      t.thread_states.Add(s, 700'000, 1, ThreadState::kSleeping, 1);
+      t.thread_states.Add(s + 700'000, 300'000, 1, ThreadState::kRunning, static_cast<int16_t>(1 - i % 2));
+    }
+    t.manifest_json = R"({"host": {"cpu_count": )" + std::to_string(cpus) + "}}";
+    auto fs = analysis::Diagnose(t);
+    const analysis::Finding* f = Find(fs, "input_pipeline");
+    ASSERT_NE(f, nullptr) << cpus;
+    EXPECT_NEAR(f->estimated_gain_pct, cpus == 2 ? 35.0 : 70.0, 2.0) << cpus << ": " << f->what_if;
+    EXPECT_EQ(f->what_if.find("CPUs that takes at least") != std::string::npos, cpus == 2) << f->what_if;
+  }
+}
+
 TEST(FindingsOs, StepsSlowFromALongerWaitForInputAreTheInputPipelinesFinding) {
   // Twenty steps of a loop blocked on its producer (0.7 ms, then a 0.3 ms
   // forward), where the producer is late at times: steps 5, 11 and 17 wait

@@ -107,8 +107,9 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // takes the longer of the rest and loading / N. (One worker would leave the
   // step at the longer of the two, where the fix's measured gain is more.)
   int workers_after = 0;
+  ReplayResult replayed;
   if (more_producers) {
-    c.Replayed(&f, ReduceParts({{{StepPart::kInput}, std::max(0.0, producer_cut)}}, c.replay->steps()));
+    replayed = c.Replayed(&f, ReduceParts({{{StepPart::kInput}, std::max(0.0, producer_cut)}}, c.replay->steps()));
   } else {
     workers_after = static_cast<int>(std::clamp(std::ceil(per_step / std::max(rest, 1.0)), 2.0, 8.0));
     ReplayFix fix;
@@ -116,7 +117,21 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     fix.host = [workers_after](const ReplayStep&, const ReplayPiece& p) {
       return p.part == StepPart::kInput ? static_cast<double>(p.own) / workers_after : static_cast<double>(p.own);
     };
-    c.Replayed(&f, fix);
+    replayed = c.Replayed(&f, fix);
+  }
+  // Loading moved beside the step still runs on the machine's cores, beside
+  // the step's own work and its framework's threads: the step cannot take
+  // less than the program's CPU time per step shared among them (two loader
+  // workers on two cores where the model's ops use both gain far less than
+  // the overlap alone says).
+  const FindingsContext::CpuUse cpu = c.ProgramCpu();
+  const double cpu_floor = cpu.cpus > 0 ? cpu.ns_per_step / cpu.cpus : 0;
+  const bool cpu_bound = cpu_floor > f.step_after_ns && replayed.measured_ns > 0;
+  if (cpu_bound) {
+    f.step_after_ns = std::min(cpu_floor, replayed.measured_ns);
+    f.estimated_gain_pct = std::max(0.0, 100.0 * (1 - f.step_after_ns / replayed.measured_ns));
+    f.metrics.push_back({"program_cpu_ns_per_step", cpu.ns_per_step});
+    f.metrics.push_back({"cpus", static_cast<double>(cpu.cpus)});
   }
   f.category = "input_pipeline";
   bool own_code = own > 0.5 * wait;  // mostly the program's own code, not a loader's
@@ -156,6 +171,11 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                        : fmt::format("loading ({} per step) in {} background workers, beside the rest of the step "
                                      "({}): a batch ready every {}, so the step takes the longer of that and the rest",
                                      Ms(per_step), workers_after, Ms(std::max(0.0, rest)), Ms(per_step / workers_after));
+  if (cpu_bound)
+    f.what_if += fmt::format("; but the program uses {} of CPU per step (all its threads and processes), and on {} "
+                             "CPUs that takes at least {} (keep the framework's own threads from contending with "
+                             "the workers for them: torch.set_num_threads, OMP_NUM_THREADS)",
+                             Ms(cpu.ns_per_step), cpu.cpus, Ms(f.step_after_ns));
   f.suggestion = producer ? "The thread or process that produces the batches does not keep up: run more producers "
                             "(DataLoader(num_workers=N), a pool of producer threads or processes), make each batch "
                             "cheaper to produce, and keep a queue of ready batches ahead of the step."

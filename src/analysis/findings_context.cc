@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "analysis/critical_path.h"
+#include "analysis/roofline.h"
 #include "analysis/findings_context.h"
 #include "analysis/summary.h"
+#include "analysis/track_rows.h"
 #include "base/parallel.h"
 
 namespace strata::analysis {
@@ -138,6 +141,46 @@ ReplayResult FindingsContext::Replayed(Finding* f, const ReplayFix& fix) const {
   f->metrics.push_back({"replayed_step_ns", r.baseline_ns});
   f->metrics.push_back({"replayed_step_after_ns", r.fixed_ns});
   return r;
+}
+
+FindingsContext::CpuUse FindingsContext::ProgramCpu() const {
+  const auto& st = t.thread_states;
+  CpuUse use;
+  if (st.size() == 0 || steps == 0) return use;
+  // Each step process's thread tracks, its children's with them.
+  std::map<uint32_t, std::vector<uint32_t>> threads_of;  // step process -> thread tracks
+  std::map<uint32_t, double> on_cpu;                     // CPU -> running ns
+  double total = 0;
+  for (const Window& w : windows) {
+    if (w.track >= t.tracks.size()) continue;
+    const uint32_t proc = t.tracks[w.track].process;
+    auto it = threads_of.find(proc);
+    if (it == threads_of.end()) {
+      std::vector<uint32_t> v;
+      for (uint32_t k = 0; k < t.tracks.size(); ++k) {
+        if (t.tracks[k].kind != model::TrackKind::kThread || t.tracks[k].process >= t.processes.size()) continue;
+        uint32_t p = t.tracks[k].process;
+        if (p == proc || (t.processes[p].ppid >= 0 && t.processes[p].ppid == t.processes[proc].pid)) v.push_back(k);
+      }
+      it = threads_of.emplace(proc, std::move(v)).first;
+    }
+    for (uint32_t trk : it->second)
+      RowsIn(st, TrackRows(st, trk), w.start, w.end, [&](size_t r) {
+        if (st.state[r] != model::ThreadState::kRunning) return;
+        double ns = static_cast<double>(std::max<int64_t>(
+            0, std::min(st.ts[r] + st.dur[r], w.end) - std::max(st.ts[r], w.start)));
+        total += ns;
+        if (st.cpu[r] >= 0) on_cpu[st.cpu[r]] += ns;
+      });
+  }
+  use.ns_per_step = PerStep(total);
+  use.cpus = RecordedHostPeaks(t).cpu_count;
+  if (use.cpus <= 0) {
+    use.cpus = 0;
+    for (const auto& [cpu, ns] : on_cpu)
+      if (ns >= 0.02 * total) ++use.cpus;
+  }
+  return use;
 }
 
 int FindingsContext::WindowOf(int64_t ts) const {

@@ -64,6 +64,17 @@ struct FindingsContext {
   // (and says so in its metrics); returns the replay's figures.
   ReplayResult Replayed(Finding* f, const ReplayFix& fix) const;
 
+  // The CPU the program used in its steps: the on-CPU time per step of every
+  // thread of each step's process and of its child processes (a loader's
+  // workers), and the CPUs of the machine (online where it was recorded; in
+  // a trace that does not say, those the program's threads ran on). Zeros
+  // without thread states (no scheduling trace).
+  struct CpuUse {
+    double ns_per_step = 0;
+    int cpus = 0;
+  };
+  CpuUse ProgramCpu() const;
+
   // Index of the window containing ts, or -1.
   int WindowOf(int64_t ts) const;
   bool InSteps(size_t slice) const;

@@ -513,6 +513,7 @@ RecordedHost RecordedHostPeaks(const model::Trace& t) {
   r.peak_flops_f32 = json_get::Num(h, "peak_flops_f32");
   r.memory_bandwidth = json_get::Num(h, "memory_bandwidth");
   if (h.contains("cpu_model") && h["cpu_model"].is_string()) r.cpu_model = h["cpu_model"].get<std::string>();
+  r.cpu_count = static_cast<int>(std::clamp(json_get::Num(h, "cpu_count"), 0.0, 1e6));
   return r;
 }
 

@@ -101,6 +101,7 @@ struct RecordedHost {
   double peak_flops_f32 = 0;
   double memory_bandwidth = 0;  // bytes/s, all cores (STREAM triad)
   std::string cpu_model;
+  int cpu_count = 0;  // online CPUs where it was recorded (0: not said)
 };
 RecordedHost RecordedHostPeaks(const model::Trace& t);
 
