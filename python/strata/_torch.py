@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import threading
+import weakref
 
 from strata import _loop_head
 
@@ -409,20 +410,19 @@ def _entry(module, parent):
     return ent
 
 
-def _leading_dim(x):
-    return int(x.shape[0]) if isinstance(x, _torch.Tensor) and x.dim() > 0 else -1
+def _batched(x):
+    return isinstance(x, _torch.Tensor) and x.dim() > 0 and x.shape[0] > 0
 
 
-def _batch_of(items):
-    """The leading dimension of the first tensor (not a scalar) among `items`,
-    looking one level into dicts, lists and tuples (model(**batch), a dict of
-    inputs, a (tokens, lengths) pair); -1 when there is none."""
+def _first_batched(items):
+    """The first tensor (not a scalar) among `items`, looking one level into
+    dicts, lists and tuples (model(**batch), a dict of inputs, a (tokens,
+    lengths) pair); None when there is none."""
     if not isinstance(items, (tuple, list)):
         items = (items,)
     for x in items:
-        b = _leading_dim(x)
-        if b > 0:
-            return b
+        if _batched(x):
+            return x
         if isinstance(x, dict):
             inner = x.values()
         elif isinstance(x, (list, tuple)):
@@ -430,16 +430,23 @@ def _batch_of(items):
         else:
             continue
         for v in inner:
-            b = _leading_dim(v)
-            if b > 0:
-                return b
-    return -1
+            if _batched(v):
+                return v
+    return None
 
 
-# Backward passes run so far (torch.autograd.backward calls), and that count at
-# each training module's last root forward.
+def _batch_of(items):
+    """The leading dimension of _first_batched(items); -1 when there is none."""
+    x = _first_batched(items)
+    return int(x.shape[0]) if x is not None else -1
+
+
+# Backward passes run so far (torch.autograd.backward calls), and, for each
+# training module's last root forward, that count and its input tensor (a
+# weak reference: the same object again is the same samples).
 _backwards = 0
 _backwards_at_forward = {}
+_input_at_forward = {}
 
 
 def _count_backward():
@@ -456,12 +463,22 @@ def _root_info(module, inputs):
     the __call__ wrapper, the keyword ones)."""
     training = module.training and _torch.is_grad_enabled()
     flags = _ROOT | (_TRAINING if training else 0)
+    x = _first_batched(inputs) if inputs else None
     if training:
+        # The same samples again: no backward pass since the module's last
+        # forward (two views, a decoder per time step), or the very same
+        # input tensor (sharpness-aware minimization's second pass, after a
+        # backward).
         key = id(module)
-        if _backwards_at_forward.get(key) == _backwards:
+        last = _input_at_forward.get(key)
+        if _backwards_at_forward.get(key) == _backwards or (x is not None and last is not None and last() is x):
             flags |= _AGAIN
         _backwards_at_forward[key] = _backwards
-    return flags, _batch_of(inputs) if inputs else -1
+        try:
+            _input_at_forward[key] = weakref.ref(x) if x is not None else None
+        except TypeError:
+            _input_at_forward[key] = None
+    return flags, int(x.shape[0]) if x is not None else -1
 
 
 def _size_from_output(root, output):

@@ -51,8 +51,9 @@
 //                                                 flags 4: that forward raised (samples 0, before
 //                                                 its module_end): its batch is not counted;
 //                                                 flags 8: a training forward of the module again
-//                                                 with no backward pass since its last one (the
-//                                                 same samples: counted once)
+//                                                 with no backward pass since its last one, or on
+//                                                 the very same input tensor (the same samples:
+//                                                 counted once)
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
 //   loop_head      {u32 what}                     after an optimizer step, bit 0 clear: the loop that

@@ -90,6 +90,9 @@ WORKLOADS = [
     # (One encoder on two views of each batch, one backward: 64 samples per
     # step, not 128.)
     ("simclr_two_views", ["--iters", "30", "--batch", "64"], 64),
+    # (Sharpness-aware minimization: two forwards and backwards of the same
+    # batch per update, the same input tensor both times: 64 samples, not 128.)
+    ("sam_train", ["--iters", "20", "--batch", "64"], 64),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).

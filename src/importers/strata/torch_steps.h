@@ -73,7 +73,7 @@ struct BatchMark {
   int64_t ts = 0;
   uint64_t samples = 0;
   uint32_t flags = 0;    // module_batch: 2 = training mode, 4 = the root forward before it raised,
-                         // 8 = a training forward again with no backward pass since the last
+                         // 8 = a training forward again with no backward pass since the last, or on the same input
   bool given = false;    // step_batch: the program's own count (strata.step(samples=N)), or an old trace's
 };
 
