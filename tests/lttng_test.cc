@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "analysis/os.h"
 #include "base/files.h"
@@ -373,50 +376,52 @@ TEST(LttngDetect, DamagedTraceIsAnErrorNotACrash) {
   EXPECT_FALSE(t.ok());
 }
 
-// Metadata whose events take no bits (no header, no context, no fields: what
-// a fuzzer made of a real trace) has babeltrace2 decode the same empty event
-// forever; the read stops at the first million at one time with an error
-// saying so (it ran until memory ran out).
-TEST(LttngDetect, EventsOfNoSizeEndTheReadNotTheMemory) {
-  REQUIRE_LTTNG();
-  std::string d = testing::TempDir("lttng_no_size");
+// The synthetic user-space trace with metadata whose events take no bits (no
+// header, no context, one event class of no fields: what a fuzzer made of a
+// real trace), written to a fresh directory `name`; `tracer_major` is the
+// LTTng-UST major version the trace says. Returns the directory ("" if the
+// metadata did not have the lines cut).
+std::string NoSizeEvents(const char* name, int tracer_major) {
+  std::string d = testing::TempDir(name);
   std::filesystem::create_directories(d);
   auto files = synth::UserTrace();
   std::string m = files["metadata"];
-  for (std::string_view cut : {"  event.header := struct { uint32_t id; clk64_t timestamp; };\n",
-                               "  event.context := struct { int32_t _vpid; int32_t _vtid; };\n"}) {
+  const std::pair<std::string_view, std::string> edits[] = {
+      {"  event.header := struct { uint32_t id; clk64_t timestamp; };\n", ""},
+      {"  event.context := struct { int32_t _vpid; int32_t _vtid; };\n", ""},
+      {"tracer_major = 2;", "tracer_major = " + std::to_string(tracer_major) + ";"}};
+  for (const auto& [cut, put] : edits) {
     size_t at = m.find(cut);
-    ASSERT_NE(at, std::string::npos) << cut;
-    m.erase(at, cut.size());
+    if (at == std::string::npos) return "";
+    m.replace(at, cut.size(), put);
   }
   m = m.substr(0, m.find("event {")) + "event { name = \"myapp:tick\"; id = 0; stream_id = 0; fields := struct { }; };\n";
   synth::WriteFile(d + "/metadata", m);
   synth::WriteFile(d + "/chan_0", files["chan_0"]);
+  return d;
+}
+
+// Events of no size have babeltrace2 decode the same empty event forever; the
+// read stops at the first million at one time with an error saying so (it ran
+// until memory ran out).
+TEST(LttngDetect, EventsOfNoSizeEndTheReadNotTheMemory) {
+  REQUIRE_LTTNG();
+  std::string d = NoSizeEvents("lttng_no_size", 2);
+  ASSERT_FALSE(d.empty());
   auto t = importers::LoadTrace(d);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("events at one time"), std::string::npos) << t.status().message();
 }
 
-// The same events of no size in a trace that says LTTng-UST 0.x: babeltrace2
-// decodes the last packet's events while it opens the trace (a fix-up for
-// that tracer's timestamps) and loops there, before any message reaches
-// strata. The child reading it is stopped at its time limit (10 s for a trace
-// this small) with an error, not waited for without end.
+// The same in a trace that says LTTng-UST 0.x: babeltrace2 decodes the last
+// packet's events while it opens the trace (a fix-up for that tracer's
+// timestamps) and loops there, before any message reaches strata. The child
+// reading it is stopped at its time limit (10 s for a trace this small) with
+// an error, not waited for without end.
 TEST(LttngDetect, ABabeltraceThatLoopsIsStoppedAtItsTimeLimit) {
   REQUIRE_LTTNG();
-  std::string d = testing::TempDir("lttng_loops");
-  std::filesystem::create_directories(d);
-  auto files = synth::UserTrace();
-  std::string m = files["metadata"];
-  for (std::string_view cut : {"  event.header := struct { uint32_t id; clk64_t timestamp; };\n",
-                               "  event.context := struct { int32_t _vpid; int32_t _vtid; };\n", "tracer_major = 2;"}) {
-    size_t at = m.find(cut);
-    ASSERT_NE(at, std::string::npos) << cut;
-    m.replace(at, cut.size(), cut[0] == 't' ? "tracer_major = 0;" : "");
-  }
-  m = m.substr(0, m.find("event {")) + "event { name = \"myapp:tick\"; id = 0; stream_id = 0; fields := struct { }; };\n";
-  synth::WriteFile(d + "/metadata", m);
-  synth::WriteFile(d + "/chan_0", files["chan_0"]);
+  std::string d = NoSizeEvents("lttng_loops", 0);
+  ASSERT_FALSE(d.empty());
   auto t = importers::LoadTrace(d);
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("did not finish reading the trace in 10 s"), std::string::npos)
