@@ -86,13 +86,13 @@ WORKLOADS = [
     ("lbfgs_fit", ["--iters", "25", "--batch", "2048"], 2048),
     # (The model called as model(**batch): torch 2.x's global hooks see no
     # keyword arguments, so the batch comes from the output's logits.)
-    ("hf_kwargs_lm", ["--iters", "20", "--batch", "16"], 16),
+    ("hf_kwargs_lm", ["--iters", "12", "--batch", "16"], 16),
     # (One encoder on two views of each batch, one backward: 64 samples per
     # step, not 128.)
-    ("simclr_two_views", ["--iters", "30", "--batch", "64"], 64),
+    ("simclr_two_views", ["--iters", "16", "--batch", "32"], 32),
     # (Sharpness-aware minimization: two forwards and backwards of the same
     # batch per update, the same input tensor both times: 64 samples, not 128.)
-    ("sam_train", ["--iters", "20", "--batch", "64"], 64),
+    ("sam_train", ["--iters", "12", "--batch", "32"], 32),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).
