@@ -53,14 +53,13 @@ def _strata():
 class _Jitted:
     """A jitted function called inside a span; its attributes are JAX's."""
 
-    __slots__ = ("_fn", "_id", "_name", "_compiled", "_scans", "__weakref__")
+    __slots__ = ("_fn", "_id", "_name", "_compiled", "__weakref__")
 
-    def __init__(self, fn, sid, name=None, scans=None):
+    def __init__(self, fn, sid, name=None):
         self._fn = fn
         self._id = sid
         self._name = name  # "jax.jit NAME" when its HLO graphs are recorded
         self._compiled = 0  # executables cached when its last graph was recorded
-        self._scans = scans  # _Scans: the arguments a lax.scan inside iterates over
 
     def __call__(self, *args, **kwargs):
         if getattr(_tls, "depth", 0) > 0:
@@ -71,7 +70,7 @@ class _Jitted:
         if step >= 0:
             prof.before(step)
         lib.strata_span_begin_(self._id)
-        _tf._samples(_batch_size(args, self._scans.args if self._scans is not None else ()))
+        _tf._samples(_batch_size(args))
         _tls.depth = 1
         ok = False
         try:
@@ -200,25 +199,11 @@ def _leading(a):
         return 0
 
 
-def _batch_size(args, scanned=()):
+def _batch_size(args):
     """The samples a step function's call takes: the leading dimension of its
     first argument that is an array, or a small dict/tuple of arrays that share
     one (a batch {"image", "label"}); parameter and optimizer pytrees, whose
-    arrays differ in size, are passed over. An argument a lax.scan inside the
-    function iterates over (`scanned`: micro-batches of gradient accumulation,
-    stacked on a leading axis) holds that many batches: its first two
-    dimensions."""
-    for i in sorted(scanned):
-        if i >= len(args):
-            continue
-        a = args[i]
-        for x in (tuple(a.values()) if isinstance(a, dict) else a if isinstance(a, (tuple, list)) else (a,)):
-            shape = getattr(x, "shape", None)
-            if shape is not None and hasattr(x, "dtype") and len(shape) >= 2:
-                try:
-                    return int(shape[0]) * int(shape[1])
-                except (TypeError, ValueError):
-                    break
+    arrays differ in size, are passed over."""
     for a in args:
         n = _leading(a)
         if n:
@@ -236,58 +221,6 @@ def _name_of(fun):
     return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or type(fun).__name__
 
 
-class _Scans:
-    """The positional arguments of a jitted function that a lax.scan inside it
-    iterates over, seen as JAX traces the function (its last trace)."""
-
-    __slots__ = ("args",)
-
-    def __init__(self):
-        self.args = frozenset()
-
-
-def _tracing(fun, scans):
-    """`fun`, telling _wrap_scan's scan which arguments it is tracing."""
-    @functools.wraps(fun)
-    def traced(*a, **kw):
-        outer = getattr(_tls, "tracing", None)
-        mine = (a, set())
-        _tls.tracing = mine
-        try:
-            return fun(*a, **kw)
-        finally:
-            scans.args = frozenset(mine[1])
-            _tls.tracing = outer
-    return traced
-
-
-def _wrap_scan(jax):
-    """jax.lax.scan, noting (while a jitted function is traced) which of its
-    arguments the scan iterates over: their leading axis is micro-batches."""
-    lax = getattr(jax, "lax", None)
-    orig = getattr(lax, "scan", None)
-    if orig is None or getattr(orig, "__strata_wrapped__", False):
-        return False
-    leaves = jax.tree_util.tree_leaves
-
-    @functools.wraps(orig)
-    def scan(f, init, xs=None, *args, **kwargs):
-        t = getattr(_tls, "tracing", None)
-        if t is not None and xs is not None:
-            try:
-                scanned = {id(x) for x in leaves(xs)}
-                for i, arg in enumerate(t[0]):
-                    if any(id(x) in scanned for x in leaves(arg)):
-                        t[1].add(i)
-            except Exception:
-                pass
-        return orig(f, init, xs, *args, **kwargs)
-
-    scan.__strata_wrapped__ = True
-    lax.scan = scan
-    return True
-
-
 def _wrap_transform(jax, attr, prefix):
     orig = getattr(jax, attr, None)
     if orig is None or getattr(orig, "__strata_wrapped__", False):
@@ -298,12 +231,11 @@ def _wrap_transform(jax, attr, prefix):
     def transform(fun=None, *args, **kwargs):
         if fun is None:  # jax.jit(static_argnums=...) used as a decorator factory
             return functools.partial(transform, *args, **kwargs)
-        scans = _Scans() if attr == "jit" and callable(fun) else None
-        made = orig(_tracing(fun, scans) if scans is not None else fun, *args, **kwargs)
+        made = orig(fun, *args, **kwargs)
         name = prefix + _name_of(fun)
         graphs = (attr == "jit" and hasattr(made, "_cache_size") and hasattr(made, "lower") and
                   "STRATA_TRACE_DIR" in os.environ)
-        return _Jitted(made, intern(name), name if graphs else None, scans)
+        return _Jitted(made, intern(name), name if graphs else None)
 
     transform.__strata_wrapped__ = True
     setattr(jax, attr, transform)
@@ -368,10 +300,6 @@ def attach(jax):
     done = [name for name, prefix in (("jit", "jax.jit "), ("pmap", "jax.pmap ")) if _wrap_transform(jax, name, prefix)]
     if _wrap_reads():
         done.append("waits for results")
-    try:
-        _wrap_scan(jax)  # (batch sizes of micro-batches scanned inside a step)
-    except Exception:
-        pass
     version = getattr(jax, "__version__", "?")
     if done:
         _tf._report("jax", "ok", "JAX %s: %s calls" % (version, ", ".join(done)))

@@ -159,9 +159,6 @@ print(json.dumps(out))
 # JAX (CPU) in a venv of its own.
 JAX_WORKLOADS = [
     ("jax_train", ["--iters", "80", "--batch", "64"], 64),
-    # (Gradient accumulation inside the jitted step: a lax.scan over 4 stacked
-    # micro-batches of 64, so 256 samples per call, not the leading 4.)
-    ("jax_scan_accum", ["--iters", "30", "--batch", "64"], 256),
 ]
 # ONNX Runtime (CPU) with onnx to build the model file, in a venv of its own.
 ORT_WORKLOADS = [
