@@ -574,7 +574,10 @@ class Replay {
           t_.counters.Add(Series(proc, static_cast<int32_t>(track), "os.cpu_percent", "%"), s.ts, 100.0 * cpu / dt);
         }
       } else {
-        // process_stat: rss, vm, rchar, wchar, read_bytes, write_bytes, minflt, majflt, threads
+        // process_stat: rss, vm, rchar, wchar, read_bytes, write_bytes, minflt, majflt, threads.
+        // A process with no address space has exited between the sampler's
+        // reads (a zombie's /proc/PID/stat says rss 0, vm 0): no sample.
+        if (s.v[1] == 0) continue;
         t_.counters.Add(Series(proc, -1, "os.rss_bytes", "bytes"), s.ts, static_cast<double>(s.v[0]));
         t_.counters.Add(Series(proc, -1, "os.threads", "threads"), s.ts, static_cast<double>(s.v[8]));
         if (it != prev.end() && s.ts > it->second.ts) {
