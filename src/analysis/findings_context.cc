@@ -6,10 +6,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "analysis/critical_path.h"
-#include "analysis/roofline.h"
 #include "analysis/findings_context.h"
+#include "analysis/roofline.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
 #include "base/parallel.h"
@@ -147,8 +148,10 @@ FindingsContext::CpuUse FindingsContext::ProgramCpu() const {
   const auto& st = t.thread_states;
   CpuUse use;
   if (st.size() == 0 || steps == 0) return use;
-  // Each step process's thread tracks, its children's with them.
-  std::map<uint32_t, std::vector<uint32_t>> threads_of;  // step process -> thread tracks
+  // Each step process's thread tracks, its children's with them: their rows
+  // in the thread states, found once.
+  using Rows = std::pair<size_t, size_t>;
+  std::map<uint32_t, std::vector<Rows>> threads_of;  // step process -> its threads' rows
   std::map<uint32_t, double> on_cpu;                     // CPU -> running ns
   double total = 0;
   for (const Window& w : windows) {
@@ -156,16 +159,17 @@ FindingsContext::CpuUse FindingsContext::ProgramCpu() const {
     const uint32_t proc = t.tracks[w.track].process;
     auto it = threads_of.find(proc);
     if (it == threads_of.end()) {
-      std::vector<uint32_t> v;
+      std::vector<Rows> v;
       for (uint32_t k = 0; k < t.tracks.size(); ++k) {
         if (t.tracks[k].kind != model::TrackKind::kThread || t.tracks[k].process >= t.processes.size()) continue;
         uint32_t p = t.tracks[k].process;
-        if (p == proc || (t.processes[p].ppid >= 0 && t.processes[p].ppid == t.processes[proc].pid)) v.push_back(k);
+        if (p == proc || (t.processes[p].ppid >= 0 && t.processes[p].ppid == t.processes[proc].pid))
+          v.push_back(TrackRows(st, k));
       }
       it = threads_of.emplace(proc, std::move(v)).first;
     }
-    for (uint32_t trk : it->second)
-      RowsIn(st, TrackRows(st, trk), w.start, w.end, [&](size_t r) {
+    for (const Rows& rows : it->second)
+      RowsIn(st, rows, w.start, w.end, [&](size_t r) {
         if (st.state[r] != model::ThreadState::kRunning) return;
         double ns = static_cast<double>(std::max<int64_t>(
             0, std::min(st.ts[r] + st.dur[r], w.end) - std::max(st.ts[r], w.start)));
