@@ -4,13 +4,18 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <filesystem>
 #include <memory>
 #include <numeric>
 
 #include <gtest/gtest.h>
 
+#include "base/huge_pages.h"
 #include "model/column.h"
 #include "testing.h"
 
@@ -67,6 +72,47 @@ TEST(Column, LargeColumnsKeepTheirRowsAcrossEveryKindOfGrowth) {
   copy.back() = 42;
   EXPECT_EQ(copy.size(), size_t{5} << 20);
   EXPECT_EQ(copy.back(), 42);
+}
+
+// The VmFlags of the mapping of /proc/self/smaps that holds `p`.
+std::string VmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto at = reinterpret_cast<uintptr_t>(p);
+  bool in = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      in = lo <= at && at < hi;
+    } else if (in && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+uint64_t MeminfoBytes(const std::string& key) {
+  std::ifstream f("/proc/meminfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind(key + ":", 0) == 0) return std::stoull(line.substr(key.size() + 1)) * 1024;
+  return 0;
+}
+
+TEST(Column, LargeColumnsAskForHugePagesOnlyWhileTheKernelHasThemFree) {
+  if (!std::filesystem::exists("/proc/buddyinfo")) GTEST_SKIP() << "no /proc/buddyinfo";
+  size_t free_huge = base::FreeHugePageBytes();
+  // The free lists' 2 MiB-and-larger blocks are part of the free memory.
+  EXPECT_LE(free_huge, MeminfoBytes("MemFree"));
+  Column<int64_t> c;
+  c.resize(size_t{8} << 20);  // 64 MiB: a mapping of its own
+  std::string flags = VmFlagsOf(c.data());
+  ASSERT_FALSE(flags.empty());
+  if (free_huge >= size_t{1} << 30) {
+    EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;  // MADV_HUGEPAGE
+  } else if (free_huge < size_t{64} << 20) {
+    EXPECT_NE(flags.find(" nh"), std::string::npos) << flags;  // MADV_NOHUGEPAGE
+  }
+  for (size_t i = 0; i < c.size(); i += 4096) c[i] = static_cast<int64_t>(i);
+  EXPECT_EQ(c[4096 * 100], 4096 * 100);
 }
 
 TEST(Column, ViewIsReadInPlaceAndCopiedOnItsFirstChange) {

@@ -21,6 +21,7 @@
 
 #include "base/error.h"
 #include "base/files.h"
+#include "base/huge_pages.h"
 #include "base/parallel.h"
 #include "index/column_codec.h"
 
@@ -253,17 +254,6 @@ class Writer {
   XXH3_state_t* state_;
 };
 
-// Large decoded columns on 2 MiB pages where the kernel has them to give
-// (transparent huge pages in "madvise" mode, Debian's default): a fault per
-// 2 MiB instead of per 4 KiB while the decoder writes them.
-void AdviseHugePages(void* p, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  if (bytes < 4 * kHuge) return;
-  uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
-  uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHuge - 1);
-  if (e > a) (void)::madvise(reinterpret_cast<void*>(a), e - a, MADV_HUGEPAGE);
-}
-
 // A compressed column's chunk, decoded once the whole layout has been read.
 struct DecodeJob {
   codec::ChunkRef chunk;
@@ -378,7 +368,7 @@ class Reader {
         codec::UndeltaFn undelta = codec::HasDelta(transform) ? codec::UndeltaFor<E>() : nullptr;
         if (codec::HasDelta(transform) && undelta == nullptr) return void(ok_ = false);
         v.resize_for_overwrite(n);
-        AdviseHugePages(v.data(), n * sizeof(E));
+        base::AdviseHugePagesIfFree(v.data(), n * sizeof(E));  // written once, front to back
         for (const auto& c : chunks) jobs_.push_back({c, sizeof(E), v.data(), transform, undelta});
         Align();
         return;

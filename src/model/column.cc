@@ -10,6 +10,8 @@
 #include <new>
 #include <unordered_map>
 
+#include "base/huge_pages.h"
+
 namespace strata::model {
 namespace {
 
@@ -39,6 +41,7 @@ void* HeapGrow(void* old, size_t old_bytes, size_t keep, size_t bytes) {
   if (IsMapped(old_bytes) && IsMapped(bytes)) {
     void* p = ::mremap(old, PageRound(old_bytes), PageRound(bytes), MREMAP_MAYMOVE);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    base::AdviseHugePagesIfFree(p, PageRound(bytes));
     return p;
   }
   if (!IsMapped(old_bytes) && !IsMapped(bytes)) {
@@ -50,6 +53,7 @@ void* HeapGrow(void* old, size_t old_bytes, size_t keep, size_t bytes) {
   if (IsMapped(bytes)) {
     p = ::mmap(nullptr, PageRound(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    base::AdviseHugePagesIfFree(p, PageRound(bytes));
   } else {
     p = std::malloc(bytes);
     if (p == nullptr) throw std::bad_alloc();
