@@ -191,5 +191,19 @@ TEST(StepSamples, ForwardsWithNoBackwardBetweenThemCountTheirBatchOnce) {
   }
 }
 
+// A root forward whose 2-D output has fewer rows than its first input (flag
+// 16, from the hooks as it returned: 8 graphs given as their 640 nodes)
+// counts the output's rows: its mark replaces the one its begin gave. Two
+// such forwards (gradient accumulation) count 16; the replacement takes
+// nothing from a forward before it.
+TEST(StepSamples, AnOutputOfFewerRowsThanTheInputReplacesItsBatch) {
+  OneStep s;
+  s.Add(10 * kMs, 20 * kMs, "GNN");
+  s.Add(50 * kMs, 20 * kMs, "GNN");
+  std::vector<BatchMark> marks = {{0, 10 * kMs + 1, 640, 3}, {0, 30 * kMs - 1, 8, 3 | 16},
+                                  {0, 50 * kMs + 1, 600, 3}, {0, 70 * kMs - 1, 8, 3 | 16}};
+  EXPECT_EQ(s.BatchSize(marks), 16);
+}
+
 }  // namespace
 }  // namespace strata::importers::strata_ctf

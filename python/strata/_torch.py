@@ -435,12 +435,6 @@ def _first_batched(items):
     return None
 
 
-def _batch_of(items):
-    """The leading dimension of _first_batched(items); -1 when there is none."""
-    x = _first_batched(items)
-    return int(x.shape[0]) if x is not None else -1
-
-
 # Backward passes run so far (torch.autograd.backward calls), and, for each
 # training module's last root forward, that count and its input tensor (a
 # weak reference: the same object again is the same samples).
@@ -481,15 +475,40 @@ def _root_info(module, inputs):
     return flags, int(x.shape[0]) if x is not None else -1
 
 
+def _output_batch(output, in_batch=-1):
+    """A root forward's batch from its output, or -1 where its inputs' stands
+    (`in_batch`: the first input tensor's leading dimension, -1 if none).
+
+    Where the inputs gave none (keyword arguments, which PyTorch's global hooks
+    do not see; strings tokenized inside the forward): the leading dimension of
+    the output's first tensor. Where a batched output (2-D or more) has fewer
+    rows than the first input, but more than one: the output's, for the inputs
+    held the samples' parts (a batch of graphs given as all their nodes with an
+    index of which graph each belongs to; point clouds as their points) and the
+    output has a row per sample. (Not a 1-D output: a few losses stacked. Not
+    one row: a recurrent network's hidden state first.)"""
+    x = _first_batched(output)
+    if x is None:
+        return -1
+    b = int(x.shape[0])
+    if in_batch <= 0:
+        return b
+    return b if x.dim() >= 2 and 1 < b < in_batch else -1
+
+
+# The batch a root forward's output gave replaces its inputs' (the importer
+# drops the forward's first batch mark).
+_REPLACES = 16
+
+
 def _size_from_output(root, output):
-    """A root forward whose inputs gave no batch size (keyword arguments, which
-    PyTorch's global hooks do not see; strings tokenized inside the forward):
-    the leading dimension of its output's first tensor, as its batch."""
-    if root is None or root[1] > 0 or output is None or not hasattr(_lib, "strata_torch_root_batch"):
+    """A root forward's batch from its output where its inputs do not give it
+    (_output_batch)."""
+    if root is None or output is None or not hasattr(_lib, "strata_torch_root_batch"):
         return
-    b = _batch_of(output)
+    b = _output_batch(output, root[1])
     if b > 0:
-        _lib.strata_torch_root_batch(root[0], b)
+        _lib.strata_torch_root_batch(root[0] | (_REPLACES if root[1] > 0 else 0), b)
 
 
 # The hooks in C (_strata_torch_hooks, built next to the observer) call these
@@ -573,7 +592,7 @@ def _load_c_hooks():
             if hasattr(mod, "set_root_raised") and hasattr(_lib, "strata_torch_root_raised"):
                 mod.set_root_raised(addr(_lib.strata_torch_root_raised))
             if hasattr(mod, "set_root_batch") and hasattr(_lib, "strata_torch_root_batch"):
-                mod.set_root_batch(addr(_lib.strata_torch_root_batch), _batch_of)
+                mod.set_root_batch(addr(_lib.strata_torch_root_batch), _output_batch)
             return mod
         except Exception:
             return None

@@ -53,7 +53,10 @@
 //                                                 flags 8: a training forward of the module again
 //                                                 with no backward pass since its last one, or on
 //                                                 the very same input tensor (the same samples:
-//                                                 counted once)
+//                                                 counted once); flags 16 (before its module_end):
+//                                                 its 2-D output has fewer rows than its first
+//                                                 input (graphs given as their nodes): this
+//                                                 batch replaces the begin's
 //   optimizer_step {u32 optimizer}               an optimizer's step() begins: which optimizer
 //                                                 (numbered in the order they first step)
 //   loop_head      {u32 what}                     after an optimizer step, bit 0 clear: the loop that

@@ -93,6 +93,10 @@ WORKLOADS = [
     # (Sharpness-aware minimization: two forwards and backwards of the same
     # batch per update, the same input tensor both times: 64 samples, not 128.)
     ("sam_train", ["--iters", "12", "--batch", "32"], 32),
+    # (Graph classification by hand: each batch's 8 graphs go in as their
+    # ~640 nodes with an index of which graph each belongs to; the model's
+    # output has a row per graph: 8 samples.)
+    ("gnn_scatter", ["--iters", "12", "--batch", "8"], 8),
 ]
 
 # TensorFlow and Keras (in a venv: they need a newer numpy than Debian's torch).

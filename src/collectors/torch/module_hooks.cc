@@ -60,7 +60,7 @@ PyObject* g_script = nullptr;  // script(module): records its graph once
 PyObject* g_root_end = nullptr;  // root_end(module): a root module's forward returned (optional)
 RaisedFn g_root_raised = nullptr;  // the root module's forward in progress raised (optional)
 RootBatchFn g_root_batch = nullptr;  // a root forward's batch, from its output (optional)
-PyObject* g_batch_of = nullptr;      // batch_of(output) -> leading dimension or -1 (with g_root_batch)
+PyObject* g_batch_of = nullptr;      // batch_of(output, in_batch) -> the root's batch or -1 (with g_root_batch)
 
 struct Entry {
   PyObject* ref = nullptr;  // weak reference to the module (owned)
@@ -75,8 +75,9 @@ std::unordered_map<PyObject*, Entry>* g_entries = nullptr;
 struct Frame {
   PyObject* module;  // owned while on the stack
   uint32_t id;
-  uint32_t flags = 0;    // a root's, as its begin said
-  bool unsized = false;  // a root whose inputs gave no batch size
+  uint32_t flags = 0;      // a root's, as its begin said
+  bool sizable = false;    // a root whose output may give its batch size
+  long long in_batch = 0;  // a root's batch from its inputs (-1: none)
 };
 thread_local std::vector<Frame> t_stack;
 
@@ -138,24 +139,28 @@ bool Open(PyObject* module, PyObject* inputs, PyObject* const* items, Py_ssize_t
     Py_XDECREF(res);
     PyErr_Clear();
   }
-  bool unsized = stack.empty() && batch <= 0 && g_root_batch && g_batch_of;
-  stack.push_back({Py_NewRef(module), id, flags, unsized});
+  bool sizable = stack.empty() && g_root_batch && g_batch_of;
+  stack.push_back({Py_NewRef(module), id, flags, sizable, batch});
   g_begin(id, flags, static_cast<int64_t>(batch));
   return true;
 }
 
-// A root forward that returned `output` and whose inputs gave no batch size
-// (keyword arguments, which the global hooks do not see): its output's
-// leading dimension is its batch. Called with no exception set.
+// A root forward that returned `output`: its batch from the output where its
+// inputs gave none (keyword arguments, which the global hooks do not see), or
+// where the output has fewer rows than the first input (graphs given as their
+// nodes): batch_of(output, in_batch) says, > 0 when it does. Called with no
+// exception set.
 void SizeFromOutput(PyObject* module, PyObject* output) {
-  if (t_stack.size() != 1 || t_stack.back().module != module || !t_stack.back().unsized || !output ||
+  if (t_stack.size() != 1 || t_stack.back().module != module || !t_stack.back().sizable || !output ||
       output == Py_None)
     return;
-  PyObject* res = PyObject_CallOneArg(g_batch_of, output);
+  long long in_batch = t_stack.back().in_batch;
+  PyObject* res = PyObject_CallFunction(g_batch_of, "OL", output, in_batch);
   long long b = res ? PyLong_AsLongLong(res) : -1;
   Py_XDECREF(res);
   PyErr_Clear();
-  if (b > 0) g_root_batch(t_stack.back().flags, static_cast<int64_t>(b));
+  constexpr uint32_t kReplaces = 16;  // the output's batch replaces the inputs'
+  if (b > 0) g_root_batch(t_stack.back().flags | (in_batch > 0 ? kReplaces : 0), static_cast<int64_t>(b));
 }
 
 // Closes the module's scope and those of modules inside it still open (with
@@ -457,8 +462,8 @@ PyObject* SetRootRaised(PyObject*, PyObject* arg) {
 }
 
 // set_root_batch(address, batch_of): strata_torch_root_batch, called with the
-// leading dimension batch_of(output) gives for a root forward whose inputs
-// gave none.
+// batch batch_of(output, in_batch) gives for a root forward as it returns
+// (where the inputs gave none, or the output's rows are the samples).
 PyObject* SetRootBatch(PyObject*, PyObject* args) {
   unsigned long long addr = 0;
   PyObject* fn = nullptr;
@@ -497,7 +502,7 @@ PyMethodDef kMethods[] = {
     {"set_root_end", SetRootEnd, METH_O, "set_root_end(f or None): f(module) after each root forward that returns"},
     {"set_root_raised", SetRootRaised, METH_O, "set_root_raised(address): called when a root forward raises"},
     {"set_root_batch", SetRootBatch, METH_VARARGS,
-     "set_root_batch(address, batch_of): a root forward's batch from its output when its inputs gave none"},
+     "set_root_batch(address, batch_of): a root forward's batch from its output where its inputs do not give it"},
     {"wrap_site", WrapSite, METH_O, "wrap_site(f): f, telling strata the caller's file:line around each call"},
     {"init_sites", InitSites, METH_VARARGS, "init_sites(site_begin_address, site_end_address, intern_address)"},
     {nullptr, nullptr, 0, nullptr},

@@ -653,7 +653,9 @@ STRATA_TORCH_API void strata_torch_module_begin(uint32_t name, uint32_t flags, i
 
 // A root forward whose inputs gave no batch size (keyword arguments, which
 // PyTorch 2.x's global hooks do not see; strings tokenized inside the
-// forward) has it from its output's first tensor, as it returns: a
+// forward), or whose output has a row per sample where its inputs held the
+// samples' parts (graphs as their nodes: flag 16, replacing the begin's
+// batch), has it from its output's first tensor, as it returns: a
 // module_batch with the flags its begin had, before its module_end.
 STRATA_TORCH_API void strata_torch_root_batch(uint32_t flags, int64_t batch) {
   if (!g || !g->modules_on.load(std::memory_order_relaxed) || batch <= 0) return;

@@ -422,11 +422,14 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
   for (auto& [trk, v] : step_at) std::sort(v.begin(), v.end());
   // A root forward that raised (flag 4, from the hooks as it ended: a batch
   // the loop skipped) processed no samples: the batch mark its module slice
-  // holds goes (where it had one: a forward of no tensor gave none).
+  // holds goes (where it had one: a forward of no tensor gave none). One
+  // whose output has fewer rows than its first input (flag 16: a batch of
+  // graphs given as their nodes, of point clouds as their points) counts the
+  // output's rows instead of the input's.
   std::vector<const BatchMark*> kept;
   kept.reserve(marks.size());
   for (const BatchMark& b : marks) {
-    if ((b.flags & 4) == 0) {
+    if ((b.flags & (4 | 16)) == 0) {
       kept.push_back(&b);
       continue;
     }
@@ -440,6 +443,7 @@ void AttachStepSamples(model::Trace& t, const std::vector<BatchMark>& marks,
           kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(k));
         break;
       }
+    if ((b.flags & 16) != 0) kept.push_back(&b);
   }
   for (const BatchMark* mark : kept) {
     const BatchMark& b = *mark;
