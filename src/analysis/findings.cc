@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -256,6 +257,27 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   std::map<std::pair<int, uint32_t>, std::vector<std::pair<int64_t, int64_t>>> large;
   double ops = static_cast<double>(calls.size());
   std::map<std::string, double> by_name;
+  // Where the tiny calls come from: the module whose forward made them (for an
+  // autograd node, its forward op's module), so that a loop inside a layer (a
+  // recurrent layer stepping through time, its backward one node per step and
+  // gate) is named, not only its ops.
+  auto module_of = [&sl](int32_t s) {
+    for (; s != model::kNone; s = sl.parent[static_cast<size_t>(s)])
+      if (sl.kind[static_cast<size_t>(s)] == model::SliceKind::kModule) return s;
+    return model::kNone;
+  };
+  std::map<std::pair<model::StringId, bool>, double> by_module;  // (module, in its backward) -> tiny calls
+  // Outermost op slice of each autograd node (PyTorch records the node inside
+  // "autograd::engine::evaluate_function: ...") -> the node's forward op.
+  std::unordered_map<size_t, int32_t> forward_of_call;
+  for (size_t r = 0; r < c.t.ops.size(); ++r) {
+    if (c.t.ops.scope[r] != model::OpScope::kBackward || c.t.ops.forward[r] == model::kNone) continue;
+    size_t top = c.t.ops.slice[r];
+    for (int32_t p = sl.parent[top]; p != model::kNone && sl.kind[static_cast<size_t>(p)] == model::SliceKind::kOp;
+         p = sl.parent[static_cast<size_t>(p)])
+      top = static_cast<size_t>(p);
+    forward_of_call.emplace(top, c.t.ops.forward[r]);
+  }
   for (const Call& k : calls) {
     size_t i = k.slice;
     Loop& l = loops[{k.window, sl.track[i], k.scope}];
@@ -269,6 +291,10 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     l.calls += 1;
     l.ns += static_cast<double>(sl.dur[i]);
     by_name[std::string(c.Name(i))] += 1;
+    auto fwd = forward_of_call.find(i);
+    bool backward = fwd != forward_of_call.end();
+    int32_t m = module_of(backward ? fwd->second : static_cast<int32_t>(i));
+    if (m != model::kNone) by_module[{sl.name[static_cast<size_t>(m)], backward}] += 1;
   }
   // The autograd nodes the loops' calls created run in the backward pass, one
   // per call: vectorizing removes them too. Forward op (outermost call) of each
@@ -403,6 +429,23 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
                {"backward_node_ns_per_step", c.PerStep(backward_ns)},
                {"tiny_op_loop_ns_per_step", per_step_loop_ns},
                {"step_ns", c.step_ns}});
+  // The module that made most of them, where one made at least half.
+  std::pair<model::StringId, bool> where{0, false};
+  double where_calls = 0;
+  for (const auto& [k, n] : by_module)
+    if (n > where_calls) {
+      where = k;
+      where_calls = n;
+    }
+  std::string_view where_name = where_calls > 0 ? c.t.strings.Get(where.first) : std::string_view{};
+  bool recurrent = false;
+  if (where_calls >= 0.5 * tiny_count && where_calls > 0) {
+    f.evidence += fmt::format(" {:.0f} of the tiny calls per step are {} {}.", c.PerStep(where_calls),
+                              where.second ? "autograd nodes of the backward of" : "made inside", where_name);
+    f.metrics.push_back({"tiny_ops_in_top_module_per_step", c.PerStep(where_calls)});
+    // (a module slice is named "path (Class)")
+    for (std::string_view cls : {"(LSTM)", "(GRU)", "(RNN)"}) recurrent |= where_name.ends_with(cls);
+  }
   std::vector<std::pair<double, std::string>> top;
   for (auto& [n, v] : by_name) top.emplace_back(v, n);
   std::sort(top.rbegin(), top.rend());
@@ -410,9 +453,15 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   f.what_if = fmt::format("each of the {} loops per step as one call per distinct op on the whole tensor: {} of calls, "
                           "host code between them and their autograd nodes become {}",
                           N(c.PerStep(nloops)), Ms(per_step_loop_ns), Ms(c.PerStep(residual_ns)));
-  f.suggestion = c.Fix("Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
-                       "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid "
-                       "Python loops over tensor elements, columns or small tensors.",
+  std::string torch_fix =
+      "Batch the small operations into a few large ones (stack the tensors and apply each op once, use "
+      "vectorized/fused functions, torch.compile or TorchScript to fuse elementwise chains); avoid Python loops over "
+      "tensor elements, columns or small tensors.";
+  if (recurrent)
+    torch_fix += " The loop is a recurrent layer's, one time step at a time: on the CPU, PyTorch 2.x runs an LSTM, GRU "
+                 "or RNN over a padded batch as one fused oneDNN op but over a PackedSequence step by step (pad the "
+                 "batch and take each sequence's last valid output by its length); on a GPU, cuDNN fuses both.";
+  f.suggestion = c.Fix(torch_fix.c_str(),
                        "Batch the small operations into a few large ones (whole-tensor ops, tf.vectorized_map / "
                        "jax.vmap instead of Python loops over elements or rows), and compile the step with XLA "
                        "(tf.function(jit_compile=True), Keras compile(jit_compile=True), jax.jit) so that chains of "
