@@ -27,7 +27,8 @@ span on its thread, which is how the importer finds the steps
   - "strata.samples" (zero length, argument = the count): the leading dimension
     of each element a tf.data iterator gave the program, of the first value fed
     to a Session.run, and the samples of the batches each Keras 3 step function
-    takes: the importer sums them per step for throughput.
+    takes (train_on_batch's: its x's): the importer sums them per step for
+    throughput.
 With `strata record --ops-steps A-B`, TensorFlow's own profiler runs from step
 A to step B (counted as the importer counts them: Keras train steps, else the
 calls of the first tf.function called that often) and writes its XSpace into
@@ -715,6 +716,38 @@ def _wrap_epoch_iterator(cls=None):
     return True
 
 
+def _wrap_on_batch(model):
+    """Model.train_on_batch(x, ...) (and test_on_batch, predict_on_batch): the
+    batch of the step function call inside is x's leading dimension (Keras 3
+    hands its step function a generator of that one batch, which no epoch
+    iterator sizes)."""
+    wrapped = False
+    for attr in ("train_on_batch", "test_on_batch", "predict_on_batch"):
+        for cls in model.__mro__:
+            orig = cls.__dict__.get(attr)
+            if orig is None:
+                continue
+            if getattr(orig, "__strata_wrapped__", False):
+                break
+
+            def wrapper(self, x, *args, _orig=orig, **kwargs):
+                _tls.keras_samples = _leading_dim(x)
+                try:
+                    return _orig(self, x, *args, **kwargs)
+                finally:
+                    _tls.keras_samples = 0
+
+            functools.update_wrapper(wrapper, orig)
+            wrapper.__strata_wrapped__ = True
+            try:
+                setattr(cls, attr, wrapper)
+                wrapped = True
+            except (AttributeError, TypeError):
+                pass
+            break
+    return wrapped
+
+
 def _wrap_optimizer(base):
     """A Keras optimizer's apply_gradients()/apply() called outside any step
     function (an eager GradientTape loop: no tf.function, no fit()) is a span
@@ -771,6 +804,8 @@ def attach_keras(keras):
                     break
     if wrapped and name == "keras":
         _wrap_epoch_iterator()
+    if wrapped:
+        _wrap_on_batch(model)
     _wrap_optimizer(getattr(getattr(keras, "optimizers", None), "Optimizer", None))
     version = getattr(keras, "__version__", "?")
     if wrapped:

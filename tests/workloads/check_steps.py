@@ -107,6 +107,8 @@ TF_WORKLOADS = [
     ("tf1_session", ["--iters", "60", "--batch", "64"], 64),
     ("keras_slow_input", ["--batch", "32", "--epochs", "2", "--batches", "40"], 32),
     ("tf_eager_tape", ["--iters", "30", "--batch", "128"], 128),
+    # (Keras's older loop: train_on_batch on numpy batches from a generator.)
+    ("keras_train_on_batch", ["--iters", "30", "--batch", "64"], 64),
 ]
 # Where strata cannot know the samples per step, throughput is not compared: a
 # model of raw tensors runs no module whose input says its batch; an eager
