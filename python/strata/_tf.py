@@ -716,6 +716,56 @@ def _wrap_epoch_iterator(cls=None):
     return True
 
 
+def _could_record():
+    """Whether a GradientTape may be recording (TensorFlow's own test); False
+    where this TensorFlow has no such test."""
+    try:
+        from tensorflow.python.eager import record
+        return bool(record.could_possibly_record())
+    except Exception:
+        return False
+
+
+def _wrap_model_call(model):
+    """A Keras model called eagerly outside any step function or tf.function
+    (an eager GradientTape loop) to train, with training=True or under a
+    recording tape: its input's leading dimension is samples of the step (the
+    optimizer's apply marks the step). The outermost model only (a model
+    inside a model is the same samples); not an evaluation (training=False, or
+    no tape)."""
+    layer_call = None
+    for cls in model.__mro__:
+        if "__call__" in cls.__dict__:
+            layer_call = cls.__dict__["__call__"]
+            break
+    if layer_call is None or getattr(layer_call, "__strata_wrapped__", False):
+        return False
+
+    def wrapper(self, *args, **kwargs):
+        if _depth() > 0 or getattr(_tls, "in_model", False) or not args:
+            return layer_call(self, *args, **kwargs)
+        try:
+            import tensorflow as tf
+            training = kwargs.get("training")
+            if tf.executing_eagerly() and (training is True or (training is None and _could_record())):
+                _samples(_leading_dim(args[0]))
+        except Exception:
+            pass
+        _tls.in_model = True
+        try:
+            return layer_call(self, *args, **kwargs)
+        finally:
+            _tls.in_model = False
+
+    functools.update_wrapper(wrapper, layer_call)
+    wrapper.__strata_wrapped__ = True
+    try:
+        model.__call__ = wrapper  # (the Model class's own: layers keep theirs)
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
 def _wrap_on_batch(model):
     """Model.train_on_batch(x, ...) (and test_on_batch, predict_on_batch): the
     batch of the step function call inside is x's leading dimension (Keras 3
@@ -806,6 +856,7 @@ def attach_keras(keras):
         _wrap_epoch_iterator()
     if wrapped:
         _wrap_on_batch(model)
+        _wrap_model_call(model)
     _wrap_optimizer(getattr(getattr(keras, "optimizers", None), "Optimizer", None))
     version = getattr(keras, "__version__", "?")
     if wrapped:

@@ -111,11 +111,11 @@ TF_WORKLOADS = [
     ("keras_train_on_batch", ["--iters", "30", "--batch", "64"], 64),
 ]
 # Where strata cannot know the samples per step, throughput is not compared: a
-# model of raw tensors runs no module whose input says its batch; an eager
-# TensorFlow loop feeds NumPy slices to its model (no tf.data, no fit()). (Keras fit on
+# model of raw tensors runs no module whose input says its batch. (An eager
+# TensorFlow loop's samples are its model's training calls' inputs; Keras fit on
 # a tf.data dataset whose batch dimension is unknown gets its batch size from
 # the dataset's Dataset.batch.)
-NO_SAMPLES = {"manual_sgd", "tf_eager_tape"}
+NO_SAMPLES = {"manual_sgd"}
 # The finding that must lead, where the program has one planted cause.
 EXPECT_TOP = {"keras_slow_input": "input_pipeline", "queue_producer_infer": "input_pipeline",
               "infer_requests": "input_pipeline", "rl_env_updates": "python_code", "tf_eager_tape": "eager_execution"}
