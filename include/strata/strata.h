@@ -94,6 +94,12 @@ STRATA_API void strata_thread_name(const char* name);
  * not attach). */
 STRATA_API void strata_report_collector(const char* collector, const char* state, const char* detail);
 
+/* A framework plug-in's loop watcher says where the loop that called the step
+ * function takes its next iteration: what = line << 1 (the loop's line) where it
+ * saw the loop's head, 1 where it stopped looking with the iteration still
+ * running. The importer ends the step there (python/strata/_loop_head.py). */
+STRATA_API void strata_loop_head_(uint32_t what);
+
 /* Writes everything recorded so far to the trace directory (normally done every
  * 100 ms and at exit by a background thread). Returns 0 on success. */
 STRATA_API int strata_flush(void);

@@ -74,6 +74,11 @@ if os.environ.get("STRATA_TRACE_DIR"):
             _lib.strata_report_collector.restype = None
         except AttributeError:  # an older libstrata
             pass
+        try:
+            _lib.strata_loop_head_.argtypes = [ctypes.c_uint32]
+            _lib.strata_loop_head_.restype = None
+        except AttributeError:  # an older libstrata
+            pass
         _active = ctypes.c_uint32.in_dll(_lib, "strata_active_")
 
 _names = {}

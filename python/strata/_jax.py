@@ -37,6 +37,7 @@ import functools
 import json
 import os
 import re
+import sys
 import threading
 
 from strata import _tf
@@ -84,6 +85,11 @@ class _Jitted:
             _tls.depth = 0
             if step >= 0:
                 prof.after(step)
+            # Where the loop that called it takes its next iteration: the
+            # step's end, so that the iteration's own work before the next
+            # call (slicing and putting the next batch) is its own step's.
+            if ok:
+                _tf._arm_loop_head(sys.modules.get("jax"))
 
     def __getattr__(self, name):
         return getattr(self._fn, name)

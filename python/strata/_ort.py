@@ -30,6 +30,7 @@ import functools
 import json
 import mmap
 import os
+import sys
 import threading
 import weakref
 
@@ -219,6 +220,7 @@ def _wrap_run(cls, attr, window):
         finally:
             _tls.depth = 0
             lib.strata_span_end_()
+            _tf._arm_loop_head(sys.modules.get("onnxruntime"))
             if window is not None and self in _sessions:
                 n = _runs.get(self, 0)
                 _runs[self] = n + 1

@@ -48,6 +48,7 @@ import functools
 import json
 import os
 import struct
+import sys
 import threading
 import time
 
@@ -62,6 +63,35 @@ def _strata():
 
 def _report(collector, state, detail):
     _strata()._report_collector(collector, state, detail)
+
+
+_loop_head_emit = []  # [libstrata's strata_loop_head_ or None], decided once
+
+
+def _arm_loop_head(package=None):
+    """After a call of what may be the program's step function (a tf.function,
+    Session.run, a jitted JAX function, an ONNX Runtime run, an eager
+    optimizer's apply, made outside any other): watch for the loop's next
+    iteration (strata._loop_head), where the importer ends the step. `package`:
+    the framework's module, whose own frames are never the loop.
+    STRATA_LOOP_HEAD=0 turns it off."""
+    if not _loop_head_emit:
+        lib = _strata()._lib
+        ok = hasattr(lib, "strata_loop_head_") and os.environ.get("STRATA_LOOP_HEAD", "1") != "0"
+        _loop_head_emit.append(lib.strata_loop_head_ if ok else None)
+    emit = _loop_head_emit[0]
+    if emit is None:
+        return
+    from strata import _loop_head
+    if package is not None and package not in _skipped_packages:
+        _skipped_packages.add(package)
+        f = getattr(package, "__file__", None)
+        if f:
+            _loop_head.skip_dir(os.path.dirname(os.path.abspath(f)))
+    _loop_head.arm(emit)
+
+
+_skipped_packages = set()
 
 
 def _depth():
@@ -430,6 +460,7 @@ def _wrap_function_call(cls):
             lib.strata_span_end_()
             if step >= 0:
                 _profiler.after(step)
+            _arm_loop_head(sys.modules.get("tensorflow"))
 
     wrapper.__strata_wrapped__ = True
     cls.__call__ = wrapper
@@ -780,12 +811,14 @@ def _wrap_on_batch(model):
             if getattr(orig, "__strata_wrapped__", False):
                 break
 
-            def wrapper(self, x, *args, _orig=orig, **kwargs):
+            def wrapper(self, x, *args, _orig=orig, _attr=attr, **kwargs):
                 _tls.keras_samples = _leading_dim(x)
                 try:
                     return _orig(self, x, *args, **kwargs)
                 finally:
                     _tls.keras_samples = 0
+                    if _attr == "train_on_batch" and _depth() == 0:
+                        _arm_loop_head(sys.modules.get("keras"))
 
             functools.update_wrapper(wrapper, orig)
             wrapper.__strata_wrapped__ = True
@@ -826,6 +859,7 @@ def _wrap_optimizer(base):
                 finally:
                     _tls.depth = 0
                     lib.strata_span_end_()
+                    _arm_loop_head(sys.modules.get("tensorflow"))
 
             functools.update_wrapper(wrapper, orig)
             wrapper.__strata_wrapped__ = True

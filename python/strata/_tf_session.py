@@ -6,6 +6,7 @@ strata._tf.attach_tensorflow; the helpers it shares (spans, samples, graph
 files, the clock pair) are strata._tf's."""
 import functools
 import os
+import sys
 
 from strata import _tf
 
@@ -170,6 +171,7 @@ def _wrap_session_run(cls):
             lib.strata_span_end_()
             if traced:
                 _step_stats.after(self, n)
+            _tf._arm_loop_head(sys.modules.get("tensorflow"))
 
     wrapper.__strata_wrapped__ = True
     cls.run = wrapper

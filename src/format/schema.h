@@ -139,7 +139,7 @@ enum FrameworkEvent : uint32_t {
   kSiteEnd = 76,    // {}: it returns
   kCommBegin = 77,  // {u32 name, u64 seq, u64 bytes, u32 tensors}: a collective's work begins
   kCommEnd = 78,    // {u32 name, u64 seq}: ...and completes (on the thread that completed it)
-  kLoopHead = 79,   // {u32 what}: after an optimizer step, 0: its loop takes the next iteration; 1: not yet here (Python)
+  kLoopHead = 79,   // {u32 what}: after an optimizer step or a step function's call, line << 1: its loop takes the next iteration; 1: not yet here (Python)
 };
 
 enum ProcessEvent : uint32_t {

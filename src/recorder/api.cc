@@ -84,6 +84,11 @@ void strata_report_collector(const char* collector, const char* state, const cha
   ReportCollectorStatus(collector, state, detail ? detail : "");
 }
 
+void strata_loop_head_(uint32_t what) {
+  uint32_t st = LoadState();
+  if (st) EmitBytes(st, fmt_::kLoopHead, &what, sizeof what);
+}
+
 int strata_flush(void) { return FlushNow() ? 0 : -1; }
 
 uint64_t strata_dropped_events(void) { return DroppedTotal(); }

@@ -29,22 +29,69 @@ bool AsyncMarker(std::string_view name) { return name.substr(0, 4) == "jax."; }
 bool IsWaitName(std::string_view n) { return n == "jax.block_until_ready" || n == "jax.device_read"; }
 
 // Steps of an asynchronous step function: each from its call's start to the
-// next call's; the last one to the end of the first wait after its call.
+// next call's; the last one to the end of the first wait after its call. Where
+// the Python side saw the loop's head after a call (`heads`, sorted (ts,
+// seen)), the step ends there instead: the iteration's own work after its
+// call and its wait (logging, the next batch's slicing and device_put) is its
+// own, and each step is one iteration of the loop.
 void TileAtStarts(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
-                  std::vector<std::pair<uint32_t, int64_t>>* partial) {
+                  std::vector<std::pair<uint32_t, int64_t>>* partial, const std::vector<std::pair<int64_t, bool>>& heads) {
   model::Trace& t = ctx.trace();
   if (markers.empty()) return;
   partial->emplace_back(track, t.slices.ts[markers[0]]);
-  for (size_t k = 0; k + 1 < markers.size(); ++k)
-    ctx.AddSlice(OpenSlice{t.slices.ts[markers[k]], step_name, SliceKind::kStep, k}, t.slices.ts[markers[k + 1]], track, 0);
+  // The head seen after call k, before call k + 1 begins (INT64_MAX: none).
+  // (Not where the Python side stopped looking: the iteration ran on past
+  // there, and the next call's start is where the step would end anyway. Seen
+  // stopping inside the first iteration's second jitted function, compiling.)
+  auto head_after = [&](size_t k) {
+    int64_t until = k + 1 < markers.size() ? t.slices.ts[markers[k + 1]] : INT64_MAX;
+    for (auto h = std::upper_bound(heads.begin(), heads.end(), std::make_pair(t.slices.end(markers[k]), true));
+         h != heads.end() && h->first <= until; ++h)
+      if (h->second) return h->first;
+    return INT64_MAX;
+  };
+  int64_t begin = t.slices.ts[markers[0]];
+  for (size_t k = 0; k + 1 < markers.size(); ++k) {
+    int64_t end = std::min(head_after(k), t.slices.ts[markers[k + 1]]);
+    ctx.AddSlice(OpenSlice{begin, step_name, SliceKind::kStep, k}, end, track, 0);
+    begin = end;
+  }
   uint32_t last = markers.back();
   int64_t end = t.slices.end(last), wait_end = INT64_MAX;
   for (uint32_t i = 0; i < t.slices.size(); ++i)
     if (t.slices.track[i] == track && t.slices.ts[i] >= end && t.slices.end(i) < wait_end &&
         IsWaitName(t.strings.Get(t.slices.name[i])))
       wait_end = t.slices.end(i);
-  ctx.AddSlice(OpenSlice{t.slices.ts[last], step_name, SliceKind::kStep, markers.size() - 1},
+  if (int64_t h = head_after(markers.size() - 1); h != INT64_MAX) wait_end = h;
+  ctx.AddSlice(OpenSlice{begin, step_name, SliceKind::kStep, markers.size() - 1},
                wait_end == INT64_MAX ? end : wait_end, track, 0);
+}
+
+// The loop heads on `track` for the steps of `markers` (in time order), as
+// (ts, seen) sorted. After the last marker, a head seen at another line than
+// the loop's usual one (the line most heads were seen at) is not that loop's:
+// the program left it (a `break` once its iterations were done) and an outer
+// loop took its next turn, after the inner loop's teardown (a tf.data
+// iterator's, 32 ms once): the last step ends with its marker instead.
+std::vector<std::pair<int64_t, bool>> MarkerHeads(const model::Trace& t, const std::vector<LoopHead>& heads,
+                                                  uint32_t track, const std::vector<uint32_t>& markers) {
+  std::map<uint32_t, size_t> lines;
+  for (const LoopHead& h : heads)
+    if (h.track == track && h.seen && h.line != 0) ++lines[h.line];
+  uint32_t usual = 0;
+  size_t most = 0;
+  for (auto [line, n] : lines)
+    if (n > most) {
+      usual = line;
+      most = n;
+    }
+  int64_t last_end = markers.empty() ? INT64_MAX : t.slices.end(markers.back());
+  std::vector<std::pair<int64_t, bool>> v;
+  for (const LoopHead& h : heads)
+    if (h.track == track && !(h.ts > last_end && h.seen && usual != 0 && h.line != 0 && h.line != usual))
+      v.emplace_back(h.ts, h.seen);
+  std::sort(v.begin(), v.end());
+  return v;
 }
 
 }  // namespace
@@ -75,7 +122,8 @@ void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, cons
   }
 }
 
-void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial) {
+void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial,
+                    const std::vector<LoopHead>& heads) {
   model::Trace& t = ctx.trace();
   std::set<uint32_t> with_steps;
   // Candidates per (process, rank, name, track): time and calls.
@@ -123,8 +171,9 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
           t.slices.kind[i] == SliceKind::kSpan)
         markers.push_back(i);
     std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
-    if (AsyncMarker(t.strings.Get(b.name))) TileAtStarts(ctx, step_name, b.track, markers, partial);
-    else TileSteps(ctx, step_name, b.track, markers, partial);
+    auto track_heads = MarkerHeads(t, heads, b.track, markers);
+    if (AsyncMarker(t.strings.Get(b.name))) TileAtStarts(ctx, step_name, b.track, markers, partial, track_heads);
+    else TileSteps(ctx, step_name, b.track, markers, partial, track_heads);
   }
 }
 

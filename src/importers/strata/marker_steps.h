@@ -17,7 +17,8 @@
 // its marker and is partial. JAX's step function returns before its work is
 // done (asynchronous dispatch) and the program waits after it: its steps run
 // from one call's start to the next's (the last to the end of the first wait
-// after its call), so that each holds its own wait.
+// after its call), so that each holds its own wait; or, where the Python side
+// saw it, to the loop's head after the call.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,11 @@ void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, cons
                const std::vector<std::pair<int64_t, bool>>& heads = {});
 
 // Adds steps (before Finalize) to processes without any from the framework
-// hooks' spans.
-void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial);
+// hooks' spans; each ends at the loop's head after its marker where the Python
+// side saw it (`heads`: python/strata/_loop_head.py, armed after each call of
+// a step function).
+void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std::pair<uint32_t, int64_t>>* partial,
+                    const std::vector<LoopHead>& heads = {});
 
 // The steps a framework's own profiler ran in (strata._tf's "strata: ...
 // profiler start/stop (--ops-steps)" spans and the steps between them): their

@@ -38,37 +38,6 @@ std::map<uint32_t, std::vector<uint32_t>> RootForwards(const model::Trace& t) {
   return by_track;
 }
 
-// The Python side's loop heads on `track`, as (ts, seen) sorted: seen false
-// where it stopped looking with the iteration still running.
-//
-// The Python side starts looking from the optimizer's post-hook, inside the
-// optimizer's step() scope, and may stop looking before that scope has closed
-// (its budget spent while the thread was preempted there: seen under load). A
-// head inside an optimizer step (after the step's own mark, before its end in
-// `steps`, sorted by end) is moved to just after that end, where it belongs.
-std::vector<std::pair<int64_t, bool>> HeadsOn(const std::vector<LoopHead>& heads, uint32_t track,
-                                              const std::vector<const FoundStep*>& steps = {},
-                                              const std::vector<OptimizerMark>& marks = {}) {
-  std::vector<int64_t> began;  // the optimizer steps' marks on this thread
-  for (const OptimizerMark& m : marks)
-    if (m.track == track) began.push_back(m.ts);
-  std::sort(began.begin(), began.end());
-  std::vector<std::pair<int64_t, bool>> v;
-  for (const LoopHead& h : heads) {
-    if (h.track != track) continue;
-    int64_t ts = h.ts;
-    auto e = std::lower_bound(steps.begin(), steps.end(), ts, [](const FoundStep* f, int64_t t) { return f->end < t; });
-    auto m = std::upper_bound(began.begin(), began.end(), ts);
-    if (e != steps.end() && m != began.begin()) {
-      int64_t prev_end = e == steps.begin() ? INT64_MIN : (*std::prev(e))->end;
-      if (*std::prev(m) > prev_end) ts = (*e)->end + 1;
-    }
-    v.emplace_back(ts, h.seen);
-  }
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 void Add(LoadContext& ctx, model::StringId name, int64_t begin, int64_t end, uint32_t track, uint64_t n) {
   OpenSlice o{begin, name, SliceKind::kStep, n};
   ctx.AddSlice(o, std::max(begin, end), track, 0);
@@ -292,6 +261,37 @@ int64_t LastEnd(const std::vector<std::pair<int64_t, bool>>& head_ts, int64_t op
 
 }  // namespace
 
+// The Python side's loop heads on `track`, as (ts, seen) sorted: seen false
+// where it stopped looking with the iteration still running.
+//
+// The Python side starts looking from the optimizer's post-hook, inside the
+// optimizer's step() scope, and may stop looking before that scope has closed
+// (its budget spent while the thread was preempted there: seen under load). A
+// head inside an optimizer step (after the step's own mark, before its end in
+// `steps`, sorted by end) is moved to just after that end, where it belongs.
+std::vector<std::pair<int64_t, bool>> HeadsOn(const std::vector<LoopHead>& heads, uint32_t track,
+                                              const std::vector<const FoundStep*>& steps,
+                                              const std::vector<OptimizerMark>& marks) {
+  std::vector<int64_t> began;  // the optimizer steps' marks on this thread
+  for (const OptimizerMark& m : marks)
+    if (m.track == track) began.push_back(m.ts);
+  std::sort(began.begin(), began.end());
+  std::vector<std::pair<int64_t, bool>> v;
+  for (const LoopHead& h : heads) {
+    if (h.track != track) continue;
+    int64_t ts = h.ts;
+    auto e = std::lower_bound(steps.begin(), steps.end(), ts, [](const FoundStep* f, int64_t t) { return f->end < t; });
+    auto m = std::upper_bound(began.begin(), began.end(), ts);
+    if (e != steps.end() && m != began.begin()) {
+      int64_t prev_end = e == steps.begin() ? INT64_MIN : (*std::prev(e))->end;
+      if (*std::prev(m) > prev_end) ts = (*e)->end + 1;
+    }
+    v.emplace_back(ts, h.seen);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const std::vector<FoundStep>& found,
                                                         const std::vector<OptimizerMark>& marks,
                                                         const std::vector<LoopHead>& heads,
@@ -393,7 +393,7 @@ std::vector<std::pair<uint32_t, int64_t>> AddFoundSteps(LoadContext& ctx, const 
   }
   BackwardSteps(ctx, &with_steps, step_name, heads, &partial);
   InferenceSteps(ctx, with_steps, step_name, heads, &partial);
-  AddMarkerSteps(ctx, step_name, &partial);
+  AddMarkerSteps(ctx, step_name, &partial, heads);
   return partial;
 }
 

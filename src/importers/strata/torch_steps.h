@@ -50,6 +50,14 @@ struct LoopHead {
   uint32_t line = 0;  // the loop's line, where seen (0: not said, an older trace)
 };
 
+// The Python side's loop heads on `track`, as (ts, seen) sorted: seen false
+// where it stopped looking with the iteration still running. A head inside an
+// optimizer step of `steps` (sorted by end; `marks`, their begins) is moved to
+// just after that step's end.
+std::vector<std::pair<int64_t, bool>> HeadsOn(const std::vector<LoopHead>& heads, uint32_t track,
+                                              const std::vector<const FoundStep*>& steps = {},
+                                              const std::vector<OptimizerMark>& marks = {});
+
 // Adds kStep slices (before Finalize) for processes that mark no steps of their
 // own: `found` (optimizer-step boundaries) tiled per thread, one step per
 // iteration of all the optimizers that step in it (`marks`), each ending at the
