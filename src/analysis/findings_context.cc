@@ -13,6 +13,7 @@
 #include "analysis/roofline.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
+#include "base/intervals.h"
 #include "base/parallel.h"
 
 namespace strata::analysis {
@@ -171,8 +172,7 @@ FindingsContext::CpuUse FindingsContext::ProgramCpu() const {
     for (const Rows& rows : it->second)
       RowsIn(st, rows, w.start, w.end, [&](size_t r) {
         if (st.state[r] != model::ThreadState::kRunning) return;
-        double ns = static_cast<double>(std::max<int64_t>(
-            0, std::min(st.ts[r] + st.dur[r], w.end) - std::max(st.ts[r], w.start)));
+        double ns = static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
         total += ns;
         if (st.cpu[r] >= 0) on_cpu[st.cpu[r]] += ns;
       });

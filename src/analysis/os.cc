@@ -9,6 +9,7 @@
 
 #include "analysis/summary.h"
 #include "base/int_math.h"
+#include "base/intervals.h"
 
 namespace strata::analysis {
 namespace {
@@ -35,8 +36,6 @@ std::vector<std::pair<uint32_t, uint32_t>> RangesByTrack(const Table& tb, size_t
   }
   return r;
 }
-
-int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) { return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)); }
 
 bool IsIoCategory(const std::string& c) { return c == "io" || c == "poll"; }
 

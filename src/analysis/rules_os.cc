@@ -16,6 +16,7 @@
 #include "analysis/program_frames.h"
 #include "analysis/summary.h"
 #include "analysis/track_rows.h"
+#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -26,10 +27,6 @@ using model::ThreadState;
 // Durations and counts as people read them (base/units.h).
 std::string Ms(double ns) { return HumanDuration(ns); }
 std::string Us(double ns) { return HumanDuration(ns); }
-
-int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-  return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
-}
 
 std::string ThreadName(const model::Trace& t, uint32_t track) {
   const model::Track& trk = t.tracks[track];

@@ -26,10 +26,6 @@ using model::ThreadState;
 
 std::string Ms(double ns) { return HumanDuration(ns); }
 
-int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-  return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
-}
-
 // The period P of the slow steps when most of them (3 and more, 60%) are
 // P steps apart (n, n+P, n+2P...) and most steps of that series within the
 // measured steps [first, last] are slow (75%): a few stray slow steps do not

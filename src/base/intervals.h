@@ -14,6 +14,11 @@ namespace strata {
 
 using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
+// How long [a0, a1) and [b0, b1) overlap (0 when they do not).
+inline int64_t Overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  return std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0));
+}
+
 // Appends `sorted` (by begin) to `out` with touching or overlapping intervals
 // merged. `Out` is any container with empty(), back() and push_back() (a
 // vector, or a model::Column that spills to disk).
