@@ -797,29 +797,18 @@ def _wrap_model_call(model):
     return True
 
 
-def _wrap_on_batch(model):
-    """Model.train_on_batch(x, ...) (and test_on_batch, predict_on_batch): the
-    batch of the step function call inside is x's leading dimension (Keras 3
-    hands its step function a generator of that one batch, which no epoch
-    iterator sizes)."""
+def _wrap_methods(base, attrs, make):
+    """Replaces each method in `attrs` where `base`'s MRO defines it (once: a
+    wrapped one is left alone) by make(orig, attr). Returns whether any was."""
     wrapped = False
-    for attr in ("train_on_batch", "test_on_batch", "predict_on_batch"):
-        for cls in model.__mro__:
+    for attr in attrs:
+        for cls in base.__mro__:
             orig = cls.__dict__.get(attr)
             if orig is None:
                 continue
             if getattr(orig, "__strata_wrapped__", False):
                 break
-
-            def wrapper(self, x, *args, _orig=orig, _attr=attr, **kwargs):
-                _tls.keras_samples = _leading_dim(x)
-                try:
-                    return _orig(self, x, *args, **kwargs)
-                finally:
-                    _tls.keras_samples = 0
-                    if _attr == "train_on_batch" and _depth() == 0:
-                        _arm_loop_head(sys.modules.get("keras"))
-
+            wrapper = make(orig, attr)
             functools.update_wrapper(wrapper, orig)
             wrapper.__strata_wrapped__ = True
             try:
@@ -831,6 +820,26 @@ def _wrap_on_batch(model):
     return wrapped
 
 
+def _wrap_on_batch(model):
+    """Model.train_on_batch(x, ...) (and test_on_batch, predict_on_batch): the
+    batch of the step function call inside is x's leading dimension (Keras 3
+    hands its step function a generator of that one batch, which no epoch
+    iterator sizes)."""
+
+    def make(orig, attr):
+        def wrapper(self, x, *args, **kwargs):
+            _tls.keras_samples = _leading_dim(x)
+            try:
+                return orig(self, x, *args, **kwargs)
+            finally:
+                _tls.keras_samples = 0
+                if attr == "train_on_batch" and _depth() == 0:
+                    _arm_loop_head(sys.modules.get("keras"))
+        return wrapper
+
+    return _wrap_methods(model, ("train_on_batch", "test_on_batch", "predict_on_batch"), make)
+
+
 def _wrap_optimizer(base):
     """A Keras optimizer's apply_gradients()/apply() called outside any step
     function (an eager GradientTape loop: no tf.function, no fit()) is a span
@@ -840,34 +849,23 @@ def _wrap_optimizer(base):
     if base is None:
         return
     sid = _strata()._intern("keras.optimizer.apply")
-    for attr in ("apply_gradients", "apply"):
-        for cls in base.__mro__:
-            orig = cls.__dict__.get(attr)
-            if orig is None:
-                continue
-            if getattr(orig, "__strata_wrapped__", False):
-                break
 
-            def wrapper(self, *args, _orig=orig, **kwargs):
-                if _depth() > 0:
-                    return _orig(self, *args, **kwargs)
-                lib = _strata()._lib
-                lib.strata_span_begin_(sid)
-                _tls.depth = 1
-                try:
-                    return _orig(self, *args, **kwargs)
-                finally:
-                    _tls.depth = 0
-                    lib.strata_span_end_()
-                    _arm_loop_head(sys.modules.get("tensorflow"))
-
-            functools.update_wrapper(wrapper, orig)
-            wrapper.__strata_wrapped__ = True
+    def make(orig, attr):
+        def wrapper(self, *args, **kwargs):
+            if _depth() > 0:
+                return orig(self, *args, **kwargs)
+            lib = _strata()._lib
+            lib.strata_span_begin_(sid)
+            _tls.depth = 1
             try:
-                setattr(cls, attr, wrapper)
-            except (AttributeError, TypeError):
-                pass
-            break
+                return orig(self, *args, **kwargs)
+            finally:
+                _tls.depth = 0
+                lib.strata_span_end_()
+                _arm_loop_head(sys.modules.get("tensorflow"))
+        return wrapper
+
+    _wrap_methods(base, ("apply_gradients", "apply"), make)
 
 
 def attach_keras(keras):
