@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 #include "analysis/critical_path.h"
 #include "analysis/findings_context.h"
@@ -336,7 +336,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
   auto on_path_of = [&c](const Loop& l, size_t window) {
     double on_path = 0;
     for (const PathSegment& g : c.paths[window]->segments)
-      if (g.track == l.track) on_path += static_cast<double>(std::max<int64_t>(0, std::min(g.end, l.last) - std::max(g.start, l.first)));
+      if (g.track == l.track) on_path += static_cast<double>(Overlap(g.start, g.end, l.first, l.last));
     return on_path;
   };
   double walked_on = 0, walked_span = 0;
@@ -351,7 +351,7 @@ void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out) {
     loop_ranges[static_cast<size_t>(std::get<0>(key))].emplace_back(l.first, l.last);
     double span = static_cast<double>(l.last - l.first);
     for (auto [b, e] : large[{std::get<0>(key), std::get<1>(key)}])
-      span -= static_cast<double>(std::max<int64_t>(0, std::min(e, l.last) - std::max(b, l.first)));
+      span -= static_cast<double>(Overlap(b, e, l.first, l.last));
     span = std::max(span, l.ns);
     // What the loop costs the step: the share of it on the step's critical
     // path (all of it when the host is the bottleneck; little when the host
@@ -565,7 +565,7 @@ void HostSync(FindingsContext& c, std::vector<Finding>* out) {
                                [](int64_t v, const Span& b) { return v < b.first; });
     if (it != merged.begin()) --it;
     for (; it != merged.end() && it->first < win.end; ++it)
-      device_busy += static_cast<double>(std::max<int64_t>(0, std::min(it->second, win.end) - std::max(it->first, win.start)));
+      device_busy += static_cast<double>(Overlap(it->first, it->second, win.start, win.end));
   }
   // What-if without the removable syncs: the host no longer waits in them, so
   // it needs the step less that time, and the device no longer runs dry after

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "analysis/name_classes.h"
+#include "base/intervals.h"
 
 namespace strata::analysis {
 
@@ -314,10 +315,7 @@ ReplayFix RemoveTime(std::vector<Intervals> per_window) {
     if (s.window >= per_window.size() || p.dur <= 0 || per_window[s.window].empty()) return own;
     const Intervals& v = per_window[s.window];
     const int64_t a = p.start, b = p.start + p.dur;
-    int64_t inside = 0;
-    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(a, INT64_MAX));
-    if (it != v.begin()) --it;
-    for (; it != v.end() && it->first < b; ++it) inside += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+    const int64_t inside = OverlapWith(v, a, b);
     return std::max(0.0, own * (1 - static_cast<double>(inside) / static_cast<double>(p.dur)));
   };
   return fix;

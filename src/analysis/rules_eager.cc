@@ -15,6 +15,7 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/track_rows.h"
+#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -85,7 +86,7 @@ void EagerExecution(FindingsContext& c, std::vector<Finding>* out) {
       if (w.track == track)
         RowsIn(st, st_rows, w.start, w.end, [&](size_t r) {
           if (st.state[r] == model::ThreadState::kRunning)
-            on_cpu += static_cast<double>(std::max<int64_t>(0, std::min(st.ts[r] + st.dur[r], w.end) - std::max(st.ts[r], w.start)));
+            on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
         });
   }
   const double cpu_per_step = st.size() > 0 ? c.PerStep(on_cpu) : c.step_ns;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "analysis/findings_context.h"
+#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -90,8 +91,7 @@ void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out) {
       for (size_t r = static_cast<size_t>(srows.first - st.track.begin());
            r < static_cast<size_t>(srows.second - st.track.begin()); ++r)
         if (st.state[r] == model::ThreadState::kRunning)
-          on_cpu += static_cast<double>(
-              std::max<int64_t>(0, std::min(st.ts[r] + st.dur[r], w.end) - std::max(st.ts[r], w.start)));
+          on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
     }
   }
   if (ref < 10 || samples <= 0 || ref / samples < 0.1) return;

@@ -47,7 +47,7 @@ int64_t OverlapWith(const M& m, int64_t a, int64_t b) {
   auto it = std::upper_bound(m.begin(), m.end(), std::make_pair(a, INT64_MAX));
   if (it != m.begin()) it = std::prev(it);
   int64_t sum = 0;
-  for (; it != m.end() && it->first < b; ++it) sum += std::max<int64_t>(0, std::min(b, it->second) - std::max(a, it->first));
+  for (; it != m.end() && it->first < b; ++it) sum += Overlap(it->first, it->second, a, b);
   return sum;
 }
 
