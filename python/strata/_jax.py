@@ -258,7 +258,6 @@ def _wrap_reads():
         cls = array.ArrayImpl
     except Exception:
         return False
-    lib = _strata()._lib
     intern = _strata()._intern
     wrapped = False
     for attr, span_name in (("block_until_ready", "jax.block_until_ready"), ("__float__", "jax.device_read"),
@@ -270,16 +269,7 @@ def _wrap_reads():
         sid = intern(span_name)
 
         def make(orig=orig, sid=sid, attr=attr):
-            def wrapper(self, *args, **kwargs):
-                if getattr(_tls, "depth", 0) > 0:
-                    return orig(self, *args, **kwargs)
-                lib.strata_span_begin_(sid)
-                _tls.depth = 1
-                try:
-                    return orig(self, *args, **kwargs)
-                finally:
-                    _tls.depth = 0
-                    lib.strata_span_end_()
+            wrapper = _tf._outermost_span(orig, sid, _tls)
             # (functools.wraps fails on nanobind's methods: their __qualname__ is not a str.)
             wrapper.__name__ = attr
             wrapper.__doc__ = getattr(orig, "__doc__", None)

@@ -113,6 +113,28 @@ class _Span:
         _strata()._lib.strata_span_end_()
 
 
+def _outermost_span(orig, sid, tls, after=None):
+    """A method wrapper: orig(self, ...) inside a span `sid` when no span of
+    this framework's hooks is open on the thread (`tls.depth`: what orig calls
+    in turn is part of it), then after() if given; within one, orig alone."""
+    lib = _strata()._lib
+
+    def wrapper(self, *args, **kwargs):
+        if getattr(tls, "depth", 0) > 0:
+            return orig(self, *args, **kwargs)
+        lib.strata_span_begin_(sid)
+        tls.depth = 1
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            tls.depth = 0
+            lib.strata_span_end_()
+            if after is not None:
+                after()
+
+    return wrapper
+
+
 def _detail_window():
     """--ops-steps A-B from the recording's control file (format/control.h: magic
     'STCB', version 1 or 2, detail_first_step and detail_last_step at offset 32)."""
@@ -850,22 +872,10 @@ def _wrap_optimizer(base):
         return
     sid = _strata()._intern("keras.optimizer.apply")
 
-    def make(orig, attr):
-        def wrapper(self, *args, **kwargs):
-            if _depth() > 0:
-                return orig(self, *args, **kwargs)
-            lib = _strata()._lib
-            lib.strata_span_begin_(sid)
-            _tls.depth = 1
-            try:
-                return orig(self, *args, **kwargs)
-            finally:
-                _tls.depth = 0
-                lib.strata_span_end_()
-                _arm_loop_head(sys.modules.get("tensorflow"))
-        return wrapper
+    def after():
+        _arm_loop_head(sys.modules.get("tensorflow"))
 
-    _wrap_methods(base, ("apply_gradients", "apply"), make)
+    _wrap_methods(base, ("apply_gradients", "apply"), lambda orig, attr: _outermost_span(orig, sid, _tls, after))
 
 
 def attach_keras(keras):
