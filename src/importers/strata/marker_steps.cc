@@ -86,12 +86,11 @@ std::vector<std::pair<int64_t, bool>> MarkerHeads(const model::Trace& t, const s
       most = n;
     }
   int64_t last_end = markers.empty() ? INT64_MAX : t.slices.end(markers.back());
-  std::vector<std::pair<int64_t, bool>> v;
+  std::vector<LoopHead> kept;
   for (const LoopHead& h : heads)
     if (h.track == track && !(h.ts > last_end && h.seen && usual != 0 && h.line != 0 && h.line != usual))
-      v.emplace_back(h.ts, h.seen);
-  std::sort(v.begin(), v.end());
-  return v;
+      kept.push_back(h);
+  return HeadsOn(kept, track);
 }
 
 }  // namespace
