@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What strata's TensorFlow/Keras hooks (the cheap tier, python/strata/_tf.py)
+"""What strata's TensorFlow/Keras hooks (the cheap tier, python/strata/_tf.py and _keras.py)
 add to each step, measured in one process: each wrapper the hooks put around a
 step function, timed around a do-nothing function against that function
 called bare, interleaved in blocks (median of per-block differences). Run it
@@ -21,7 +21,7 @@ import time
 import tensorflow as tf  # noqa: F401  (strata attaches its hooks at this import)
 import keras  # noqa: F401
 
-from strata import _tf
+from strata import _keras, _tf
 
 
 def noop(*args, **kwargs):
@@ -78,13 +78,13 @@ def cost(name, wrapped, bare, n=2000, rounds=200):
 
 def main():
     sid = _tf._strata()._intern("keras.train_step")
-    step = _tf._StepFunction(noop, sid, True)
+    step = _keras._StepFunction(noop, sid, True)
     cost("Keras step function wrapper", step, noop)
 
     # The epoch iterator: a stand-in class wrapped as strata wraps Keras' TFEpochIterator.
     plain = Epoch()
     EpochW = type("EpochW", (Epoch,), {"__next__": Epoch.__next__})
-    _tf._wrap_epoch_iterator(EpochW)
+    _keras._wrap_epoch_iterator(EpochW)
     w = EpochW()
     cost("Keras epoch iterator wrapper", lambda: next(w), lambda: next(plain))
 

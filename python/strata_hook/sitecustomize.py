@@ -3,7 +3,7 @@
 It changes nothing in the program. It only arranges that when the program imports
 torch, strata's PyTorch observer attaches right after torch finished importing
 (strata._torch.attach), and likewise strata's TensorFlow and Keras hooks after
-tensorflow, keras or tf_keras (strata._tf), its JAX hooks after jax
+tensorflow, keras or tf_keras (strata._tf, strata._keras), its JAX hooks after jax
 (strata._jax) and its ONNX Runtime hooks after onnxruntime (strata._ort), and then runs the sitecustomize
 module that this one shadows, if there is one, exactly as Python would have.
 """
@@ -112,7 +112,7 @@ def _strata_attacher(module_name, attach, collector, what="strata's hooks failed
 
 _strata_torch_loaded = _strata_attacher("_torch", "attach", "pytorch", "the observer failed to attach")
 _strata_tf_loaded = _strata_attacher("_tf", "attach_tensorflow", "tensorflow")
-_strata_keras_loaded = _strata_attacher("_tf", "attach_keras", "keras")
+_strata_keras_loaded = _strata_attacher("_keras", "attach_keras", "keras")
 _strata_jax_loaded = _strata_attacher("_jax", "attach", "jax")
 _strata_ort_loaded = _strata_attacher("_ort", "attach", "onnxruntime")
 

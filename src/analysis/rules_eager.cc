@@ -1,6 +1,6 @@
 // TensorFlow run eagerly as a cause: a training loop whose steps are marked by
 // a Keras optimizer's apply_gradients() called outside any step function
-// (strata._tf's "keras.optimizer.apply" spans) and run no tf.function, Keras
+// (strata._keras's "keras.optimizer.apply" spans) and run no tf.function, Keras
 // step function or Session.run. Each op is then dispatched from Python one at
 // a time (argument conversion, kernel lookup, a captured Python stack trace per
 // op), which for small and medium models costs many times the kernels' work.

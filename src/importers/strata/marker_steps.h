@@ -1,5 +1,5 @@
 // Steps from the spans strata's framework hooks write around step functions
-// (python/strata/_tf.py): for a TensorFlow or Keras program, what
+// (python/strata/_tf.py, _keras.py): for a TensorFlow or Keras program, what
 // optimizer.step() is for a PyTorch one. Boundaries, in order of preference,
 // for a process that has no steps yet (its own marks, PyTorch's found steps):
 //  - "keras.train_step": each call of a Keras model's train function;
