@@ -93,6 +93,7 @@ void ComputeBound(FindingsContext& c, std::vector<Finding>* out);  // rules_roof
 void MemoryBound(FindingsContext& c, std::vector<Finding>* out);   // rules_roofline.cc
 void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out);  // rules_library.cc
 void PythonCode(FindingsContext& c, std::vector<Finding>* out);          // rules_python.cc
+void DispatchOverheadHost(FindingsContext& c, std::vector<Finding>* out);  // rules_dispatch.cc
 void Checkpointing(FindingsContext& c, std::vector<Finding>* out);       // rules_checkpoint.cc
 void EagerExecution(FindingsContext& c, std::vector<Finding>* out);      // rules_eager.cc
 void GilContention(FindingsContext& c, std::vector<Finding>* out);       // rules_gil.cc
