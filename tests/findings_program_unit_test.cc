@@ -115,6 +115,56 @@ TEST(FindingsProgram, EagerExecutionIsTheTimeOutsideOpKernels) {
   EXPECT_NE(f->suggestion.find("@tf.function"), std::string::npos);
 }
 
+// An eager JAX loop: each step is marked by a gradient taken outside any
+// jitted function; the step thread runs Python for its 4 ms (4 samples a step),
+// and the runtime's thread (same process) runs the primitives' compiled code
+// for 1 sample a step, plus 2 samples a step in its thread pool's loop, which
+// are not kernels. Kernels: 1 ms of the 4 ms step; the rest goes with jax.jit.
+TEST(FindingsProgram, EagerJaxIsTheStepLessItsPrimitivesCompiledCode) {
+  model::Trace t = StepTrace();
+  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("xla-cpu")});
+  model::StringId grad = t.strings.Intern("jax.value_and_grad loss_fn");
+  int32_t py = NativeSite(t, "_PyEval_EvalFrameDefault", "libpython3.11.so.1.0");
+  int32_t xla = NativeSite(t, "fusion.3", "anon");
+  int32_t pool = NativeSite(t, "Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::WorkerLoop(int)",
+                            "libjax_common.so");
+  for (int i = 0; i < 10; ++i) {
+    t.slices.Add(i * 4 * kMs + kMs, 2 * kMs, 0, grad, SliceKind::kSpan, 0);
+    t.thread_states.Add(i * 4 * kMs, 4 * kMs, 0, ThreadState::kRunning, 0);
+    for (int k = 0; k < 4; ++k) Sample(t, i * 4 * kMs + k * kMs + 1, py);
+  }
+  for (int i = 0; i < 10; ++i)
+    for (int k = 0; k < 3; ++k) {
+      t.cpu_samples.ts.push_back(i * 4 * kMs + k * kMs + 2);
+      t.cpu_samples.track.push_back(1);
+      t.cpu_samples.cpu.push_back(1);
+      t.cpu_samples.callsite.push_back(k == 0 ? xla : pool);
+    }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "eager_execution");
+  ASSERT_NE(f, nullptr);
+  EXPECT_DOUBLE_EQ(Metric(*f, "kernel_ns_per_step"), 1.0 * kMs);
+  EXPECT_DOUBLE_EQ(Metric(*f, "eager_overhead_ns_per_step"), 3.0 * kMs);
+  EXPECT_NEAR(f->estimated_gain_pct, 75, 0.5);
+  EXPECT_NE(f->title.find("JAX runs eagerly"), std::string::npos) << f->title;
+  EXPECT_NE(f->suggestion.find("@jax.jit"), std::string::npos) << f->suggestion;
+}
+
+// The same loop calling a jitted function in its steps: not eager.
+TEST(FindingsProgram, NoEagerJaxFindingWhenAJittedFunctionRuns) {
+  model::Trace t = StepTrace();
+  model::StringId grad = t.strings.Intern("jax.grad loss_fn"), fn = t.strings.Intern("jax.jit update");
+  int32_t py = NativeSite(t, "_PyEval_EvalFrameDefault", "libpython3.11.so.1.0");
+  for (int i = 0; i < 10; ++i) {
+    t.slices.Add(i * 4 * kMs, 2 * kMs, 0, grad, SliceKind::kSpan, 0);
+    t.slices.Add(i * 4 * kMs + 2 * kMs, kMs, 0, fn, SliceKind::kSpan, 0);
+    for (int k = 0; k < 4; ++k) Sample(t, i * 4 * kMs + k * kMs + 1, py);
+  }
+  t.Finalize();
+  EXPECT_EQ(Find(analysis::Diagnose(t), "eager_execution"), nullptr);
+}
+
 // Each step: a forward of "Net.rnn (LSTM)" whose aten::lstm (0.4 ms) makes,
 // in the backward, 150 autograd nodes of 10 us, 22 us apart (a recurrent
 // layer stepping through time). The dispatch finding names the layer's

@@ -18,6 +18,11 @@ With `strata record --ops-steps A-B`, JAX's profiler (jax.profiler.start_trace)
 runs from the A-th to the B-th call of the step function and its XSpace is
 merged into the trace like TensorFlow's (strata._tf).
 
+A loop that jits nothing (every primitive dispatched eagerly) is found by its
+gradient: calls of what jax.grad and jax.value_and_grad make, outside any
+jitted call, are spans "jax.grad NAME" / "jax.value_and_grad NAME", the steps'
+markers where no jitted function is called.
+
 Each compiled jax.jit module's HLO graph (once per signature: the first call
 that grows the function's executable cache) is written to
 <trace>/graphs/<pid>/N.json like a tf.function's: the instructions of the
@@ -248,6 +253,54 @@ def _wrap_transform(jax, attr, prefix):
     return True
 
 
+def _wrap_gradient(jax, attr):
+    """jax.grad and jax.value_and_grad: a call of the function they make, made
+    outside any jitted call (an eager training step: every primitive
+    dispatched from Python one at a time), becomes a span "jax.grad NAME" or
+    "jax.value_and_grad NAME", which marks the steps of a loop that jits
+    nothing. Called inside a jitted function (while JAX traces it) it is part of
+    that call's span and makes none."""
+    orig = getattr(jax, attr, None)
+    if orig is None or getattr(orig, "__strata_wrapped__", False):
+        return False
+    intern = _strata()._intern
+    prefix = "jax.%s " % attr
+
+    @functools.wraps(orig)
+    def transform(fun=None, *args, **kwargs):
+        if fun is None:
+            return functools.partial(transform, *args, **kwargs)
+        made = orig(fun, *args, **kwargs)
+        if isinstance(fun, _Jitted):  # the gradient of a compiled function: its calls are its spans
+            return made
+        sid = intern(prefix + _name_of(fun))
+        lib = _strata()._lib
+
+        @functools.wraps(made)
+        def gradient(*a, **kw):
+            if getattr(_tls, "depth", 0) > 0:
+                return made(*a, **kw)
+            lib.strata_span_begin_(sid)
+            _tf._samples(_batch_size(a))
+            _tls.depth = 1
+            ok = False
+            try:
+                out = made(*a, **kw)
+                ok = True
+                return out
+            finally:
+                _tls.depth = 0
+                lib.strata_span_end_()
+                if ok:
+                    _tf._arm_loop_head(sys.modules.get("jax"))
+
+        return gradient
+
+    transform.__strata_wrapped__ = True
+    setattr(jax, attr, transform)
+    return True
+
+
 def _wrap_reads():
     """The program's waits for JAX's asynchronous work: jax.Array's
     block_until_ready, and the reads that wait for the value (float(), int(),
@@ -294,6 +347,8 @@ def attach(jax):
     if window is not None and _tf._profiler is None:
         _tf._profiler = _tf._Profiler(*window, backend="jax")
     done = [name for name, prefix in (("jit", "jax.jit "), ("pmap", "jax.pmap ")) if _wrap_transform(jax, name, prefix)]
+    if all([_wrap_gradient(jax, "grad"), _wrap_gradient(jax, "value_and_grad")]):
+        done.append("eager grad, value_and_grad")
     if _wrap_reads():
         done.append("waits for results")
     version = getattr(jax, "__version__", "?")

@@ -118,7 +118,8 @@ TF_WORKLOADS = [
 NO_SAMPLES = {"manual_sgd"}
 # The finding that must lead, where the program has one planted cause.
 EXPECT_TOP = {"keras_slow_input": "input_pipeline", "queue_producer_infer": "input_pipeline",
-              "infer_requests": "input_pipeline", "rl_env_updates": "python_code", "tf_eager_tape": "eager_execution"}
+              "infer_requests": "input_pipeline", "rl_env_updates": "python_code", "tf_eager_tape": "eager_execution",
+              "jax_eager_train": "eager_execution"}
 OUTSIDE_CAUSES = {"cpu_contention"}
 # The breakdown's largest part (host_pct), where the program makes it plain:
 # parsing requests before the forward is input (the steps of an inference loop
@@ -165,6 +166,7 @@ print(json.dumps(out))
 # JAX (CPU) in a venv of its own.
 JAX_WORKLOADS = [
     ("jax_train", ["--iters", "80", "--batch", "64"], 64),
+    ("jax_eager_train", ["--iters", "60", "--batch", "32"], 32),
 ]
 # ONNX Runtime (CPU) with onnx to build the model file, in a venv of its own.
 ORT_WORKLOADS = [

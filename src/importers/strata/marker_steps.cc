@@ -15,8 +15,12 @@ int MarkerRank(std::string_view name) {
   if (name == "keras.train_step") return 0;
   if (name.substr(0, 12) == "tf.function " || name.substr(0, 8) == "jax.jit " || name.substr(0, 9) == "jax.pmap ")
     return 1;
-  // TF1's training run; an eager GradientTape loop's optimizer call (strata._tf).
-  if (name == "tf.Session.run" || name == "keras.optimizer.apply") return 2;
+  // TF1's training run; an eager GradientTape loop's optimizer call (strata._tf);
+  // an eager JAX loop's gradient (strata._jax: jax.grad or value_and_grad called
+  // outside any jitted function).
+  if (name == "tf.Session.run" || name == "keras.optimizer.apply" || name.substr(0, 9) == "jax.grad " ||
+      name.substr(0, 19) == "jax.value_and_grad ")
+    return 2;
   if (name == "keras.predict_step" || name == "keras.test_step" || name == "ort.run") return 3;
   return -1;
 }

@@ -9,7 +9,9 @@
 //  - "tf.Session.run" with the same fetches (the span's argument), called at
 //    least twice (TF1 graph code: the training run, not the initializer's);
 //    "keras.optimizer.apply", a Keras optimizer's apply_gradients() called
-//    outside any step function (an eager GradientTape loop);
+//    outside any step function (an eager GradientTape loop); "jax.grad NAME"
+//    and "jax.value_and_grad NAME", a gradient taken outside any jitted
+//    function (an eager JAX loop);
 //  - "keras.predict_step" or "keras.test_step" (an inference program), and
 //    ONNX Runtime's "ort.run" (python/strata/_ort.py), called at least twice.
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
