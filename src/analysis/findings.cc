@@ -12,6 +12,7 @@
 #include "analysis/findings_context.h"
 #include "analysis/gpu.h"
 #include "analysis/name_classes.h"
+#include "analysis/sample_lines.h"
 #include "analysis/summary.h"
 #include "base/intervals.h"
 #include "base/parallel.h"
@@ -152,6 +153,16 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                                                                 "process to hand over the batch (a queue or a lock)",
                                                                 Ms(c.PerStep(waiting)))
                                                   : "");
+  // The program's lines that produce the batch, from the step thread's CPU
+  // samples in the breakdown's input part.
+  std::string input_lines;
+  if (own > 0 || !more_producers) {
+    SampleLines where = LinesInPart(c, StepPart::kInput);
+    if (where.samples - where.framework >= 5) input_lines = LineList(where, 3, nullptr);
+    if (!input_lines.empty())
+      f.evidence += fmt::format(" Its CPU samples there ({:.0f}) by line of the program: {}.",
+                                where.samples - where.framework, input_lines);
+  }
   if (in_graphs > 0)
     f.evidence += fmt::format(" Of it, {} per step the step's graph waited while the tf.data pipeline ran its Python "
                               "functions on its own threads and the compute threads were idle.",
@@ -174,7 +185,17 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                              "CPUs that takes at least {} (keep the framework's own threads from contending with "
                              "the workers for them: torch.set_num_threads, OMP_NUM_THREADS)",
                              Ms(cpu.ns_per_step), cpu.cpus, Ms(f.step_after_ns));
-  f.suggestion = producer ? "The thread or process that produces the batches does not keep up: run more producers "
+  f.suggestion = cpu_bound && !more_producers && c.framework != Framework::kTensorFlow
+                     ? std::string(own_code ? "Make each batch cheaper to produce first" : "Make each sample cheaper to load first") +
+                           ": on these CPUs, loader workers would share them with the framework's own threads and "
+                           "gain little (the what-if). Build tensors from whole arrays (torch.from_numpy, or one "
+                           "torch.tensor of the dataset made once and indexed per batch) instead of from per-sample "
+                           "Python lists, read many samples per file (one array or memory-mapped file rather than a "
+                           "file per sample), decode and augment once and cache the result" +
+                           std::string(input_lines.empty() ? "" : " (the lines above)") +
+                           "; then move what remains to DataLoader(num_workers=N) workers, with "
+                           "torch.set_num_threads() leaving them a core."
+                 : producer ? "The thread or process that produces the batches does not keep up: run more producers "
                             "(DataLoader(num_workers=N), a pool of producer threads or processes), make each batch "
                             "cheaper to produce, and keep a queue of ready batches ahead of the step."
                  : in_graphs > 0.5 * wait
