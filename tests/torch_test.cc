@@ -95,17 +95,19 @@ TEST(TorchRecord, OpsMatchTorchProfilerAndStepsAreFound) {
   ASSERT_NE(measured, model::kNone);
   std::map<std::string, uint64_t> ours = OpCounts(t, measured);
   // torch.profiler's counts, and how strata's differ from them. Its count is
-  // the reference, but not a stable one: under CI's load it once counted 47
+  // the reference, but not a stable one: under CI's load it has counted 47
   // aten::add_ where the model's 8 parameters make 48 in 3 steps (24 from
-  // AccumulateGrad, 24 from SGD), and 12 runs of it here all counted 48. So a
-  // difference is checked against a second profiled run before it fails.
+  // AccumulateGrad, 24 from SGD), and in another run 41 aten::zero_ for 42,
+  // while runs on a quiet machine all count the full number. It only ever
+  // missed ops, so its count per op is the most any of up to three profiled
+  // runs saw, and strata's must equal that.
+  std::map<std::string, uint64_t> theirs;
   auto differences = [&]() {
     auto p = testing::RunCommand(TrainCmd(prof_args));
     EXPECT_EQ(p.exit_code, 0) << p.err;
-    std::map<std::string, uint64_t> theirs;
     nlohmann::json prof = ReadJson(prof_out);
-    for (auto& [k, v] : prof["counts"].items()) theirs[k] = v.get<uint64_t>();
-    EXPECT_FALSE(theirs.empty());
+    EXPECT_FALSE(prof["counts"].empty());
+    for (auto& [k, v] : prof["counts"].items()) theirs[k] = std::max(theirs[k], v.get<uint64_t>());
     std::string diff;
     for (const auto& [k, v] : theirs)
       if (ours.count(k) == 0 || ours[k] != v) diff += k + ": torch.profiler " + std::to_string(v) + ", strata " + std::to_string(ours[k]) + "\n";
@@ -113,11 +115,15 @@ TEST(TorchRecord, OpsMatchTorchProfilerAndStepsAreFound) {
       if (theirs.count(k) == 0) diff += k + ": torch.profiler 0, strata " + std::to_string(v) + "\n";
     return diff;
   };
-  std::string diff = differences();
-  if (!diff.empty()) {
-    std::string again = differences();
-    if (again.empty()) std::fprintf(stderr, "[ info     ] a second torch.profiler run agreed; the first said:\n%s", diff.c_str());
-    diff = again.empty() ? "" : "first run:\n" + diff + "second run:\n" + again;
+  std::string diff;
+  for (int run = 1; run <= 3; ++run) {
+    std::string d = differences();
+    if (d.empty()) {
+      if (!diff.empty()) std::fprintf(stderr, "[ info     ] torch.profiler's runs agreed by run %d; before:\n%s", run, diff.c_str());
+      diff.clear();
+      break;
+    }
+    diff += "after run " + std::to_string(run) + ":\n" + d;
   }
   EXPECT_EQ(diff, "");
 
