@@ -484,6 +484,68 @@ TEST(FindingsOs, BatchesBuiltWhereTheCpusAreBusyNameTheirLinesAndAskForCheaperBa
   EXPECT_EQ(f->suggestion.find("Make each batch cheaper to produce first"), 0u) << f->suggestion;
 }
 
+TEST(FindingsOs, APipelinesPythonRunsUnderOneGilWhateverItsParallelCalls) {
+  // A TensorFlow loop: each 1 ms step waits 0.8 ms in the tf.data iterator
+  // while a pipeline thread of the process runs its py_function's Python
+  // (0.8 ms on CPU a step, 4 samples, each with the interpreter on the
+  // stack), then runs its model 0.2 ms (1 sample). Parallel calls would overlap the
+  // loading with the model (the step at 0.2 ms and the rest), but one
+  // interpreter runs the 0.8 ms of Python a step however many threads call it.
+  model::Trace t = StepTrace(10);
+  t.collectors.push_back({0, "tensorflow", "ok", ""});
+  t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("tf_data_private_threadpool")});
+  t.frames.function.push_back(t.strings.Intern("_PyEval_EvalFrameDefault"));
+  t.frames.module.push_back(t.strings.Intern("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"));
+  t.frames.kind.push_back(model::FrameKind::kNative);
+  t.frames.pc.push_back(0);
+  t.frames.line.push_back(0);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(0);
+  t.callsites.depth.push_back(0);
+  t.frames.function.push_back(t.strings.Intern("tensorflow::DirectSession::Run"));
+  t.frames.module.push_back(t.strings.Intern("libtensorflow_cc.so.2"));
+  t.frames.kind.push_back(model::FrameKind::kNative);
+  t.frames.pc.push_back(0);
+  t.frames.line.push_back(0);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(1);
+  t.callsites.depth.push_back(0);
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * kMs;
+    t.cpu_samples.ts.push_back(s + 900'000);  // the step's thread, in the model's graph
+    t.cpu_samples.track.push_back(0);
+    t.cpu_samples.cpu.push_back(0);
+    t.cpu_samples.callsite.push_back(1);
+  }
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * kMs;
+    t.slices.Add(s, 800'000, 0, t.strings.Intern("IteratorGetNext"), SliceKind::kSpan);
+    t.slices.Add(s + 800'000, 190'000, 0, t.strings.Intern("tf.function train_step"), SliceKind::kSpan);
+    t.thread_states.Add(s, 800'000, 0, ThreadState::kSleeping, 0);
+    t.thread_states.Add(s + 800'000, 200'000, 0, ThreadState::kRunning, 0);
+  }
+  for (int i = 0; i < 10; ++i) {
+    int64_t s = i * kMs;
+    t.thread_states.Add(s, 800'000, 1, ThreadState::kRunning, 1);
+    t.thread_states.Add(s + 800'000, 200'000, 1, ThreadState::kSleeping, 1);
+    for (int k = 0; k < 4; ++k) {
+      t.cpu_samples.ts.push_back(s + k * 200'000 + 1);
+      t.cpu_samples.track.push_back(1);
+      t.cpu_samples.cpu.push_back(1);
+      t.cpu_samples.callsite.push_back(0);
+    }
+  }
+  t.Finalize();
+  auto fs = analysis::Diagnose(t);
+  const analysis::Finding* f = Find(fs, "input_pipeline");
+  ASSERT_NE(f, nullptr);
+  // 0.8 ms of the process's on-CPU time per step, all of its samples in the interpreter.
+  EXPECT_NEAR(Metric(*f, "process_python_ns_per_step"), 800'000, 10'000);
+  EXPECT_NEAR(f->estimated_gain_pct, 20.0, 1.0) << f->what_if;
+  EXPECT_NE(f->what_if.find("one interpreter runs one thread's Python at a time"), std::string::npos) << f->what_if;
+  EXPECT_EQ(f->suggestion.find("The pipeline's per-element Python"), 0u) << f->suggestion;
+}
+
 TEST(FindingsOs, ALoopWaitingForItsLoadersWorkersWaitsForInput) {
   // The same pace set by a DataLoader's worker processes: each 1 ms step
   // waits 0.7 ms in the loader's __next__ for their batch. More workers is

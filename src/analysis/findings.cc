@@ -14,6 +14,7 @@
 #include "analysis/name_classes.h"
 #include "analysis/sample_lines.h"
 #include "analysis/summary.h"
+#include "analysis/track_rows.h"
 #include "base/intervals.h"
 #include "base/parallel.h"
 #include "base/units.h"
@@ -29,6 +30,52 @@ bool Contains(std::string_view s, std::string_view part) { return s.find(part) !
 // Durations, sizes and counts as people read them (base/units.h).
 std::string Ms(double ns) { return HumanDuration(ns); }
 std::string N(double n) { return HumanCount(n); }
+
+// The interpreter's own code (libpython3.11.so, a static python3.11): a
+// thread on CPU in it holds the GIL.
+bool InterpreterModule(std::string_view m) {
+  size_t slash = m.rfind('/');
+  if (slash != std::string_view::npos) m = m.substr(slash + 1);
+  return m.starts_with("libpython3") || m.starts_with("python3");
+}
+
+// The Python the step's process ran per step, on all its threads (CPU samples
+// with a Python frame or the interpreter's code on the stack, each worth the
+// process's on-CPU time over its samples in the steps): one interpreter runs
+// one thread's Python at a time, so no number of threads makes the steps
+// shorter than that.
+double ProcessPythonPerStep(const FindingsContext& c) {
+  const model::Trace& t = c.t;
+  const auto& cs = t.cpu_samples;
+  const auto& st = t.thread_states;
+  if (cs.size() == 0 || st.size() == 0 || c.windows.empty() || c.windows.front().track >= t.tracks.size()) return 0;
+  const uint32_t proc = t.tracks[c.windows.front().track].process;
+  double samples = 0, python = 0, running = 0;
+  for (uint32_t tr = 0; tr < t.tracks.size(); ++tr) {
+    if (t.tracks[tr].kind != model::TrackKind::kThread || t.tracks[tr].process != proc) continue;
+    auto srows = TrackRows(cs, tr);
+    auto trows = TrackRows(st, tr);
+    for (const auto& w : c.windows) {
+      auto [lo, hi] = RowsAt(cs, srows, w.start, w.end);
+      for (size_t r = lo; r < hi; ++r) {
+        samples += 1;
+        for (int32_t k = cs.callsite[r]; k >= 0; k = t.callsites.parent[static_cast<size_t>(k)]) {
+          const uint32_t fr = t.callsites.frame[static_cast<size_t>(k)];
+          if (t.frames.kind[fr] == model::FrameKind::kPython || InterpreterModule(t.strings.Get(t.frames.module[fr]))) {
+            python += 1;
+            break;
+          }
+        }
+      }
+      RowsIn(st, trows, w.start, w.end, [&](size_t r) {
+        if (st.state[r] == model::ThreadState::kRunning)
+          running += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
+      });
+    }
+  }
+  if (samples < 20) return 0;
+  return c.PerStep(python * running / samples);
+}
 
 void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
   // Time the step's own thread spends inside data-loading scopes.
@@ -132,6 +179,20 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
     f.metrics.push_back({"program_cpu_ns_per_step", cpu.ns_per_step});
     f.metrics.push_back({"cpus", static_cast<double>(cpu.cpus)});
   }
+  // TensorFlow's pipeline runs its per-element Python (tf.py_function,
+  // from_generator) on its own threads, in this process: under one GIL,
+  // however many parallel calls it is given.
+  double gil_floor = 0;
+  if (c.framework == Framework::kTensorFlow && !more_producers && replayed.measured_ns > 0) {
+    gil_floor = ProcessPythonPerStep(c);
+    if (gil_floor > f.step_after_ns) {
+      f.step_after_ns = std::min(gil_floor, replayed.measured_ns);
+      f.estimated_gain_pct = std::max(0.0, 100.0 * (1 - f.step_after_ns / replayed.measured_ns));
+      f.metrics.push_back({"process_python_ns_per_step", gil_floor});
+    } else {
+      gil_floor = 0;
+    }
+  }
   f.category = "input_pipeline";
   bool own_code = own > 0.5 * wait;  // mostly the program's own code, not a loader's
   f.title = fmt::format("The loop waits for its input: {:.0f}% of each step {}", pct,
@@ -185,6 +246,11 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                              "CPUs that takes at least {} (keep the framework's own threads from contending with "
                              "the workers for them: torch.set_num_threads, OMP_NUM_THREADS)",
                              Ms(cpu.ns_per_step), cpu.cpus, Ms(f.step_after_ns));
+  if (gil_floor > 0)
+    f.what_if += fmt::format("; but the process runs {} of Python per step on its threads (the pipeline's Python "
+                             "functions among it), and one interpreter runs one thread's Python at a time: the step "
+                             "takes at least that",
+                             Ms(gil_floor));
   f.suggestion = cpu_bound && !more_producers && c.framework != Framework::kTensorFlow
                      ? std::string(own_code ? "Make each batch cheaper to produce first" : "Make each sample cheaper to load first") +
                            ": on these CPUs, loader workers would share them with the framework's own threads and "
@@ -198,7 +264,7 @@ void InputPipeline(FindingsContext& c, std::vector<Finding>* out) {
                  : producer ? "The thread or process that produces the batches does not keep up: run more producers "
                             "(DataLoader(num_workers=N), a pool of producer threads or processes), make each batch "
                             "cheaper to produce, and keep a queue of ready batches ahead of the step."
-                 : in_graphs > 0.5 * wait
+                 : in_graphs > 0.5 * wait || gil_floor > 0
                      ? "The pipeline's per-element Python (tf.py_function, tf.numpy_function, from_generator) is the "
                        "cost: express it in TensorFlow ops (map then runs it in parallel with "
                        "num_parallel_calls=tf.data.AUTOTUNE, without the GIL), or compute it once and cache() it; "
