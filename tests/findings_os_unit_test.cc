@@ -410,6 +410,27 @@ TEST(FindingsOs, OneStepSlowOnEveryRankIsNoTail) {
   EXPECT_NE(g->title.find("every 3rd step"), std::string::npos) << g->title;
 }
 
+// A call site of one frame (`fn` of `module`, at `line`), and a CPU sample of
+// it on `track`, CPU `cpu` at `ts` (the OS tables are sorted when finalized).
+int32_t Site(model::Trace& t, const char* fn, const char* module, model::FrameKind kind, uint32_t line = 0) {
+  t.frames.function.push_back(t.strings.Intern(fn));
+  t.frames.module.push_back(t.strings.Intern(module));
+  t.frames.kind.push_back(kind);
+  t.frames.pc.push_back(0);
+  t.frames.line.push_back(line);
+  t.callsites.parent.push_back(model::kNone);
+  t.callsites.frame.push_back(static_cast<uint32_t>(t.frames.size() - 1));
+  t.callsites.depth.push_back(0);
+  return static_cast<int32_t>(t.callsites.size() - 1);
+}
+
+void SampleAt(model::Trace& t, int64_t ts, uint32_t track, int32_t cpu, int32_t site) {
+  t.cpu_samples.ts.push_back(ts);
+  t.cpu_samples.track.push_back(track);
+  t.cpu_samples.cpu.push_back(cpu);
+  t.cpu_samples.callsite.push_back(site);
+}
+
 // StepTrace(10) where each step first waits 0.7 ms for its batch (`wait`
 // adds what the thread does then, from the step's start) and then runs its
 // model's forward for the rest of the step.
@@ -454,23 +475,13 @@ TEST(FindingsOs, BatchesBuiltWhereTheCpusAreBusyNameTheirLinesAndAskForCheaperBa
   // batch cheaper, at that line.
   model::Trace t = StepTrace(10);
   t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("omp")});
-  t.frames.function.push_back(t.strings.Intern("<module>"));
-  t.frames.module.push_back(t.strings.Intern("/home/u/train.py"));
-  t.frames.kind.push_back(model::FrameKind::kPython);
-  t.frames.pc.push_back(0);
-  t.frames.line.push_back(18);
-  t.callsites.parent.push_back(model::kNone);
-  t.callsites.frame.push_back(0);
-  t.callsites.depth.push_back(0);
+  const int32_t line = Site(t, "<module>", "/home/u/train.py", model::FrameKind::kPython, 18);
   for (int i = 0; i < 10; ++i) {
     int64_t s = i * kMs;
     t.slices.Add(s + 700'000, 290'000, 0, t.strings.Intern("Sequential"), SliceKind::kModule);
     t.slices.Add(s + 705'000, 280'000, 0, t.strings.Intern("aten::addmm"), SliceKind::kOp);
     t.thread_states.Add(s, kMs, 0, ThreadState::kRunning, 0);
-    t.cpu_samples.ts.push_back(s + 300'000);
-    t.cpu_samples.track.push_back(0);
-    t.cpu_samples.cpu.push_back(0);
-    t.cpu_samples.callsite.push_back(0);
+    SampleAt(t, s + 300'000, 0, 0, line);
   }
   for (int i = 0; i < 10; ++i) t.thread_states.Add(i * kMs, 800'000, 1, ThreadState::kRunning, 1);
   t.Finalize();
@@ -494,29 +505,10 @@ TEST(FindingsOs, APipelinesPythonRunsUnderOneGilWhateverItsParallelCalls) {
   model::Trace t = StepTrace(10);
   t.collectors.push_back({0, "tensorflow", "ok", ""});
   t.tracks.push_back({model::TrackKind::kThread, 0, 101, t.strings.Intern("tf_data_private_threadpool")});
-  t.frames.function.push_back(t.strings.Intern("_PyEval_EvalFrameDefault"));
-  t.frames.module.push_back(t.strings.Intern("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0"));
-  t.frames.kind.push_back(model::FrameKind::kNative);
-  t.frames.pc.push_back(0);
-  t.frames.line.push_back(0);
-  t.callsites.parent.push_back(model::kNone);
-  t.callsites.frame.push_back(0);
-  t.callsites.depth.push_back(0);
-  t.frames.function.push_back(t.strings.Intern("tensorflow::DirectSession::Run"));
-  t.frames.module.push_back(t.strings.Intern("libtensorflow_cc.so.2"));
-  t.frames.kind.push_back(model::FrameKind::kNative);
-  t.frames.pc.push_back(0);
-  t.frames.line.push_back(0);
-  t.callsites.parent.push_back(model::kNone);
-  t.callsites.frame.push_back(1);
-  t.callsites.depth.push_back(0);
-  for (int i = 0; i < 10; ++i) {
-    int64_t s = i * kMs;
-    t.cpu_samples.ts.push_back(s + 900'000);  // the step's thread, in the model's graph
-    t.cpu_samples.track.push_back(0);
-    t.cpu_samples.cpu.push_back(0);
-    t.cpu_samples.callsite.push_back(1);
-  }
+  const int32_t interpreter =
+      Site(t, "_PyEval_EvalFrameDefault", "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", model::FrameKind::kNative);
+  const int32_t graph = Site(t, "tensorflow::DirectSession::Run", "libtensorflow_cc.so.2", model::FrameKind::kNative);
+  for (int i = 0; i < 10; ++i) SampleAt(t, i * kMs + 900'000, 0, 0, graph);  // the step's thread, in the model's graph
   for (int i = 0; i < 10; ++i) {
     int64_t s = i * kMs;
     t.slices.Add(s, 800'000, 0, t.strings.Intern("IteratorGetNext"), SliceKind::kSpan);
@@ -528,12 +520,7 @@ TEST(FindingsOs, APipelinesPythonRunsUnderOneGilWhateverItsParallelCalls) {
     int64_t s = i * kMs;
     t.thread_states.Add(s, 800'000, 1, ThreadState::kRunning, 1);
     t.thread_states.Add(s + 800'000, 200'000, 1, ThreadState::kSleeping, 1);
-    for (int k = 0; k < 4; ++k) {
-      t.cpu_samples.ts.push_back(s + k * 200'000 + 1);
-      t.cpu_samples.track.push_back(1);
-      t.cpu_samples.cpu.push_back(1);
-      t.cpu_samples.callsite.push_back(0);
-    }
+    for (int k = 0; k < 4; ++k) SampleAt(t, s + k * 200'000 + 1, 1, 1, interpreter);
   }
   t.Finalize();
   auto fs = analysis::Diagnose(t);
