@@ -53,7 +53,7 @@ void EagerExecution(FindingsContext& c, std::vector<Finding>* out) {
   if (track == UINT32_MAX) return;
   // The steps' spans: eager optimizer or gradient calls, and no compiled step.
   int64_t apply_ns = 0;
-  size_t applies = 0;
+  size_t applies = 0, graph_runs = 0;
   bool jax = false;
   std::string marker;
   for (size_t i = 0; i < t.slices.size(); ++i) {
@@ -65,10 +65,12 @@ void EagerExecution(FindingsContext& c, std::vector<Finding>* out) {
       jax = EagerJax(n);
       marker = std::string(n);
     } else if (GraphRun(n)) {
-      return;
+      ++graph_runs;
     }
   }
-  if (applies == 0) return;
+  // A compiled function run in every step is the step's (or most of its)
+  // work; one run less often (an evaluation every N steps) is not.
+  if (applies == 0 || graph_runs >= applies) return;
   // The step thread's CPU samples in the steps: in op kernels or not.
   const auto& cs = t.cpu_samples;
   auto in_kernel = [&](size_t r) {
@@ -144,10 +146,14 @@ void EagerExecution(FindingsContext& c, std::vector<Finding>* out) {
   f.title = fmt::format("{} runs eagerly: dispatching each op from Python takes {:.0f}% of the step",
                         jax ? "JAX" : "TensorFlow", pct);
   f.evidence = fmt::format(
-      "{} runs in the {} measured steps; the loop's {} eagerly ({} calls, {} of the {} mean step). Of the step "
+      "{} in the {} measured steps; the loop's {} eagerly ({} calls, {} of the {} mean step). Of the step "
       "thread's {:.0f} CPU samples in the steps, {:.0f}% are in op kernels ({}) and {:.0f}% in {}'s eager dispatch "
       "and Python: about {} per step.",
-      jax ? "No jax.jit function" : "No tf.function, Keras step function or Session.run", c.steps,
+      graph_runs > 0 ? fmt::format("A compiled function runs only {} times ({})", graph_runs,
+                                   jax ? "a jitted function" : "a tf.function, Keras step function or Session.run")
+      : jax          ? std::string("No jax.jit function runs")
+                     : std::string("No tf.function, Keras step function or Session.run runs"),
+      c.steps,
       jax ? "step takes its gradient (" + marker + ")" : "GradientTape step calls the optimizer", applies,
       HumanDuration(c.PerStep(static_cast<double>(apply_ns))), HumanDuration(c.step_ns), samples,
       100 * kernel / samples, jax ? "XLA's compiled code, Eigen, oneDNN" : "Eigen, oneDNN, BLAS",

@@ -1,8 +1,10 @@
 """A JAX training loop that jits nothing: a linear-softmax classifier's
 parameters as a pytree, jax.grad of the loss and a hand-written Adam update run
 eagerly, one primitive dispatched at a time, the way a first JAX port of a
-NumPy loop looks. Batches sliced from numpy arrays; the loss read back with
-float() every 10 iterations. Prints iter_ms= per iteration."""
+NumPy loop looks. Batches sliced from numpy arrays; every 10 iterations a
+jitted evaluation (loss and accuracy on a held-out slice) read back with
+float(): the steps are the gradient's iterations, not the evaluation's.
+Prints iter_ms= per iteration."""
 import os
 import sys
 
@@ -27,7 +29,14 @@ def loss_fn(p, x, y):
     return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), y[:, None], axis=1))
 
 
+@jax.jit
+def evaluate(p, x, y):
+    logits = x @ p["w"] + p["b"]
+    return loss_fn(p, x, y), jnp.mean(jnp.argmax(logits, -1) == y)
+
+
 grad_fn = jax.grad(loss_fn)
+x_val, y_val = jnp.asarray(x_all[-256:]), jnp.asarray(y_all[-256:])
 clock = IterClock(args)
 t = 0
 while clock.more():
@@ -40,7 +49,8 @@ while clock.more():
     params = jax.tree_util.tree_map(
         lambda p_, a, b: p_ - 1e-3 * (a / (1 - 0.9 ** t)) / (jnp.sqrt(b / (1 - 0.999 ** t)) + 1e-8), params, m, v)
     if t % 10 == 0:
-        print(f"step {t} loss {float(loss_fn(params, x, y)):.4f}", flush=True)
+        val_loss, val_acc = evaluate(params, x_val, y_val)
+        print(f"step {t} val loss {float(val_loss):.4f} acc {float(val_acc):.3f}", flush=True)
     jax.block_until_ready(params)
     clock.tick(args.batch)
 clock.done()

@@ -10,6 +10,11 @@ namespace {
 
 using model::SliceKind;
 
+// strata._jax's span around a gradient taken outside any jitted function.
+bool EagerGradient(std::string_view name) {
+  return name.substr(0, 9) == "jax.grad " || name.substr(0, 19) == "jax.value_and_grad ";
+}
+
 // What a span is as a step marker: its rank (lower is preferred) or -1.
 int MarkerRank(std::string_view name) {
   if (name == "keras.train_step") return 0;
@@ -18,9 +23,7 @@ int MarkerRank(std::string_view name) {
   // TF1's training run; an eager GradientTape loop's optimizer call (strata._tf);
   // an eager JAX loop's gradient (strata._jax: jax.grad or value_and_grad called
   // outside any jitted function).
-  if (name == "tf.Session.run" || name == "keras.optimizer.apply" || name.substr(0, 9) == "jax.grad " ||
-      name.substr(0, 19) == "jax.value_and_grad ")
-    return 2;
+  if (name == "tf.Session.run" || name == "keras.optimizer.apply" || EagerGradient(name)) return 2;
   if (name == "keras.predict_step" || name == "keras.test_step" || name == "ort.run") return 3;
   return -1;
 }
@@ -157,16 +160,25 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     model::StringId name = 0;
     uint64_t arg = 0;
     uint32_t track = 0;
+    size_t calls = 0;
   };
-  std::map<uint32_t, Pick> pick;
+  std::map<uint32_t, Pick> pick, gradient;
   for (const auto& [key, u] : uses) {
     auto [p, rank, name, arg, trk] = key;
     if (with_steps.count(p)) continue;
     // A function called once is the program's setup or its only run, not a loop.
     if (rank != 0 && u.calls < 2) continue;
     Pick& b = pick[p];
-    if (rank < b.rank || (rank == b.rank && u.time > b.time)) b = {rank, u.time, name, arg, trk};
+    if (rank < b.rank || (rank == b.rank && u.time > b.time)) b = {rank, u.time, name, arg, trk, u.calls};
+    if (EagerGradient(t.strings.Get(name))) {
+      Pick& g = gradient[p];
+      if (u.time > g.time) g = {rank, u.time, name, arg, trk, u.calls};
+    }
   }
+  // A loop that takes its gradient eagerly and calls a jitted function less
+  // often (an evaluation every N iterations) has its steps at the gradient.
+  for (auto& [p, b] : pick)
+    if (auto g = gradient.find(p); g != gradient.end() && b.rank == 1 && g->second.calls > b.calls) b = g->second;
   for (const auto& [p, b] : pick) {
     std::vector<uint32_t> markers;
     for (uint32_t i = 0; i < t.slices.size(); ++i)

@@ -11,7 +11,8 @@
 //    "keras.optimizer.apply", a Keras optimizer's apply_gradients() called
 //    outside any step function (an eager GradientTape loop); "jax.grad NAME"
 //    and "jax.value_and_grad NAME", a gradient taken outside any jitted
-//    function (an eager JAX loop);
+//    function (an eager JAX loop), preferred over a jitted function called
+//    fewer times (an evaluation every N iterations);
 //  - "keras.predict_step" or "keras.test_step" (an inference program), and
 //    ONNX Runtime's "ort.run" (python/strata/_ort.py), called at least twice.
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
