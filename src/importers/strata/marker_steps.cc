@@ -15,6 +15,10 @@ bool EagerGradient(std::string_view name) {
   return name.substr(0, 9) == "jax.grad " || name.substr(0, 19) == "jax.value_and_grad ";
 }
 
+// The call an eager training step makes once: its gradient (JAX) or its
+// optimizer's apply_gradients() (TensorFlow, strata._keras).
+bool EagerStep(std::string_view name) { return EagerGradient(name) || name == "keras.optimizer.apply"; }
+
 // What a span is as a step marker: its rank (lower is preferred) or -1.
 int MarkerRank(std::string_view name) {
   if (name == "keras.train_step") return 0;
@@ -103,7 +107,8 @@ std::vector<std::pair<int64_t, bool>> MarkerHeads(const model::Trace& t, const s
 }  // namespace
 
 void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
-               std::vector<std::pair<uint32_t, int64_t>>* partial, const std::vector<std::pair<int64_t, bool>>& heads) {
+               std::vector<std::pair<uint32_t, int64_t>>* partial, const std::vector<std::pair<int64_t, bool>>& heads,
+               const std::vector<int64_t>& batches) {
   model::Trace& t = ctx.trace();
   int64_t prev = INT64_MIN;
   uint64_t n = 0;
@@ -119,10 +124,17 @@ void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, cons
     // Where the Python side stopped looking instead (the tail ran past its
     // budget), the iteration was still running there: the step lasts at
     // least that long.
+    // It then ends at the next iteration's first sign, its batch (the
+    // forward's samples), where one is given before the next marker.
     auto h = std::upper_bound(heads.begin(), heads.end(), std::make_pair(end, true));
     if (h != heads.end() && (k + 1 == markers.size() || h->first <= t.slices.ts[markers[k + 1]]) &&
-        (h->second || k + 1 < markers.size()))
+        (h->second || k + 1 < markers.size())) {
       end = h->first;
+      if (!h->second) {
+        auto b = std::lower_bound(batches.begin(), batches.end(), end);
+        if (b != batches.end() && *b < t.slices.ts[markers[k + 1]]) end = std::max(end, *b - 1);
+      }
+    }
     ctx.AddSlice(OpenSlice{begin, step_name, SliceKind::kStep, n++}, end, track, 0);
     prev = end;
   }
@@ -162,7 +174,7 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     uint32_t track = 0;
     size_t calls = 0;
   };
-  std::map<uint32_t, Pick> pick, gradient;
+  std::map<uint32_t, Pick> pick, eager;
   for (const auto& [key, u] : uses) {
     auto [p, rank, name, arg, trk] = key;
     if (with_steps.count(p)) continue;
@@ -170,15 +182,16 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
     if (rank != 0 && u.calls < 2) continue;
     Pick& b = pick[p];
     if (rank < b.rank || (rank == b.rank && u.time > b.time)) b = {rank, u.time, name, arg, trk, u.calls};
-    if (EagerGradient(t.strings.Get(name))) {
-      Pick& g = gradient[p];
+    if (EagerStep(t.strings.Get(name))) {
+      Pick& g = eager[p];
       if (u.time > g.time) g = {rank, u.time, name, arg, trk, u.calls};
     }
   }
-  // A loop that takes its gradient eagerly and calls a jitted function less
-  // often (an evaluation every N iterations) has its steps at the gradient.
+  // A loop whose training step runs eagerly and that calls a compiled
+  // function less often (an evaluation every N iterations) has its steps at
+  // the eager step's gradient or optimizer call.
   for (auto& [p, b] : pick)
-    if (auto g = gradient.find(p); g != gradient.end() && b.rank == 1 && g->second.calls > b.calls) b = g->second;
+    if (auto g = eager.find(p); g != eager.end() && b.rank == 1 && g->second.calls > b.calls) b = g->second;
   for (const auto& [p, b] : pick) {
     std::vector<uint32_t> markers;
     for (uint32_t i = 0; i < t.slices.size(); ++i)
@@ -187,8 +200,18 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
         markers.push_back(i);
     std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
     auto track_heads = MarkerHeads(t, heads, b.track, markers);
-    if (AsyncMarker(t.strings.Get(b.name))) TileAtStarts(ctx, step_name, b.track, markers, partial, track_heads);
-    else TileSteps(ctx, step_name, b.track, markers, partial, track_heads);
+    if (AsyncMarker(t.strings.Get(b.name))) {
+      TileAtStarts(ctx, step_name, b.track, markers, partial, track_heads);
+    } else {
+      // The batches the framework hooks saw on the track (strata.samples), in time order.
+      std::vector<int64_t> batches;
+      if (model::StringId sn = t.strings.Find("strata.samples"); sn != model::StringPool::kNotFound)
+        for (uint32_t i = 0; i < t.slices.size(); ++i)
+          if (t.slices.track[i] == b.track && t.slices.name[i] == sn && t.slices.kind[i] == SliceKind::kSpan)
+            batches.push_back(t.slices.ts[i]);
+      std::sort(batches.begin(), batches.end());
+      TileSteps(ctx, step_name, b.track, markers, partial, track_heads, batches);
+    }
   }
 }
 

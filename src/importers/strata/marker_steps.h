@@ -11,8 +11,8 @@
 //    "keras.optimizer.apply", a Keras optimizer's apply_gradients() called
 //    outside any step function (an eager GradientTape loop); "jax.grad NAME"
 //    and "jax.value_and_grad NAME", a gradient taken outside any jitted
-//    function (an eager JAX loop), preferred over a jitted function called
-//    fewer times (an evaluation every N iterations);
+//    function (an eager JAX loop); these two eager ones are preferred over a
+//    compiled function called fewer times (an evaluation every N iterations);
 //  - "keras.predict_step" or "keras.test_step" (an inference program), and
 //    ONNX Runtime's "ort.run" (python/strata/_ort.py), called at least twice.
 // Steps tile the loop as PyTorch's do (torch_steps.h): each ends where its
@@ -36,11 +36,13 @@ namespace strata::importers::strata_ctf {
 // kStep slices over `markers` (slice indices on `track`, in time order): each
 // step ends where its marker ends, or at the loop's head after it (`heads`,
 // the track's LoopHead (ts, seen) sorted, when one was seen before the next
-// marker begins), the first begins 1 ns before its marker. Appends (track,
-// first step's begin) to `partial`.
+// marker begins; where the Python side gave up looking instead, at the first
+// of `batches` (the track's strata.samples marks, sorted) after that point and
+// before the next marker, if any), the first begins 1 ns before its marker.
+// Appends (track, first step's begin) to `partial`.
 void TileSteps(LoadContext& ctx, model::StringId step_name, uint32_t track, const std::vector<uint32_t>& markers,
                std::vector<std::pair<uint32_t, int64_t>>* partial,
-               const std::vector<std::pair<int64_t, bool>>& heads = {});
+               const std::vector<std::pair<int64_t, bool>>& heads = {}, const std::vector<int64_t>& batches = {});
 
 // Adds steps (before Finalize) to processes without any from the framework
 // hooks' spans; each ends at the loop's head after its marker where the Python
