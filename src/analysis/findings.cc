@@ -67,10 +67,7 @@ double ProcessPythonPerStep(const FindingsContext& c) {
           }
         }
       }
-      RowsIn(st, trows, w.start, w.end, [&](size_t r) {
-        if (st.state[r] == model::ThreadState::kRunning)
-          running += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
-      });
+      running += static_cast<double>(RunningIn(st, trows, w.start, w.end));
     }
   }
   if (samples < 20) return 0;

@@ -18,7 +18,6 @@
 
 #include "analysis/findings_context.h"
 #include "analysis/track_rows.h"
-#include "base/intervals.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -129,11 +128,7 @@ void EagerExecution(FindingsContext& c, std::vector<Finding>* out) {
   if (st.size() > 0) {
     auto st_rows = TrackRows(st, track);
     for (const auto& w : c.windows)
-      if (w.track == track)
-        RowsIn(st, st_rows, w.start, w.end, [&](size_t r) {
-          if (st.state[r] == model::ThreadState::kRunning)
-            on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
-        });
+      if (w.track == track) on_cpu += static_cast<double>(RunningIn(st, st_rows, w.start, w.end));
   }
   const double cpu_per_step = st.size() > 0 ? c.PerStep(on_cpu) : c.step_ns;
   // (A sample stands for the step thread's on-CPU time over its samples.)

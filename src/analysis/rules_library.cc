@@ -14,7 +14,7 @@
 #include <string>
 
 #include "analysis/findings_context.h"
-#include "base/intervals.h"
+#include "analysis/track_rows.h"
 #include "base/units.h"
 
 namespace strata::analysis {
@@ -86,13 +86,7 @@ void UnoptimizedLibrary(FindingsContext& c, std::vector<Finding>* out) {
       routines[std::string(fn)] += 1;
       module = std::string(mod);
     }
-    if (st.size() > 0) {
-      auto srows = std::equal_range(st.track.begin(), st.track.end(), w.track);
-      for (size_t r = static_cast<size_t>(srows.first - st.track.begin());
-           r < static_cast<size_t>(srows.second - st.track.begin()); ++r)
-        if (st.state[r] == model::ThreadState::kRunning)
-          on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
-    }
+    if (st.size() > 0) on_cpu += static_cast<double>(RunningIn(st, TrackRows(st, w.track), w.start, w.end));
   }
   if (ref < 10 || samples <= 0 || ref / samples < 0.1) return;
   double cpu_per_step = st.size() > 0 && on_cpu > 0 ? c.PerStep(on_cpu) : c.step_ns;

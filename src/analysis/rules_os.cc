@@ -243,11 +243,7 @@ void IoSyscallsFromSamples(FindingsContext& c, std::vector<Finding>* out) {
       }
       seen.emplace_back(io, line);
     });
-    if (st.size() > 0)
-      RowsIn(st, TrackRows(st, w.track), w.start, w.end, [&](size_t r) {
-        if (st.state[r] == ThreadState::kRunning)
-          on_cpu += static_cast<double>(Overlap(st.ts[r], st.ts[r] + st.dur[r], w.start, w.end));
-      });
+    if (st.size() > 0) on_cpu += static_cast<double>(RunningIn(st, TrackRows(st, w.track), w.start, w.end));
   }
   if (io_samples < 10 || samples <= 0) return;
   double issuing = 0;

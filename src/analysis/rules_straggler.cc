@@ -159,9 +159,7 @@ bool RanAhead(const model::Trace& t, const std::vector<FindingsContext::Window>&
     const uint32_t process = t.tracks[w.track].process;
     for (uint32_t k = 0; k < t.tracks.size() && st.size() > 0; ++k) {
       if (k == w.track || t.tracks[k].kind != model::TrackKind::kThread || t.tracks[k].process != process) continue;
-      RowsIn(st, TrackRows(st, k), w.start, w.end, [&](size_t q) {
-        if (st.state[q] == ThreadState::kRunning) threads += Overlap(st.ts[q], st.ts[q] + st.dur[q], w.start, w.end);
-      });
+      threads += RunningIn(st, TrackRows(st, k), w.start, w.end);
     }
     ahead += 2 * std::max(device, std::min(threads, w.end - w.start)) >= w.end - w.start;
   }

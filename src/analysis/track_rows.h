@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/intervals.h"
+#include "model/trace.h"
+
 namespace strata::analysis {
 
 // Rows [first, last) of a (track, ts)-sorted table that belong to `track`.
@@ -34,6 +37,17 @@ std::pair<size_t, size_t> RowsAt(const Table& tb, std::pair<size_t, size_t> r, i
   auto lo = std::lower_bound(tb.ts.begin() + static_cast<ptrdiff_t>(r.first), tb.ts.begin() + static_cast<ptrdiff_t>(r.second), a);
   auto hi = std::lower_bound(lo, tb.ts.begin() + static_cast<ptrdiff_t>(r.second), b);
   return {static_cast<size_t>(lo - tb.ts.begin()), static_cast<size_t>(hi - tb.ts.begin())};
+}
+
+// Of one thread's rows `r` in the thread states, the time it was running
+// within [a, b).
+template <typename States>
+int64_t RunningIn(const States& st, std::pair<size_t, size_t> r, int64_t a, int64_t b) {
+  int64_t ns = 0;
+  RowsIn(st, r, a, b, [&](size_t i) {
+    if (st.state[i] == model::ThreadState::kRunning) ns += Overlap(st.ts[i], st.ts[i] + st.dur[i], a, b);
+  });
+  return ns;
 }
 
 }  // namespace strata::analysis
