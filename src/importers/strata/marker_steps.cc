@@ -192,26 +192,22 @@ void AddMarkerSteps(LoadContext& ctx, model::StringId step_name, std::vector<std
   // the eager step's gradient or optimizer call.
   for (auto& [p, b] : pick)
     if (auto g = eager.find(p); g != eager.end() && b.rank == 1 && g->second.calls > b.calls) b = g->second;
+  const model::StringId samples_name = t.strings.Find("strata.samples");
   for (const auto& [p, b] : pick) {
+    // The marker's calls on its track, and the batches the framework hooks
+    // saw there (strata.samples), each in time order.
     std::vector<uint32_t> markers;
-    for (uint32_t i = 0; i < t.slices.size(); ++i)
-      if (t.slices.track[i] == b.track && t.slices.name[i] == b.name && t.slices.arg[i] == b.arg &&
-          t.slices.kind[i] == SliceKind::kSpan)
-        markers.push_back(i);
-    std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
-    auto track_heads = MarkerHeads(t, heads, b.track, markers);
-    if (AsyncMarker(t.strings.Get(b.name))) {
-      TileAtStarts(ctx, step_name, b.track, markers, partial, track_heads);
-    } else {
-      // The batches the framework hooks saw on the track (strata.samples), in time order.
-      std::vector<int64_t> batches;
-      if (model::StringId sn = t.strings.Find("strata.samples"); sn != model::StringPool::kNotFound)
-        for (uint32_t i = 0; i < t.slices.size(); ++i)
-          if (t.slices.track[i] == b.track && t.slices.name[i] == sn && t.slices.kind[i] == SliceKind::kSpan)
-            batches.push_back(t.slices.ts[i]);
-      std::sort(batches.begin(), batches.end());
-      TileSteps(ctx, step_name, b.track, markers, partial, track_heads, batches);
+    std::vector<int64_t> batches;
+    for (uint32_t i = 0; i < t.slices.size(); ++i) {
+      if (t.slices.track[i] != b.track || t.slices.kind[i] != SliceKind::kSpan) continue;
+      if (t.slices.name[i] == b.name && t.slices.arg[i] == b.arg) markers.push_back(i);
+      else if (t.slices.name[i] == samples_name) batches.push_back(t.slices.ts[i]);
     }
+    std::sort(markers.begin(), markers.end(), [&](uint32_t a, uint32_t c) { return t.slices.ts[a] < t.slices.ts[c]; });
+    std::sort(batches.begin(), batches.end());
+    auto track_heads = MarkerHeads(t, heads, b.track, markers);
+    if (AsyncMarker(t.strings.Get(b.name))) TileAtStarts(ctx, step_name, b.track, markers, partial, track_heads);
+    else TileSteps(ctx, step_name, b.track, markers, partial, track_heads, batches);
   }
 }
 
